@@ -1,0 +1,6 @@
+#include "bindings.hpp"
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "benchctl native core (use the benchctl Python package, not this module)";
+  benchctl::bind_clock(m);
+}

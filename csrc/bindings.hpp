@@ -1,0 +1,9 @@
+// One bind_<concern>() per concern, each in its own bind_<concern>.cpp;
+// bindings.cpp calls them all. Binding files only bind: no logic.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace benchctl {
+void bind_clock(pybind11::module_& m);
+}  // namespace benchctl

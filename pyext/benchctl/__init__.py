@@ -1,0 +1,9 @@
+"""benchctl: true, explained PyTorch timings.
+
+Submodules: :mod:`benchctl.clock` (precise ticks and timing loops).
+"""
+
+from . import clock
+
+__all__ = ["clock"]
+__version__ = "0.1.0"

@@ -1,0 +1,41 @@
+"""``python -m benchctl``: one subcommand per module in :mod:`benchctl.commands`.
+
+Each command module defines ``NAME``, ``HELP``, ``configure(parser)`` and
+``run(args) -> int``, and imports heavy dependencies (torch) inside ``run``
+so that ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Listed explicitly (no plugin discovery): the order is the order in --help.
+COMMAND_MODULES = (
+    "benchctl.commands.clock_info",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchctl",
+        description="benchctl: make PyTorch timings true and explained.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.configure(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,236 @@
+"""The tick clock: a precise, validated counter and a Python API to time with it.
+
+At import benchctl picks its tick source:
+
+* the CPU's invariant cycle counter (x86-64 ``rdtsc``, aarch64 ``cntvct_el0``)
+  when the hardware and the kernel say it ticks at a constant rate on every CPU;
+* otherwise ``clock_gettime(CLOCK_MONOTONIC_RAW)`` nanoseconds, and
+  :func:`info` says why.
+
+``BENCHCTL_CLOCK=clock_gettime`` forces the fallback; ``BENCHCTL_CLOCK=rdtsc``
+(or ``cntvct``) demands the counter and fails loudly if it is unusable.
+
+A tick is one count of the selected source. :func:`to_ns` converts ticks with
+the counter frequency, which is taken from what the hardware states (CPUID leaf
+0x15, a hypervisor's leaf 0x40000010, aarch64 ``cntfrq_el0``), else from the
+kernel's ``tsc_freq_khz``, else measured against ``CLOCK_MONOTONIC_RAW``;
+:func:`info` records which.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+import operator
+import os
+import platform
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _native
+
+ENV_VAR = "BENCHCTL_CLOCK"
+_COUNTER = _native.counter_name()  # "rdtsc", "cntvct" or "" (none compiled in)
+_REQUESTS = ("auto", "clock_gettime", "rdtsc", "cntvct")
+# Long enough that two ~100-tick pairing brackets are < 1 ppm of the span.
+CALIBRATION_NS = 60_000_000
+# cpuid 0x16 is a base frequency, not a TSC frequency: trust it only when a
+# measurement agrees this closely.
+_LEAF_0X16_TOLERANCE_PPM = 1000.0
+_OVERHEAD_SAMPLES = 20_000
+
+#: Raw tick count of the selected source (no serialization): ``cycles() -> int``.
+cycles = _native.cycles
+
+_state: dict[str, Any] = {}
+
+
+def _kernel_cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _kernel_distrusts_tsc() -> bool:
+    """The kernel drops 'tsc' from its clocksources when it finds it unsynchronised."""
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/available_clocksource") as f:
+            return "tsc" not in f.read().split()
+    except OSError:
+        return False
+
+
+def _counter_invariance() -> tuple[bool, str]:
+    if _COUNTER == "cntvct":
+        return True, "the Arm generic timer counts at a constant rate by architecture"
+    if _kernel_distrusts_tsc():
+        return False, "the kernel removed 'tsc' from its clocksources (unsynchronised or unstable TSC)"
+    if _native.cpuid_invariant_tsc():
+        return True, "CPUID 0x80000007 EDX bit 8 reports an invariant TSC"
+    flags = _kernel_cpu_flags()
+    if {"constant_tsc", "nonstop_tsc"} <= flags:
+        return True, "the kernel reports constant_tsc and nonstop_tsc"
+    return False, "the TSC is not invariant (no CPUID bit, no constant_tsc+nonstop_tsc): its rate may follow CPU frequency or stop in sleep states"
+
+
+def _configure(requested: str) -> None:
+    """Select the tick source; called at import with $BENCHCTL_CLOCK."""
+    requested = (requested or "auto").strip().lower() or "auto"
+    if requested not in _REQUESTS:
+        raise ValueError(f"{ENV_VAR}={requested!r} is not one of {', '.join(_REQUESTS)}")
+    if requested in ("rdtsc", "cntvct") and requested != _COUNTER:
+        raise ValueError(
+            f"{ENV_VAR}={requested} but this build's counter is {_COUNTER or 'none'} "
+            f"({platform.machine()})"
+        )
+    invariant = False
+    if requested == "clock_gettime":
+        use_counter, reason = False, f"forced by {ENV_VAR}=clock_gettime"
+    elif not _COUNTER:
+        use_counter = False
+        reason = f"unsupported architecture {platform.machine()}: no cycle counter is implemented for it"
+    else:
+        invariant, why = _counter_invariance()
+        use_counter = invariant
+        reason = why if invariant else f"fell back to clock_gettime: {why}"
+        if requested != "auto" and not invariant:
+            raise ValueError(f"{ENV_VAR}={requested} but the counter is unusable: {why}")
+    _native.use_counter_ticks(use_counter)
+    _state.clear()
+    _state.update(
+        source=_COUNTER if use_counter else "clock_gettime",
+        invariant=invariant,
+        reason=reason,
+        requested=requested,
+        read_overhead_cycles=int(_native.measure_read_overhead(_OVERHEAD_SAMPLES)),
+    )
+    _frequency.cache_clear()
+
+
+def _sysfs_tsc_khz() -> float | None:
+    try:
+        with open("/sys/devices/system/cpu/cpu0/tsc_freq_khz") as f:
+            return float(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _frequency() -> tuple[float, str, float]:
+    """(hz, source, uncertainty_ppm) of the selected tick source."""
+    if _state["source"] == "clock_gettime":
+        return 1e9, "definition (clock_gettime ticks are nanoseconds)", 0.0
+    leaf_0x16 = None
+    for source, hz, ppm in _native.counter_nominal_frequencies():
+        if source == "cpuid_0x16":
+            leaf_0x16 = (hz, ppm)
+        else:
+            return hz, source, ppm
+    khz = _sysfs_tsc_khz() if _COUNTER == "rdtsc" else None
+    if khz:
+        return khz * 1e3, "sysfs tsc_freq_khz", 0.5e3 / khz
+    hz, ppm, _ = _native.calibrate_counter(CALIBRATION_NS)
+    if leaf_0x16 and abs(leaf_0x16[0] / hz - 1) * 1e6 <= _LEAF_0X16_TOLERANCE_PPM:
+        return leaf_0x16[0], "cpuid_0x16 (confirmed by calibration)", leaf_0x16[1]
+    return hz, f"calibrated against CLOCK_MONOTONIC_RAW over {CALIBRATION_NS / 1e6:.0f} ms", ppm
+
+
+def info() -> dict[str, Any]:
+    """Describe the tick source.
+
+    Keys: ``source`` ('rdtsc' | 'cntvct' | 'clock_gettime'), ``invariant``,
+    ``frequency_hz``, ``frequency_source``, ``frequency_uncertainty_ppm``,
+    ``read_overhead_cycles`` (minimum serialized back-to-back read, in ticks),
+    ``reason`` (why this source), ``requested`` (the $BENCHCTL_CLOCK value).
+    """
+    hz, source, ppm = _frequency()
+    return dict(
+        _state,
+        frequency_hz=hz,
+        frequency_source=source,
+        frequency_uncertainty_ppm=ppm,
+    )
+
+
+def to_ns(ticks):
+    """Convert ticks (a number or a numpy array/sequence) to nanoseconds (float)."""
+    scale = 1e9 / _frequency()[0]
+    if isinstance(ticks, numbers.Real) and not isinstance(ticks, bool):
+        if ticks < 0:
+            raise ValueError(f"ticks must be >= 0, got {ticks}")
+        return float(ticks) * scale
+    arr = np.asarray(ticks)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"ticks must be numbers, got {arr.dtype} ({type(ticks).__name__})")
+    if arr.size and arr.min() < 0:
+        raise ValueError("ticks must be >= 0; the array holds negative values")
+    return arr.astype(np.float64) * scale
+
+
+def _count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got bool")
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def busy_wait_cycles(n: int) -> int:
+    """Spin (GIL released) until the tick source has advanced by ``n``; return ticks elapsed."""
+    return _native.busy_wait_ticks(_count("n", n, 0))
+
+
+def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
+    """Call ``fn()`` ``warmup`` times untimed, then ``n`` times timed.
+
+    Returns an int64 array of ticks per call, with the clock's read overhead
+    subtracted (floored at 0). The loop runs natively: no Python object is made
+    per sample. Exceptions raised by ``fn`` propagate.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    n = _count("n", n, 1)
+    warmup = _count("warmup", warmup, 0)
+    return _native.time_python_calls(fn, n, warmup, _state["read_overhead_cycles"])
+
+
+class Stopwatch:
+    """Time a ``with`` block: ``.ticks`` (read overhead subtracted) and ``.ns``.
+
+    The interval is recorded also when the block raises; the exception is not
+    suppressed.
+    """
+
+    __slots__ = ("ticks", "ns", "_start")
+
+    def __init__(self) -> None:
+        self.ticks: int | None = None
+        self.ns: float | None = None
+
+    def __enter__(self) -> "Stopwatch":
+        self._start = _native.cycles_begin()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        end = _native.cycles_end()
+        self.ticks = max(0, end - self._start - _state["read_overhead_cycles"])
+        self.ns = to_ns(self.ticks)
+        return False
+
+    def __repr__(self) -> str:
+        if self.ticks is None:
+            return "Stopwatch(not run)"
+        return f"Stopwatch(ticks={self.ticks}, ns={self.ns:.0f})"
+
+
+_configure(os.environ.get(ENV_VAR, "auto"))

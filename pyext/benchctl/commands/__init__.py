@@ -1,0 +1,1 @@
+"""Subcommands of ``python -m benchctl`` (see :mod:`benchctl.cli`)."""
