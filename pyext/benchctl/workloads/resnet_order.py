@@ -1,0 +1,134 @@
+"""Seed 1: is ResNet-50's evaluation forward pass slower when the process did not train first?
+
+The user's experiment (``../shared/seeds/eval_slower_than_train.txt``),
+reproduced faithfully: torchvision ResNet-50, ``FakeData`` images through a
+``DataLoader(batch_size, num_workers=1, pin_memory=True)``, SGD lr 0.01,
+CrossEntropyLoss. Two orders, each meant to run in its own fresh process:
+
+* ``eval_only``        model.eval(), no_grad, forward over the test loader;
+* ``train_then_eval``  model.train(): zero_grad / forward / backward / step
+  over the train loader, then the same evaluation loop.
+
+As in the seed only the forward call is timed, per batch: phase ``train``
+and phase ``eval``. ``arch`` and ``image_size`` exist so that tests and smoke
+runs can use a smaller torchvision model; the defaults are the seed's.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+from . import register
+from .value_census import weights_census
+from .weights import apply_weights
+
+ORDERS = ("eval_only", "train_then_eval")
+DEVICES = ("cpu", "cuda")
+NUM_CLASSES = 1000  # FakeData's class count in the seed, and ImageNet's
+
+PARAMS: dict[str, Any] = {
+    "order": "eval_only",
+    "batch_size": 16,
+    "num_data": 64,
+    "weights": "auto",
+    "device": "cpu",
+    "seed": 0,
+    "arch": "resnet50",
+    "image_size": 224,
+}
+
+
+def check_args(args: dict[str, Any]) -> None:
+    """Reject bad arguments before any work, naming the valid values."""
+    if args["order"] not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {args['order']!r}")
+    if args["device"] not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {args['device']!r}")
+    for key in ("batch_size", "num_data", "image_size"):
+        value = args[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a positive integer; got {value!r}")
+    if args["num_data"] < args["batch_size"]:
+        raise ValueError(f"num_data ({args['num_data']}) must be at least batch_size ({args['batch_size']})")
+
+
+def build_model(args: dict[str, Any]):
+    """The architecture under ``torch.manual_seed(seed)``, with the requested weights.
+
+    Returns (model, weights_info)."""
+    import torch
+    from torchvision import models
+
+    torch.manual_seed(args["seed"])
+    model = models.get_model(args["arch"], weights=None, num_classes=NUM_CLASSES)
+    info = apply_weights(model, args["arch"], args["weights"], args["seed"])
+    return model, info
+
+
+def make_loader(args: dict[str, Any]):
+    """The seed's FakeData + DataLoader (num_workers=1, pin_memory=True)."""
+    import torch
+    from torchvision import datasets, transforms
+
+    size = args["image_size"]
+    dataset = datasets.FakeData(args["num_data"], (3, size, size), NUM_CLASSES, transforms.ToTensor())
+    return torch.utils.data.DataLoader(dataset, batch_size=args["batch_size"], num_workers=1, pin_memory=True)
+
+
+def _synchronizer(device: str):
+    """A call that waits for queued device work: asynchronous CUDA launches would
+    otherwise be timed as their launch cost only."""
+    if device != "cuda":
+        return lambda: None
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("device=cuda but torch sees no CUDA device (torch.cuda.is_available() is False)")
+    return torch.cuda.synchronize
+
+
+@register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0])
+def resnet_order(args: dict[str, Any], rec) -> None:
+    import torch
+
+    check_args(args)
+    device = torch.device(args["device"])
+    sync = _synchronizer(args["device"])
+    model, weights_info = build_model(args)
+    rec.note("weights", weights_info)
+    rec.note("weights_census", weights_census(model))
+    model.to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    criterion = torch.nn.CrossEntropyLoss()
+    # Kept as the seed wrote it; without an accelerator DataLoader ignores it
+    # (with a warning we silence, since the note below records the fact).
+    rec.note("pin_memory", {"requested": True, "effective": args["device"] == "cuda"})
+    rec.note("batches_per_phase", -(-args["num_data"] // args["batch_size"]))
+
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*pin_memory.*")
+        if args["order"] == "train_then_eval":
+            model.train()
+            for images, target in make_loader(args):
+                images, target = images.to(device, non_blocking=True), target.to(device, non_blocking=True)
+                optimizer.zero_grad()
+                sync()
+                with rec.iteration("train"):
+                    outputs = model(images)
+                    sync()
+                loss = criterion(outputs, target)
+                loss.backward()
+                optimizer.step()
+
+        model.eval()
+        for images, _target in make_loader(args):
+            images = images.to(device, non_blocking=True)
+            with torch.no_grad():
+                sync()
+                with rec.iteration("eval"):
+                    model(images)
+                    sync()
+    rec.note("loops_wall_s", time.perf_counter() - started)

@@ -1,0 +1,185 @@
+"""Seed 2: are all-zero conv weights faster than uniform ones (fast on GPU, not on CPU)?
+
+The user's net (``../shared/seeds/zero_weights_gpu_vs_cpu.txt``): conv 3→64,
+then 10 × (conv 64→64 + ReLU), 3×3, padding 1, no bias, on a 1×3×32×32
+input, weights set by ``nn.init.uniform_`` (``init=uniform``, the seed's
+``init_normal``) or ``nn.init.zeros_`` (``init=zero``), model in eval mode.
+
+Two measurements per cell, side by side:
+
+* the seed's own method, run first and cold as the seed ran it: a host timer
+  (``timeit.default_timer``) around ``naive_trials`` calls, no warm-up, no
+  device synchronisation, and its "forward + backward" loop exactly as
+  written, where ``output.backward`` lacks parentheses and so never runs;
+* per-iteration timing of phase ``forward`` and phase ``forward_backward``,
+  where backward is really called, with each iteration recorded.
+
+Notes carry the gradients (proof that backward ran), each layer's activation
+magnitude and subnormal census, and the weights' census: the values that
+could make the speed data-dependent.
+"""
+
+from __future__ import annotations
+
+import timeit
+from collections import OrderedDict
+from typing import Any
+
+from . import register
+from .value_census import activation_profile, weights_census
+
+INITS = ("uniform", "zero")
+DEVICES = ("cpu", "cuda")
+N_CONV = 10  # the seed's n_conv: conv_0 plus 10 conv+ReLU blocks
+INPUT_SHAPE = (1, 3, 32, 32)
+SEED_BACKWARD_BUG = (
+    "the seed's forward+backward loop writes `output.backward` without parentheses: "
+    "it reads the bound method and never calls it, so its 'forward + backward' time is "
+    "a second forward time; here phase forward_backward calls output.sum().backward()"
+)
+
+PARAMS: dict[str, Any] = {
+    "init": "uniform",
+    "device": "cpu",
+    "iterations": 100,
+    "naive_trials": 200,
+    "seed": 0,
+}
+
+
+def check_args(args: dict[str, Any]) -> None:
+    if args["init"] not in INITS:
+        raise ValueError(f"init must be one of {', '.join(INITS)}; got {args['init']!r}")
+    if args["device"] not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {args['device']!r}")
+    for key in ("iterations", "naive_trials"):
+        value = args[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a positive integer; got {value!r}")
+
+
+def build_net():
+    """The seed's network, with the seed's layer names."""
+    from torch import nn
+
+    modules: OrderedDict[str, nn.Module] = OrderedDict()
+    modules["conv_0"] = nn.Conv2d(3, 64, kernel_size=3, stride=1, padding=1, bias=False)
+    for i in range(1, N_CONV + 1):
+        modules[f"conv_{i}"] = nn.Conv2d(64, 64, kernel_size=3, stride=1, padding=1, bias=False)
+        modules[f"relu_{i}"] = nn.ReLU()
+    return nn.Sequential(modules)
+
+
+def init_weights(net, init: str) -> None:
+    """The seed's init_normal (uniform_, despite its name) or init_zero, on every conv."""
+    from torch import nn
+
+    fill = nn.init.uniform_ if init == "uniform" else nn.init.zeros_
+    for module in net.modules():
+        if isinstance(module, nn.Conv2d):
+            fill(module.weight)
+
+
+def naive_seed_timing(net, x, trials: int) -> dict[str, Any]:
+    """The seed's measurement, unchanged: per-call seconds from a host timer
+    around ``trials`` calls, no warm-up, no synchronisation, and the
+    never-called ``output.backward``."""
+    start = timeit.default_timer()
+    for _ in range(trials):
+        _ = net(x)
+    forward_s = (timeit.default_timer() - start) / trials
+
+    start = timeit.default_timer()
+    for _ in range(trials):
+        output = net(x)
+        output.backward  # noqa: B018 -- the seed's bug, reproduced on purpose
+    seed_forward_backward_s = (timeit.default_timer() - start) / trials
+    return {
+        "method": "timeit.default_timer around the loop / trials; no warm-up; no device sync",
+        "trials": trials,
+        "forward_ms": forward_s * 1e3,
+        "seed_forward_backward_ms": seed_forward_backward_s * 1e3,
+        "seed_backward_called": False,
+    }
+
+
+def gradient_summary(net) -> dict[str, Any]:
+    """Per conv weight: is there a gradient, its largest magnitude, how many entries are non-zero."""
+    from torch import nn
+
+    summary = {}
+    for name, module in net.named_children():
+        if isinstance(module, nn.Conv2d):
+            grad = module.weight.grad
+            summary[f"{name}.weight"] = (
+                {"exists": False}
+                if grad is None
+                else {
+                    "exists": True,
+                    "max_abs": float(grad.abs().max()),
+                    "nonzero": int((grad != 0).sum()),
+                    "numel": grad.numel(),
+                }
+            )
+    return summary
+
+
+def _cuda_event_ms(fn, n: int) -> dict[str, Any]:
+    """Per-call device milliseconds from CUDA events (benchctl.cuda), or why not."""
+    try:
+        from .. import cuda
+    except ImportError as exc:
+        return {"available": False, "reason": f"benchctl.cuda is not available ({exc})"}
+    ok, reason = cuda.available()
+    if not ok:
+        return {"available": False, "reason": reason}
+    return {"available": True, "ms": [float(v) for v in cuda.time_calls(fn, n, warmup=10)]}
+
+
+@register("zero_weights", params=PARAMS, help=__doc__.splitlines()[0])
+def zero_weights(args: dict[str, Any], rec) -> None:
+    import torch
+
+    check_args(args)
+    if args["device"] == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device=cuda but torch sees no CUDA device (torch.cuda.is_available() is False)")
+    torch.manual_seed(args["seed"])
+    net = build_net()
+    init_weights(net, args["init"])
+    net.eval()  # as the seed; autograd stays on, as in the seed (no torch.no_grad)
+    x = torch.randn(INPUT_SHAPE)
+    device = torch.device(args["device"])
+    net.to(device)
+    x = x.to(device)
+    sync = torch.cuda.synchronize if args["device"] == "cuda" else (lambda: None)
+
+    rec.note("naive_seed_timing", naive_seed_timing(net, x, args["naive_trials"]))
+    rec.note("seed_backward_bug", SEED_BACKWARD_BUG)
+
+    def forward():
+        net(x)
+
+    def forward_backward():
+        net(x).sum().backward()
+
+    for _ in range(args["iterations"]):
+        sync()
+        with rec.iteration("forward"):
+            forward()
+            sync()
+    for _ in range(args["iterations"]):
+        net.zero_grad(set_to_none=True)  # untimed: gradients must not accumulate
+        sync()
+        with rec.iteration("forward_backward"):
+            forward_backward()
+            sync()
+    rec.note("gradients", gradient_summary(net))
+
+    if args["device"] == "cuda":
+        rec.note("cuda_event_ms", {
+            "forward": _cuda_event_ms(forward, args["iterations"]),
+            # Gradients accumulate across these calls; the work per call is the same.
+            "forward_backward": _cuda_event_ms(forward_backward, args["iterations"]),
+        })
+    rec.note("activations", activation_profile(net, x))
+    rec.note("weights_census", weights_census(net))
