@@ -21,7 +21,7 @@ import warnings
 from typing import Any
 
 from . import register
-from .value_census import weights_census
+from .value_census import activation_census, weights_census
 from .weights import apply_weights
 
 ORDERS = ("eval_only", "train_then_eval")
@@ -132,3 +132,6 @@ def resnet_order(args: dict[str, Any], rec) -> None:
                     model(images)
                     sync()
     rec.note("loops_wall_s", time.perf_counter() - started)
+    # After the timed loops, on one image: the values the eval forward computed with.
+    census = activation_census(model, images[:1])
+    rec.note("activation_census", {**census, "input": "first image of the last eval batch"})

@@ -105,3 +105,21 @@ def activation_profile(model, example_input) -> list[dict[str, Any]]:
         for record in records:
             record["subnormal_unavailable"] = reason
     return records
+
+
+def activation_census(model, example_input) -> dict[str, Any]:
+    """:func:`activation_profile` reduced to totals: {"available", "values",
+    "subnormal", "by_layer" (layers holding any), "max_abs"}; a compact note
+    for nets too large to list every layer."""
+    records = activation_profile(model, example_input)
+    if records and records[0].get("subnormal") is None:
+        return {"available": False, "reason": records[0].get("subnormal_unavailable")}
+    peaks = [r["max_abs"] for r in records if r["max_abs"] is not None]
+    return {
+        "available": True,
+        "values": sum(r["numel"] for r in records),
+        "subnormal": sum(r["subnormal"] for r in records),
+        "by_layer": {r["layer"]: r["subnormal"] for r in records if r["subnormal"]},
+        "max_abs": max(peaks) if peaks else None,
+        "nonfinite": sum(r["nonfinite"] for r in records),
+    }

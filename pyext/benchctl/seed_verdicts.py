@@ -1,0 +1,471 @@
+"""Verdict rules that answer the two seed questions, over a results document.
+
+Each rule is a small named function ``rule_*(doc) -> list[finding]`` over
+the runner's results document (``matrix``, ``runs`` with ``phases``/``notes``/
+``readback``, ``summary``) plus the document's ``evidence`` section, which the
+bench scripts fill with :func:`penalty_evidence` (the CPU's penalty profile,
+normalised). A finding has the runner's verdict shape: ``rule``, ``a``, ``b``
+(the two cells compared), ``ratio`` (median a / median b), ``ci95``,
+``setting``, ``explains`` (does this setting or fact explain the difference),
+``evidence`` (the figures behind it) and ``message``.
+
+The generic rules (which setting closes a gap) live in :mod:`benchctl.verdict`;
+the rules here know what the seeds asked and which facts answer them: the
+CPU's penalty for the ops a net runs, the subnormal census of its values, the
+seed's own timing method.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+# Part of a baseline gap a setting must remove to be said to close it.
+CLOSES_GAP_FRACTION = 0.75
+# The multiply-add ops a conv net's time is spent in: their subnormal penalty
+# decides whether FTZ/DAZ can change a conv net's speed.
+FMA_OPS = ("conv2d", "matmul", "addcmul")
+# Penalty ratios (special / normal input) below this count as no penalty.
+PENALTY_RATIO = 1.25
+# The seed's naive timing counts as misleading when it is off by more than this.
+NAIVE_MISLEADS_RATIO = 1.2
+
+Finding = dict
+
+
+# --- reading the document ---------------------------------------------------
+
+def baseline(doc: dict) -> dict:
+    """The baseline cell: the first value of every matrix setting."""
+    return {key: values[0] for key, values in doc["matrix"].items()}
+
+
+def _matches(cell: dict, want: dict) -> bool:
+    return all(cell.get(k) == v for k, v in want.items())
+
+
+def ok_runs(doc: dict, want: dict) -> list[dict]:
+    return [r for r in doc["runs"] if r.get("status") == "ok" and _matches(r["cell"], want)]
+
+
+def steady_ns(doc: dict, phase: str, want: dict) -> list[float]:
+    """Steady-state ns of ``phase`` pooled over the successful runs of cells matching ``want``."""
+    ns: list[float] = []
+    for run in ok_runs(doc, want):
+        data = run["phases"].get(phase)
+        if data:
+            ns += data["ns"][data.get("warmup") or 0:]
+    return ns
+
+
+def summary_entry(doc: dict, phase: str, want: dict) -> dict | None:
+    for entry in doc.get("summary", []):
+        if entry["phase"] == phase and _matches(entry["cell"], want):
+            return entry
+    return None
+
+
+def first_note(doc: dict, want: dict, key: str):
+    for run in ok_runs(doc, want):
+        if key in run.get("notes", {}):
+            return run["notes"][key]
+    return None
+
+
+def compare_cells(doc: dict, phase: str, a: dict, b: dict) -> dict | None:
+    """stats.compare of two cells' steady samples in ``phase``; None if either has too few."""
+    from . import stats
+
+    a_ns, b_ns = steady_ns(doc, phase, a), steady_ns(doc, phase, b)
+    if len(a_ns) < 2 or len(b_ns) < 2:
+        return None
+    return stats.compare(a_ns, b_ns, labels=(_label(a), _label(b)))
+
+
+def _label(cell: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in cell.items())
+
+
+def _finding(rule: str, a: dict | None, b: dict | None, cmp: dict | None, setting: str | None,
+             explains: bool, evidence: dict, message: str) -> Finding:
+    return {
+        "rule": rule,
+        "a": a,
+        "b": b,
+        "ratio": cmp["ratio"] if cmp else None,
+        "ci95": cmp["ci95"] if cmp else None,
+        "setting": setting,
+        "explains": bool(explains),
+        "evidence": evidence,
+        "message": message,
+    }
+
+
+def _ratio_text(cmp: dict) -> str:
+    lo, hi = cmp["ci95"]
+    return f"{cmp['ratio']:.2f}× [95% CI {lo:.2f}, {hi:.2f}]"
+
+
+def _count(n: float | None) -> str:
+    if n is None:
+        return "n/a"
+    return f"{n / 1e3:.0f}k" if abs(n) >= 10_000 else f"{n:.0f}"
+
+
+def gap_closed_fraction(base: dict, other: dict) -> float | None:
+    """Share of a baseline slowdown (ratio > 1) that is gone under another setting."""
+    excess = base["ratio"] - 1.0
+    if excess <= 0:
+        return None
+    return 1.0 - (other["ratio"] - 1.0) / excess
+
+
+def is_different(cmp: dict | None) -> bool:
+    """A significant difference whose ratio CI excludes 1."""
+    return bool(cmp and cmp["significant"] and not cmp["ci95"][0] <= 1.0 <= cmp["ci95"][1])
+
+
+# --- evidence: the CPU's penalty profile ------------------------------------
+
+def penalty_evidence(profile: dict) -> dict:
+    """Normalise :func:`benchctl.denormals.penalty_profile` output to
+    {op: {"subnormal_ratio", "zero_ratio", "ftz_removes", "class"}}, the shape
+    these rules read from ``doc["evidence"]["penalty"]``."""
+    raise NotImplementedError("waiting for benchctl.denormals.penalty_profile (issue 3) to land")
+
+
+def _penalty(doc: dict) -> dict | None:
+    return (doc.get("evidence") or {}).get("penalty")
+
+
+def penalised_ops(penalty: dict, ops: Iterable[str], key: str) -> dict[str, float]:
+    """The ops among ``ops`` whose ``key`` ratio (subnormal_ratio | zero_ratio) is a penalty."""
+    out = {}
+    for op in ops:
+        ratio = (penalty.get(op) or {}).get(key)
+        if ratio is not None and ratio >= PENALTY_RATIO:
+            out[op] = ratio
+    return out
+
+
+def _ratios_text(penalty: dict, ops: Iterable[str], key: str) -> str:
+    parts = [f"{op} {penalty[op][key]:.1f}×" for op in ops if op in penalty and penalty[op].get(key) is not None]
+    return ", ".join(parts) or "not measured"
+
+
+# --- seed 1: resnet_order ---------------------------------------------------
+
+EVAL, ORDER_SLOW, ORDER_FAST = "eval", "eval_only", "train_then_eval"
+
+
+def _order_pair(doc: dict, overrides: dict) -> tuple[dict, dict]:
+    cell = {**baseline(doc), **overrides}
+    return {**cell, "order": ORDER_SLOW}, {**cell, "order": ORDER_FAST}
+
+
+def _faults(doc: dict, cell: dict) -> float | None:
+    entry = summary_entry(doc, EVAL, cell)
+    return entry.get("minor_faults_per_iter") if entry else None
+
+
+def rule_order_gap(doc: dict) -> list[Finding]:
+    """Is eval slower in a process that did not train first (baseline settings)?"""
+    a, b = _order_pair(doc, {})
+    cmp = compare_cells(doc, EVAL, a, b)
+    if cmp is None:
+        return [_finding("order_gap", a, b, None, "order", False, {},
+                         "eval_only vs train_then_eval: not enough successful eval iterations to compare")]
+    evidence = {"median_ms": [cmp["median_a"] / 1e6, cmp["median_b"] / 1e6], "p_value": cmp["p_value"],
+                "minor_faults_per_iter": [_faults(doc, a), _faults(doc, b)]}
+    if is_different(cmp) and cmp["ratio"] > 1:
+        message = f"eval forward in an eval_only process is {_ratio_text(cmp)} slower than after training"
+    elif is_different(cmp):
+        message = f"eval forward in an eval_only process is faster than after training: {_ratio_text(cmp)}"
+    else:
+        message = f"no significant eval_only vs train_then_eval difference: {_ratio_text(cmp)}"
+    return [_finding("order_gap", a, b, cmp, "order", is_different(cmp), evidence, message)]
+
+
+def rule_setting_closes_order_gap(doc: dict) -> list[Finding]:
+    """For every other setting value: does the eval_only / train_then_eval gap close under it?"""
+    a0, b0 = _order_pair(doc, {})
+    base = compare_cells(doc, EVAL, a0, b0)
+    if not (is_different(base) and base["ratio"] > 1):
+        return []
+    findings = []
+    for key, values in doc["matrix"].items():
+        if key == "order":
+            continue
+        for value in values[1:]:
+            a, b = _order_pair(doc, {key: value})
+            cmp = compare_cells(doc, EVAL, a, b)
+            if cmp is None:
+                continue
+            closed = gap_closed_fraction(base, cmp)
+            explains = closed is not None and closed >= CLOSES_GAP_FRACTION
+            faults = {"baseline": [_faults(doc, a0), _faults(doc, b0)], f"{key}={value}": [_faults(doc, a), _faults(doc, b)]}
+            message = (
+                f"with {key}={value} eval_only/train_then_eval is {_ratio_text(cmp)} "
+                f"(baseline {_ratio_text(base)}): {key}={value} "
+                + (f"closes {closed:.0%} of the gap" if explains else "does not close the gap")
+            )
+            if explains and faults["baseline"][0] is not None and faults[f"{key}={value}"][0] is not None:
+                message += (f"; minor faults/iter in eval_only fall from {_count(faults['baseline'][0])} "
+                            f"to {_count(faults[f'{key}={value}'][0])}")
+                if key == "alloc":
+                    message += (": the eval_only slowdown is freed memory being returned to the OS "
+                                "and faulted back in on every batch")
+            findings.append(_finding("setting_closes_order_gap", a, b, cmp, f"{key}={value}", explains,
+                                     {"closed_fraction": closed, "baseline_ratio": base["ratio"],
+                                      "baseline_ci95": base["ci95"], "minor_faults_per_iter": faults},
+                                     message))
+    return findings
+
+
+def _ftz_reached(doc: dict, want: dict) -> dict | None:
+    """Threads flushed / threads seen in the ftz readback of the first matching run."""
+    for run in ok_runs(doc, want):
+        census = (run.get("readback") or {}).get("ftz")
+        if isinstance(census, dict):
+            census = census.get("census")
+        if isinstance(census, list) and census:
+            flushed = sum(1 for t in census if t.get("ftz") and t.get("daz"))
+            return {"flushed": flushed, "threads": len(census)}
+    return None
+
+
+def _census_total(note: Any, key: str = "subnormal") -> int | None:
+    if isinstance(note, dict) and note.get("available", True) and key in note:
+        return int(note[key])
+    return None
+
+
+def _why_ftz_cannot_matter(penalty: dict | None, weights_sub: int | None, weights_n: int | None,
+                           act_sub: int | None) -> tuple[bool | None, list[str]]:
+    """(FTZ expected to matter?, reasons). None when the evidence is missing."""
+    reasons = []
+    cpu_penalises = None
+    if penalty:
+        hits = {op: v for op, v in penalised_ops(penalty, FMA_OPS, "subnormal_ratio").items()
+                if (penalty[op].get("ftz_removes") is not False)}
+        cpu_penalises = bool(hits)
+        ratios = _ratios_text(penalty, FMA_OPS, "subnormal_ratio")
+        reasons.append(
+            f"this CPU penalises subnormal multiply-adds ({ratios} on subnormal inputs, penalty profile)"
+            if cpu_penalises else
+            f"this CPU does not penalise subnormal multiply-adds ({ratios} on subnormal inputs, penalty profile)"
+        )
+    has_subnormals = None
+    if weights_sub is not None:
+        has_subnormals = weights_sub > 0 or bool(act_sub)
+        of = f" of {weights_n:,}" if weights_n else ""
+        act = f", activations {act_sub:,}" if act_sub is not None else ""
+        reasons.append(
+            f"the values hold subnormals (census: weights {weights_sub:,}{of}{act})" if has_subnormals else
+            f"the weights have none (census: 0{of} weights subnormal{act})"
+        )
+    if cpu_penalises is None or has_subnormals is None:
+        return None, reasons
+    return cpu_penalises and has_subnormals, reasons
+
+
+def rule_ftz_explained(doc: dict) -> list[Finding]:
+    """Does FTZ change the eval time, and do the penalty profile and census say why?"""
+    if "ftz" not in doc["matrix"] or len(doc["matrix"]["ftz"]) < 2:
+        return []
+    off, on = doc["matrix"]["ftz"][0], doc["matrix"]["ftz"][1]
+    a = {**baseline(doc), "order": ORDER_SLOW, "ftz": on}
+    b = {**baseline(doc), "order": ORDER_SLOW, "ftz": off}
+    cmp = compare_cells(doc, EVAL, a, b)
+    weights_note = first_note(doc, b, "weights_census")
+    act_note = first_note(doc, b, "activation_census")
+    used = (first_note(doc, b, "weights") or {}).get("used")
+    expected, reasons = _why_ftz_cannot_matter(
+        _penalty(doc), _census_total(weights_note), (weights_note or {}).get("values"), _census_total(act_note))
+    reached = _ftz_reached(doc, a)
+    evidence = {"penalty": {op: (_penalty(doc) or {}).get(op) for op in FMA_OPS}, "weights_used": used,
+                "weights_census": weights_note, "activation_census": act_note, "ftz_readback": reached}
+    faster = cmp is not None and is_different(cmp) and cmp["ratio"] < 1
+    because = " and ".join(reasons) if reasons else "no penalty profile or census was recorded"
+    reach = f"; ftz={on} flushed {reached['flushed']}/{reached['threads']} threads (readback)" if reached else ""
+    if cmp is None:
+        message = f"FTZ effect not measurable: too few eval iterations in ftz={on} / ftz={off} cells"
+    elif faster and expected:
+        message = f"FTZ explains a speed-up: ftz={on}/ftz={off} eval_only is {_ratio_text(cmp)}, because {because}{reach}"
+    elif faster:
+        message = (f"FTZ changes the eval time ({_ratio_text(cmp)}) although {because}: "
+                   f"the cause is not explained by denormals{reach}")
+    elif expected:
+        message = (f"FTZ should matter here ({because}) but shows no effect ({_ratio_text(cmp)}); "
+                   f"check the ftz readback{reach}")
+    else:
+        message = f"FTZ has no effect ({_ratio_text(cmp)} with ftz={on} vs {off}) because {because}{reach}"
+    return [_finding("ftz_explained", a, b, cmp, f"ftz={on}", faster and bool(expected), evidence, message)]
+
+
+def resnet_order_findings(doc: dict) -> list[Finding]:
+    return _apply(doc, (rule_order_gap, rule_setting_closes_order_gap, rule_ftz_explained))
+
+
+# --- seed 2: zero_weights ---------------------------------------------------
+
+ZW_PHASES = ("forward", "forward_backward")
+
+
+def _init_pair(doc: dict, overrides: dict) -> tuple[dict, dict]:
+    cell = {**baseline(doc), **overrides}
+    return {**cell, "init": "zero"}, {**cell, "init": "uniform"}
+
+
+def _devices(doc: dict) -> list[str]:
+    return list(doc["matrix"].get("device") or [doc.get("args", {}).get("device", "cpu")])
+
+
+def rule_zero_vs_uniform(doc: dict) -> list[Finding]:
+    """Per device and phase: are zero weights faster than uniform ones?"""
+    findings = []
+    for device in _devices(doc):
+        for phase in ZW_PHASES:
+            a, b = _init_pair(doc, {"device": device} if "device" in doc["matrix"] else {})
+            cmp = compare_cells(doc, phase, a, b)
+            if cmp is None:
+                continue
+            ms = f"median {cmp['median_a'] / 1e6:.2f} vs {cmp['median_b'] / 1e6:.2f} ms"
+            if is_different(cmp):
+                how = "faster" if cmp["ratio"] < 1 else "slower"
+                message = f"on {device}, {phase}: zero weights are {how} than uniform: zero/uniform {_ratio_text(cmp)}, {ms}"
+            else:
+                message = f"on {device}, {phase}: zero weights cost the same as uniform: zero/uniform {_ratio_text(cmp)}, {ms}"
+            findings.append(_finding("zero_vs_uniform", a, b, cmp, "init", is_different(cmp),
+                                     {"device": device, "phase": phase, "p_value": cmp["p_value"],
+                                      "median_ms": [cmp["median_a"] / 1e6, cmp["median_b"] / 1e6]}, message))
+    return findings
+
+
+def _activation_facts(doc: dict, cell: dict) -> dict | None:
+    layers = first_note(doc, cell, "activations")
+    if not layers:
+        return None
+    peak = max((r["max_abs"] for r in layers if r.get("max_abs") is not None), default=None)
+    counts = [r.get("subnormal") for r in layers]
+    return {
+        "max_abs": peak,
+        "nonfinite": sum(r.get("nonfinite", 0) for r in layers),
+        "subnormal": None if any(c is None for c in counts) else sum(counts),
+        "values": sum(r["numel"] for r in layers),
+    }
+
+
+def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
+    """Why zero and uniform weights cost the same on the CPU (or what the evidence says if not)."""
+    if "cpu" not in _devices(doc):
+        return []
+    overrides = {"device": "cpu"} if "device" in doc["matrix"] else {}
+    a, b = _init_pair(doc, overrides)
+    cmps = {phase: compare_cells(doc, phase, a, b) for phase in ZW_PHASES}
+    if any(c is None for c in cmps.values()):
+        return []
+    same = not any(is_different(c) for c in cmps.values())
+    penalty = _penalty(doc)
+    acts = {"zero": _activation_facts(doc, a), "uniform": _activation_facts(doc, b)}
+    evidence = {"penalty": penalty, "activations": acts,
+                "weights_census": {"zero": first_note(doc, a, "weights_census"),
+                                   "uniform": first_note(doc, b, "weights_census")}}
+    parts = []
+    if penalty:
+        parts.append(f"the penalty profile measures conv2d/matmul at {_ratios_text(penalty, ('conv2d', 'matmul'), 'zero_ratio')} "
+                     f"on zeros and {_ratios_text(penalty, ('conv2d', 'matmul'), 'subnormal_ratio')} on subnormals")
+        slow_on_zero = penalised_ops(penalty, sorted(penalty), "zero_ratio")
+        slow_on_sub = penalised_ops(penalty, sorted(penalty), "subnormal_ratio")
+        if slow_on_zero or slow_on_sub:
+            listed = [f"{op} {r:.1f}× on zeros" for op, r in slow_on_zero.items()]
+            listed += [f"{op} {r:.1f}× on subnormals" for op, r in slow_on_sub.items() if op not in slow_on_zero]
+            parts.append("special values do slow some ops on this machine (" + ", ".join(listed)
+                         + "), but this net runs only convolutions and ReLU")
+    u = acts["uniform"]
+    if u and u["max_abs"] is not None:
+        sub = f", {u['subnormal']:,} subnormal of {u['values']:,}" if u["subnormal"] is not None else ""
+        parts.append(f"uniform weights grow activations to {u['max_abs']:.1e}{sub}")
+    z = acts["zero"]
+    if z and z["max_abs"] is not None:
+        parts.append(f"zero weights make every activation {z['max_abs']:g}" if z["max_abs"] == 0 else
+                     f"zero weights leave activations up to {z['max_abs']:.1e}")
+    if same:
+        message = ("on cpu, zeros cost the same as uniform weights because dense GEMM convolution kernels do "
+                   "the same multiply-adds whatever the values; data-dependent speed on a CPU needs special "
+                   "values on a slow path (subnormals in hardware, zeros in some library paths)")
+    else:
+        message = ("on cpu, zero and uniform weights differ in time; dense GEMM kernels do not look at values, "
+                   "so look for special values on a slow path")
+    if parts:
+        message += ": " + "; ".join(parts)
+    return [_finding("values_do_not_matter_on_cpu", a, b, cmps["forward"], "init", not same, evidence, message)]
+
+
+def rule_seed_naive_timing(doc: dict) -> list[Finding]:
+    """How far the seed's own method (cold host timer, backward never called) is from the measurement."""
+    findings = []
+    for device in _devices(doc):
+        overrides = {"device": device} if "device" in doc["matrix"] else {}
+        for init in doc["matrix"].get("init", [doc.get("args", {}).get("init", "uniform")]):
+            cell = {**baseline(doc), **overrides, "init": init}
+            naive = [r["notes"]["naive_seed_timing"] for r in ok_runs(doc, cell)
+                     if "naive_seed_timing" in r.get("notes", {})]
+            fwd, fb = summary_entry(doc, "forward", cell), summary_entry(doc, "forward_backward", cell)
+            if not naive or not fwd or not fb:
+                continue
+            naive_fwd = sum(n["forward_ms"] for n in naive) / len(naive)
+            naive_fb = sum(n["seed_forward_backward_ms"] for n in naive) / len(naive)
+            real_fwd, real_fb = fwd["median_ms"], fb["median_ms"]
+            ratio = naive_fb / real_fb
+            misleads = not (1 / NAIVE_MISLEADS_RATIO <= ratio <= NAIVE_MISLEADS_RATIO)
+            message = (f"{device}, init={init}: the seed's method reports forward {naive_fwd:.2f} ms and "
+                       f"'forward + backward' {naive_fb:.2f} ms; measured medians are {real_fwd:.2f} ms and "
+                       f"{real_fb:.2f} ms ({real_fb / real_fwd:.1f}× forward): its 'forward + backward' is "
+                       f"a second forward, because `output.backward` (no parentheses) never runs")
+            if device == "cuda":
+                message += "; on cuda its host timer without synchronize times kernel launches, not kernels"
+            findings.append({
+                "rule": "seed_naive_timing", "a": cell, "b": cell, "ratio": ratio, "ci95": None,
+                "setting": "method", "explains": misleads,
+                "evidence": {"naive_forward_ms": naive_fwd, "naive_seed_forward_backward_ms": naive_fb,
+                             "median_forward_ms": real_fwd, "median_forward_backward_ms": real_fb,
+                             "trials": naive[0]["trials"], "repetitions": len(naive)},
+                "message": message,
+            })
+    return findings
+
+
+def rule_ftz_no_effect_zero_weights(doc: dict) -> list[Finding]:
+    """zero_weights: does FTZ change the uniform net's forward time, and would the census predict it?"""
+    if "ftz" not in doc["matrix"] or len(doc["matrix"]["ftz"]) < 2:
+        return []
+    off, on = doc["matrix"]["ftz"][0], doc["matrix"]["ftz"][1]
+    a = {**baseline(doc), "init": "uniform", "ftz": on}
+    b = {**baseline(doc), "init": "uniform", "ftz": off}
+    if "device" in doc["matrix"]:
+        a["device"] = b["device"] = "cpu"
+    cmp = compare_cells(doc, "forward", a, b)
+    if cmp is None:
+        return []
+    acts = _activation_facts(doc, b)
+    expected, reasons = _why_ftz_cannot_matter(_penalty(doc), _census_total(first_note(doc, b, "weights_census")),
+                                               None, acts["subnormal"] if acts else None)
+    because = " and ".join(reasons) or "no penalty profile or census was recorded"
+    if is_different(cmp):
+        message = f"ftz={on} changes the forward time ({_ratio_text(cmp)}); evidence: {because}"
+    else:
+        message = f"FTZ has no effect on this net ({_ratio_text(cmp)}) because {because}"
+    return [_finding("ftz_no_effect_zero_weights", a, b, cmp, f"ftz={on}", is_different(cmp) and bool(expected),
+                     {"activations": acts, "ftz_readback": _ftz_reached(doc, a)}, message)]
+
+
+def zero_weights_findings(doc: dict) -> list[Finding]:
+    return _apply(doc, (rule_zero_vs_uniform, rule_values_do_not_matter_on_cpu,
+                        rule_ftz_no_effect_zero_weights, rule_seed_naive_timing))
+
+
+def _apply(doc: dict, rules: Iterable[Callable[[dict], list[Finding]]]) -> list[Finding]:
+    findings: list[Finding] = []
+    for rule in rules:
+        findings += rule(doc)
+    return findings
