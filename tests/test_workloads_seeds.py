@@ -46,7 +46,7 @@ def test_eval_only_times_eval_forward_per_batch():
     rec = run("resnet_order", order="eval_only", **TINY)
     assert set(rec.ticks) == {"eval"}
     assert len(rec.ticks["eval"]) == 2 and all(t > 0 for t in rec.ticks["eval"])
-    assert rec.notes["batches_per_phase"] == 2
+    assert rec.notes["batches"] == {"eval": 2, "train": 0}
     assert rec.notes["weights"]["used"] == "random"
 
 
@@ -55,6 +55,12 @@ def test_train_then_eval_times_both_phases_and_trains():
     assert set(rec.ticks) == {"train", "eval"}
     assert len(rec.ticks["train"]) == 2 and len(rec.ticks["eval"]) == 2
     assert all(t > 0 for t in rec.ticks["train"] + rec.ticks["eval"])
+
+
+def test_train_batches_stops_training_early():
+    rec = run("resnet_order", order="train_then_eval", train_batches=1, **TINY)
+    assert len(rec.ticks["train"]) == 1 and len(rec.ticks["eval"]) == 2
+    assert rec.notes["batches"] == {"eval": 2, "train": 1}
 
 
 def test_training_really_updates_the_weights(monkeypatch):
@@ -84,6 +90,7 @@ def test_real_resnet50_eval_at_batch_2():
         ({"batch_size": 0}, "batch_size must be a positive integer"),
         ({"num_data": 1, "batch_size": 2}, "num_data (1) must be at least batch_size (2)"),
         ({"device": "tpu"}, "device must be one of cpu, cuda"),
+        ({"train_batches": 0}, "train_batches must be a positive integer or None"),
     ],
 )
 def test_resnet_order_rejects_bad_arguments(bad, message):

@@ -12,6 +12,8 @@ CrossEntropyLoss. Two orders, each meant to run in its own fresh process:
 As in the seed only the forward call is timed, per batch: phase ``train``
 and phase ``eval``. ``arch`` and ``image_size`` exist so that tests and smoke
 runs can use a smaller torchvision model; the defaults are the seed's.
+``train_batches`` (default: all of them, as the seed) stops the training loop
+early, since training dominates a cell's cost.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ PARAMS: dict[str, Any] = {
     "seed": 0,
     "arch": "resnet50",
     "image_size": 224,
+    "train_batches": None,
 }
 
 
@@ -50,6 +53,10 @@ def check_args(args: dict[str, Any]) -> None:
         value = args[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{key} must be a positive integer; got {value!r}")
+    train_batches = args["train_batches"]
+    if train_batches is not None and (isinstance(train_batches, bool) or not isinstance(train_batches, int)
+                                      or train_batches < 1):
+        raise ValueError(f"train_batches must be a positive integer or None (all batches); got {train_batches!r}")
     if args["num_data"] < args["batch_size"]:
         raise ValueError(f"num_data ({args['num_data']}) must be at least batch_size ({args['batch_size']})")
 
@@ -105,14 +112,18 @@ def resnet_order(args: dict[str, Any], rec) -> None:
     # Kept as the seed wrote it; without an accelerator DataLoader ignores it
     # (with a warning we silence, since the note below records the fact).
     rec.note("pin_memory", {"requested": True, "effective": args["device"] == "cuda"})
-    rec.note("batches_per_phase", -(-args["num_data"] // args["batch_size"]))
+    batches = -(-args["num_data"] // args["batch_size"])
+    rec.note("batches", {"eval": batches, "train": 0 if args["order"] == "eval_only" else
+                         min(batches, args["train_batches"] or batches)})
 
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*pin_memory.*")
         if args["order"] == "train_then_eval":
             model.train()
-            for images, target in make_loader(args):
+            for batch, (images, target) in enumerate(make_loader(args)):
+                if batch == args["train_batches"]:
+                    break
                 images, target = images.to(device, non_blocking=True), target.to(device, non_blocking=True)
                 optimizer.zero_grad()
                 sync()
@@ -135,3 +146,34 @@ def resnet_order(args: dict[str, Any], rec) -> None:
     # After the timed loops, on one image: the values the eval forward computed with.
     census = activation_census(model, images[:1])
     rec.note("activation_census", {**census, "input": "first image of the last eval batch"})
+
+
+# Training a batch (forward, backward, SGD step) costs about this many forwards.
+TRAIN_COST_IN_FORWARDS = 3.0
+
+
+def probe_seconds_per_image(args: dict[str, Any], probe_batch: int = 2) -> float:
+    """Seconds of one eval forward per image for ``args``' arch and image size,
+    measured now in this process (one warm-up call, then the best of two)."""
+    import torch
+    from torchvision import models
+
+    model = models.get_model(args["arch"], weights=None, num_classes=NUM_CLASSES).eval()
+    x = torch.randn(probe_batch, 3, args["image_size"], args["image_size"])
+    with torch.no_grad():
+        model(x)
+        best = float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            model(x)
+            best = min(best, time.perf_counter() - started)
+    return best / probe_batch
+
+
+def estimate_cell_seconds(args: dict[str, Any], order: str, per_image_s: float, startup_s: float) -> float:
+    """Expected wall time of one cell: process start-up plus the timed loops at ``per_image_s``."""
+    batches = -(-args["num_data"] // args["batch_size"])
+    forwards = batches
+    if order == "train_then_eval":
+        forwards += TRAIN_COST_IN_FORWARDS * min(batches, args["train_batches"] or batches)
+    return startup_s + forwards * args["batch_size"] * per_image_s

@@ -183,3 +183,34 @@ def zero_weights(args: dict[str, Any], rec) -> None:
         })
     rec.note("activations", activation_profile(net, x))
     rec.note("weights_census", weights_census(net))
+
+
+def probe_call_seconds(init: str = "uniform", calls: int = 5) -> tuple[float, float]:
+    """(forward, forward+backward) seconds per call of the seed's net on the CPU,
+    measured now in this process (best of ``calls`` after one warm-up each)."""
+    import time
+
+    import torch
+
+    net = build_net()
+    init_weights(net, init)
+    x = torch.randn(INPUT_SHAPE)
+
+    def best(fn):
+        fn()
+        times = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    return best(lambda: net(x)), best(lambda: net(x).sum().backward())
+
+
+def estimate_cell_seconds(args: dict[str, Any], forward_s: float, forward_backward_s: float,
+                          startup_s: float) -> float:
+    """Expected wall time of one CPU cell: start-up, the seed's naive loops, the timed phases."""
+    naive = args["naive_trials"] * 2 * forward_s
+    timed = args["iterations"] * (forward_s + forward_backward_s)
+    return startup_s + naive + timed

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Seed 1: why is ResNet-50's eval forward pass slower when the process did not train first?
+
+Runs the user's experiment (../shared/seeds/eval_slower_than_train.txt) in
+both orders, each in a fresh process, under every setting that can explain
+the gap (default: order × ftz {off, process} × alloc {default, retain}), and
+prints the report and the verdict. ``--batch-size 128 --num-data 1024`` is
+exactly the seed's experiment; the defaults are sized to finish in about
+five minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+_STARTED = time.perf_counter()
+
+BUDGET_S = 300.0
+DEFAULT_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"],
+                  "alloc": ["default", "retain"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch-size", type=int, default=16, help="images per batch (seed: 128)")
+    p.add_argument("--num-data", type=int, default=64, help="FakeData images per loader (seed: 1024)")
+    p.add_argument("--train-batches", type=int, default=None, help="stop training after N batches (default: all, as the seed)")
+    p.add_argument("--weights", default="auto", help="auto | imagenet | random | subnormal:F | PATH (default auto: imagenet if cached, else random)")
+    p.add_argument("--device", default="cpu", help="cpu | cuda")
+    p.add_argument("--seed", type=int, default=0, help="seed for weights and init")
+    p.add_argument("--arch", default="resnet50", help="torchvision model (default resnet50, the seed's)")
+    p.add_argument("--image-size", type=int, default=224, help="FakeData image side (seed: 224)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
+                   help="replace or add a matrix axis: a setting (ftz, alloc, threads, pin, env) or a parameter (order)")
+    p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 5 minutes)")
+    p.add_argument("--json", dest="json_path", help="results file (default results/resnet_order-<time>.json)")
+    p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    opts = p.parse_args(argv)
+
+    import torch  # noqa: F401  (its import time is part of every cell's start-up)
+
+    from benchctl import seed_runs, seed_verdicts
+    from benchctl.workloads import resnet_order
+
+    args = {"batch_size": opts.batch_size, "num_data": opts.num_data, "train_batches": opts.train_batches,
+            "weights": opts.weights, "device": opts.device, "seed": opts.seed, "arch": opts.arch,
+            "image_size": opts.image_size}
+    resnet_order.check_args({**resnet_order.PARAMS, **args})
+    matrix = seed_runs.apply_sets(DEFAULT_MATRIX, opts.sets)
+    startup_s = time.perf_counter() - _STARTED
+    per_image = resnet_order.probe_seconds_per_image(args)
+    full = {**resnet_order.PARAMS, **args}
+    orders = matrix.get("order", [full["order"]])
+    cell_s = sum(resnet_order.estimate_cell_seconds(full, o, per_image, startup_s) for o in orders) / len(orders)
+    cells = seed_runs.count_cells(matrix)
+    repeat = opts.repeat or seed_runs.fit_repeat(cell_s, cells, BUDGET_S)
+    seed_runs.run_and_explain("resnet_order", args, matrix, repeat=repeat, json_path=opts.json_path,
+                              plot_path=opts.plot, focus="order", seed_rules=seed_verdicts.resnet_order_findings,
+                              penalty_ops=seed_verdicts.FMA_OPS, cell_seconds=cell_s)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Seed 2: are all-zero conv weights faster than uniform ones (fast on GPU, not on CPU)?
+
+Runs the user's net (../shared/seeds/zero_weights_gpu_vs_cpu.txt) with
+uniform and zero weights, each cell in a fresh process, under ftz
+{off, process} and threads {1, all} (and on CUDA when a GPU is present),
+times forward and a forward+backward that really calls backward, shows the
+seed's own naive timing beside it, and prints the report and the answer.
+``--naive-trials 1000`` is the seed's trial count; the defaults are sized to
+finish in about two minutes on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+_STARTED = time.perf_counter()
+
+BUDGET_S = 120.0
+
+
+def default_matrix(devices: list[str]) -> dict[str, list]:
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    matrix = {"init": ["uniform", "zero"], "device": devices, "ftz": ["off", "process"]}
+    matrix["threads"] = [1, threads] if threads > 1 else [1]
+    return matrix
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default=None, help="cpu | cuda | cpu,cuda (default: cpu, plus cuda when torch sees a GPU)")
+    p.add_argument("--iterations", type=int, default=100, help="timed iterations per phase")
+    p.add_argument("--naive-trials", type=int, default=200, help="calls in the seed's naive loops (seed: 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed for init and input")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
+                   help="replace or add a matrix axis: a setting (ftz, threads, alloc, pin, env) or a parameter (init, device)")
+    p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 2 minutes)")
+    p.add_argument("--json", dest="json_path", help="results file (default results/zero_weights-<time>.json)")
+    p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    opts = p.parse_args(argv)
+
+    import torch
+
+    from benchctl import seed_runs, seed_verdicts
+    from benchctl.workloads import zero_weights
+
+    devices = opts.device.split(",") if opts.device else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    args = {"iterations": opts.iterations, "naive_trials": opts.naive_trials, "seed": opts.seed}
+    zero_weights.check_args({**zero_weights.PARAMS, **args})
+    matrix = seed_runs.apply_sets(default_matrix(devices), opts.sets)
+    startup_s = time.perf_counter() - _STARTED
+    forward_s, forward_backward_s = zero_weights.probe_call_seconds()
+    cell_s = zero_weights.estimate_cell_seconds({**zero_weights.PARAMS, **args}, forward_s, forward_backward_s,
+                                                startup_s)
+    cells = seed_runs.count_cells(matrix)
+    repeat = opts.repeat or seed_runs.fit_repeat(cell_s, cells, BUDGET_S)
+    seed_runs.run_and_explain("zero_weights", args, matrix, repeat=repeat, json_path=opts.json_path,
+                              plot_path=opts.plot, focus="init", seed_rules=seed_verdicts.zero_weights_findings,
+                              penalty_ops=("conv2d", "matmul", "addcmul", "sqrt", "rsqrt", "exp", "div", "mul", "add"),
+                              cell_seconds=cell_s)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

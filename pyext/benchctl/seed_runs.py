@@ -1,0 +1,143 @@
+"""Run a seed workload's settings matrix and answer its question: the code
+behind ``bench/resnet_order.py`` and ``bench/zero_weights.py``.
+
+:func:`run_and_explain` runs the matrix with :func:`benchctl.runner.run_matrix`
+(each cell and repetition in a fresh process), measures the CPU's penalty
+profile in this process afterwards (so it never competes with a cell), adds
+the seed's verdict rules (:mod:`benchctl.seed_verdicts`) to the runner's
+generic ones, saves the document, and prints the report and the answer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+import time
+from typing import Any, Callable
+
+RESULTS_DIR = "results"
+# Planning figure for measure_penalty(): the penalty profile's own target (issue 3).
+PENALTY_SECONDS = 20.0
+MAX_DEFAULT_REPEAT = 3
+
+
+def apply_sets(matrix: dict[str, list], sets: list[str]) -> dict[str, list]:
+    """``--set NAME=V1,V2`` items over a default matrix: a new NAME adds an axis,
+    an existing one is replaced (so ``--set alloc=retain`` narrows it)."""
+    from .settings import parse_assignment
+
+    out = {k: list(v) for k, v in matrix.items()}
+    seen = set()
+    for item in sets:
+        key, values = parse_assignment(item)
+        if key in seen:
+            raise ValueError(f"--set {key}=... given twice; list all its values in one --set")
+        seen.add(key)
+        out[key] = values
+    return out
+
+
+def default_json_path(workload: str) -> str:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join(RESULTS_DIR, f"{workload}-{stamp}.json")
+
+
+def count_cells(matrix: dict[str, list]) -> int:
+    n = 1
+    for values in matrix.values():
+        n *= len(values)
+    return n
+
+
+def fit_repeat(cell_seconds: float, cells: int, budget_s: float) -> int:
+    """Repetitions per cell that fit ``budget_s`` (at least 1, at most MAX_DEFAULT_REPEAT)."""
+    room = (budget_s - PENALTY_SECONDS) / max(cell_seconds * cells, 1e-9)
+    return max(1, min(MAX_DEFAULT_REPEAT, int(room)))
+
+
+def _fmt_duration(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def measure_penalty(ops: tuple[str, ...]) -> dict[str, Any]:
+    """The CPU's penalty profile for ``ops`` as the verdict rules read it, or why it is missing."""
+    from . import seed_verdicts
+
+    try:
+        from . import denormals
+    except ImportError as exc:
+        return {"penalty": None, "penalty_unavailable": f"benchctl.denormals is not available ({exc})"}
+    started = time.perf_counter()
+    profile = denormals.penalty_profile()
+    return {
+        "penalty": {op: v for op, v in seed_verdicts.penalty_evidence(profile).items() if op in ops} or None,
+        "penalty_profile": profile,
+        "penalty_seconds": time.perf_counter() - started,
+    }
+
+
+def format_values(doc: dict) -> str:
+    """Which weights each distinct setup used, and their subnormal census (from the runs' notes)."""
+    lines, seen = [], set()
+    for run in doc["runs"]:
+        notes = run.get("notes") or {}
+        if run.get("status") != "ok" or "weights_census" not in notes:
+            continue
+        weights = notes.get("weights") or {}
+        census = notes["weights_census"]
+        text = (f"{census['subnormal']:,} of {census['values']:,} values subnormal"
+                if census.get("available") else f"census unavailable: {census.get('reason')}")
+        line = f" weights {weights.get('used', run['cell'].get('init', '?'))}: {text}"
+        if weights.get("why"):
+            line += f" ({weights['why']})"
+        if line not in seen:
+            seen.add(line)
+            lines.append(line)
+    return "Values:\n" + "\n".join(lines) if lines else ""
+
+
+def format_answer(findings: list[dict]) -> str:
+    """The verdict as numbered lines, explaining findings first."""
+    if not findings:
+        return "Verdict: no finding (too few successful runs to compare?)"
+    ordered = sorted(findings, key=lambda f: not f.get("explains"))
+    lines = ["Verdict:"]
+    for i, f in enumerate(ordered, 1):
+        mark = "*" if f.get("explains") else "-"
+        lines.append(f" {mark} [{f['rule']}] {f['message']}")
+    return "\n".join(lines)
+
+
+def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repeat: int, json_path: str | None,
+                    plot_path: str | None, focus: str, seed_rules: Callable[[dict], list[dict]],
+                    penalty_ops: tuple[str, ...], cell_seconds: float | None,
+                    out=sys.stdout) -> dict:
+    """Run, explain, save and print; returns the results document."""
+    from . import report, results, runner
+
+    json_path = json_path or default_json_path(workload)
+    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+    cells = count_cells(matrix)
+    print(f"{workload}: {cells} cells × {repeat} repetition(s), each in a fresh process; matrix "
+          + ", ".join(f"{k}={{{','.join(map(str, v))}}}" for k, v in matrix.items()), file=out)
+    if cell_seconds is not None:
+        expected = cells * repeat * cell_seconds + PENALTY_SECONDS
+        print(f"expected duration ≈ {_fmt_duration(expected)} (estimate from a probe in this process)", file=out)
+    print(f"results: {json_path} (rewritten after every cell; --resume continues it)", file=out, flush=True)
+
+    started = time.perf_counter()
+    doc = runner.run_matrix(workload, args, matrix, repeat=repeat, json_path=json_path, focus=focus)
+    doc["evidence"] = measure_penalty(penalty_ops)
+    doc["verdict"] = list(doc.get("verdict") or []) + seed_rules(doc)
+    results.save(doc, json_path)
+    print(report.format_report(doc), file=out)
+    values = format_values(doc)
+    if values:
+        print(values, file=out)
+    if plot_path:
+        report.plot(doc, plot_path)
+        print(f"plot: {plot_path}", file=out)
+    print(format_answer(doc["verdict"]), file=out)
+    print(f"took {_fmt_duration(time.perf_counter() - started)}; results in {json_path}", file=out)
+    return doc
