@@ -17,7 +17,9 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 BUDGET=${GPU_CHECK_BUDGET_S:-450}
 LOGS=${GPU_CHECK_LOGS:-$(mktemp -d)}
-VENV=$(mktemp -d)/venv
+VENV_ROOT=$(mktemp -d)
+VENV=$VENV_ROOT/venv
+trap 'rm -rf "$VENV_ROOT"' EXIT
 DEADLINE=$(($(date +%s) + BUDGET))
 mkdir -p "$LOGS"
 
