@@ -4,6 +4,7 @@ Submodules: :mod:`benchctl.clock` (precise ticks and timing loops).
 """
 
 from . import clock
+from . import cuda
 
 __all__ = ["clock"]
 __version__ = "0.1.0"
