@@ -24,7 +24,6 @@ Every timing entry point raises :class:`CudaUnavailable` with that same reason.
 from __future__ import annotations
 
 import glob
-import numbers
 import os
 import re
 import site
@@ -34,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import _native
+from . import _native, _validate
 
 ENV_VAR = "BENCHCTL_CUDART"
 #: How many times the device's L2 the flush buffer is: a write of twice the
@@ -225,14 +224,6 @@ def runtime():
     return _require().runtime
 
 
-def _check_count(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def l2_flush_bytes(device: int | None = None) -> int:
     """Bytes the L2 flush writes on `device`: L2_FLUSH_FACTOR times its L2."""
     _require()
@@ -281,8 +272,8 @@ def time_calls(
     d = _require()
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    n = _check_count("n", n, 1)
-    warmup = _check_count("warmup", warmup, 0)
+    n = _validate.count("n", n, 1)
+    warmup = _validate.count("warmup", warmup, 0)
     import torch
 
     device = torch.cuda.current_device()
@@ -370,7 +361,7 @@ def device_info(device: int | None = None) -> dict[str, Any]:
     d = _require()
     import torch
 
-    idx = torch.cuda.current_device() if device is None else _check_count("device", device, 0)
+    idx = torch.cuda.current_device() if device is None else _validate.count("device", device, 0)
     props = torch.cuda.get_device_properties(idx)
     rt = d.runtime
     info: dict[str, Any] = {
