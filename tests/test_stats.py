@@ -58,6 +58,19 @@ def test_one_slow_first_call_is_warmup_and_later_outliers_are_not():
     assert detect_warmup(x) == 1
 
 
+@pytest.mark.parametrize("share", [0.5, 0.6])
+def test_two_valued_steady_series_has_no_warmup(share):
+    # Over half the samples on one value: MAD is 0, the band must not shrink to it.
+    found = []
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        k = int(share * 200)
+        x = np.r_[np.full(k, 1000.0), np.full(200 - k, 1010.0)]
+        rng.shuffle(x)
+        found.append(detect_warmup(x))
+    assert max(found) == 0
+
+
 def test_short_series_report_no_warmup():
     assert detect_warmup([5.0, 1.0, 1.0]) == 0
     assert detect_warmup([7.0]) == 0

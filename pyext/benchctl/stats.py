@@ -34,6 +34,7 @@ WARMUP_BAND_SIGMAS = 3.0
 # quantised or near-constant series do not turn every tick into an outlier.
 WARMUP_MIN_RELATIVE_SIGMA = 1e-3
 _MAD_TO_SIGMA = 1.4826
+_MEAN_AD_TO_SIGMA = math.sqrt(math.pi / 2)  # 1.2533 for normal data
 
 UNSTABLE_IQR_OVER_MEDIAN = 0.10
 # A percentile bootstrap of the median needs about this many samples before
@@ -69,12 +70,16 @@ def _durations(ns: Any, name: str = "ns") -> np.ndarray:
 def detect_warmup(ns: ArrayLike) -> int:
     """Number of leading iterations before the series reaches its steady state.
 
-    Rule: the steady state is described by the second half of the series
-    (median ``m``, robust deviation ``s = max(1.4826·MAD, 0.001·m)``); each
-    iteration is *in band* when ``|x - m| <= 3·s``. The warm-up is the prefix
-    that maximises (out-of-band count - in-band count), i.e. a CUSUM of the
-    out-of-band indicator with reference value 1/2: the longest start in which
-    out-of-band samples outnumber in-band ones. Properties this buys:
+    Rule: the steady state is described by the second half of the series:
+    its median ``m`` and a deviation ``s``, the largest of 1.4826·MAD,
+    1.2533·(mean absolute deviation from m) and 0.001·m (each estimates the
+    standard deviation of normal noise; the second keeps ``s`` from
+    collapsing on quantised or two-valued series, the third on constant
+    ones). An iteration is *in band* when ``|x - m| <= 3·s``. The warm-up is
+    the prefix that maximises (out-of-band count - in-band count), i.e. a
+    CUSUM of the out-of-band indicator with reference value 1/2: the longest
+    start in which out-of-band samples outnumber in-band ones. Properties
+    this buys:
 
     * a stationary series gets 0 (or 1 when its very first sample happens to
       be an outlier, with probability ~0.3% for normal noise): isolated
@@ -82,8 +87,11 @@ def detect_warmup(ns: ArrayLike) -> int:
     * a step (first k iterations slower or faster) gives k;
     * a decaying transient ends where it falls inside the noise band.
 
-    Series shorter than 4 report 0 (no steady reference to judge by). Samples
-    are never dropped by this function; :class:`Samples` keeps them apart.
+    A steady state with two well-separated clusters whose minority, by
+    chance, crowds the first iterations can be called warm-up; the summary's
+    ``bimodal`` flag then says so too. Series shorter than 4 report 0 (no
+    steady reference to judge by). Samples are never dropped by this
+    function; :class:`Samples` keeps them apart.
     """
     x = _durations(ns)
     n = x.size
@@ -91,7 +99,11 @@ def detect_warmup(ns: ArrayLike) -> int:
         return 0
     ref = x[n // 2:]
     m = float(np.median(ref))
-    s = max(_MAD_TO_SIGMA * float(np.median(np.abs(ref - m))), WARMUP_MIN_RELATIVE_SIGMA * abs(m))
+    dev = np.abs(ref - m)
+    # MAD collapses to 0 when over half the samples share one value (quantised
+    # or two-valued series); the mean absolute deviation does not.
+    s = max(_MAD_TO_SIGMA * float(np.median(dev)), _MEAN_AD_TO_SIGMA * float(np.mean(dev)),
+            WARMUP_MIN_RELATIVE_SIGMA * abs(m))
     if s == 0.0:  # the steady state is exactly 0 ns: anything else is out of band
         s = np.finfo(np.float64).tiny
     score = np.where(np.abs(x - m) > WARMUP_BAND_SIGMAS * s, 1, -1)
