@@ -1,5 +1,6 @@
 """Counters measured against work whose counts are known."""
 
+import errno
 import mmap
 import os
 import subprocess
@@ -214,3 +215,49 @@ def test_unprivileged_user_gets_user_space_counts_and_fallbacks():
     assert r["sources"]["context_switches"].startswith("getrusage")
     assert r["d"]["context_switches"] >= 5
     assert r["d"]["cpu_migrations"] is None and "paranoid" in r["unavailable"]["cpu_migrations"]
+
+
+class _NoPerf:
+    """Stands in for the native group where perf_event_open is missing (ENOSYS)."""
+
+    def __init__(self, events, tids):
+        self.events, self.closed = list(events), False
+
+    def status(self):
+        return [(name, False, errno.ENOSYS, 0, False) for name in self.events]
+
+    def threads(self):
+        return [0]
+
+    def read(self):
+        return [0] * len(self.events), [0.0] * len(self.events)
+
+    def close(self):
+        self.closed = True
+
+
+def test_without_perf_every_fallback_counts_and_the_rest_is_none(monkeypatch):
+    import benchctl.counters as counters
+    monkeypatch.setattr(counters._native, "PerfCounterGroup", _NoPerf)
+    buf = fresh_pages(PAGES)
+    with CounterGroup("inherit") as group:
+        assert set(group.unavailable) == set(EVENTS)
+        assert all(r.startswith("ENOSYS") for r in group.unavailable.values())
+        assert {n for n, ok in group.available.items() if ok} == {
+            "minor_faults", "major_faults", "context_switches", "task_clock_ns"}
+        before = group.read()
+        touch(buf, PAGES)
+        for _ in range(5):
+            time.sleep(0.002)
+        start = time.thread_time_ns()
+        while time.thread_time_ns() - start < 20_000_000:
+            pass
+        counted = delta(before, group.read())
+    buf.close()
+    assert group.sources["minor_faults"].startswith("getrusage")
+    # getrusage counts the whole process: other threads may add a little.
+    assert PAGES * 0.9 <= counted["minor_faults"] <= PAGES * 1.2, counted
+    assert counted["context_switches"] >= 5
+    assert counted["task_clock_ns"] >= 0.9 * 20_000_000
+    for name in ("cpu_migrations", *HARDWARE_EVENTS):
+        assert counted[name] is None

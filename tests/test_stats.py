@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from benchctl.stats import (BOOTSTRAP_RESAMPLES, MIN_SAMPLES_FOR_CI, Samples, bimodality,
+from benchctl.stats import (MIN_SAMPLES_FOR_CI, Samples, bimodality,
                             bootstrap_median_ci, compare, detect_warmup, mann_whitney_u)
 
 Z_BAND = 3.5

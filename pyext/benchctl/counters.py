@@ -55,11 +55,13 @@ HARDWARE_EVENTS: tuple[str, ...] = tuple(name for name, hw in _native.perf_event
 _KERNEL_ONLY = frozenset({"context_switches", "cpu_migrations"})
 
 _RUSAGE = "getrusage(RUSAGE_SELF), whole process"
-_FALLBACKS: dict[str, tuple[str, Callable[[resource.struct_rusage], int]]] = {
-    "minor_faults": (_RUSAGE, lambda ru: ru.ru_minflt),
-    "major_faults": (_RUSAGE, lambda ru: ru.ru_majflt),
-    "context_switches": (_RUSAGE, lambda ru: ru.ru_nvcsw + ru.ru_nivcsw),
-    "task_clock_ns": ("clock_gettime(CLOCK_PROCESS_CPUTIME_ID), whole process", None),
+# name -> (source, reads getrusage, value from the getrusage result or None)
+_FALLBACKS: dict[str, tuple[str, bool, Callable[[Optional[resource.struct_rusage]], int]]] = {
+    "minor_faults": (_RUSAGE, True, lambda ru: ru.ru_minflt),
+    "major_faults": (_RUSAGE, True, lambda ru: ru.ru_majflt),
+    "context_switches": (_RUSAGE, True, lambda ru: ru.ru_nvcsw + ru.ru_nivcsw),
+    "task_clock_ns": ("clock_gettime(CLOCK_PROCESS_CPUTIME_ID), whole process", False,
+                      lambda _: time.clock_gettime_ns(time.CLOCK_PROCESS_CPUTIME_ID)),
 }
 
 _PARANOID_PATH = "/proc/sys/kernel/perf_event_paranoid"
@@ -138,8 +140,8 @@ class CounterGroup:
         self.unavailable: dict[str, str] = {}
         self.sources: dict[str, str] = {}
         self._perf_index: list[tuple[str, int]] = []
-        self._rusage_fallbacks: list[tuple[str, Callable]] = []
-        self._cpu_clock_fallback: Optional[str] = None
+        self._fallbacks: list[tuple[str, Callable]] = []
+        self._fallbacks_read_rusage = False
         for index, (name, opened, err, _tid, user_only) in enumerate(self._perf.status()):
             if opened and user_only and name in _KERNEL_ONLY:
                 opened = False
@@ -153,12 +155,10 @@ class CounterGroup:
                 self.sources[name] = f"perf_event_open, {scope}" + (
                     ", user-space events only (perf_event_paranoid)" if user_only else "")
             elif name in _FALLBACKS:
-                source, getter = _FALLBACKS[name]
+                source, reads_rusage, getter = _FALLBACKS[name]
                 self.sources[name] = source
-                if getter is None:
-                    self._cpu_clock_fallback = name
-                else:
-                    self._rusage_fallbacks.append((name, getter))
+                self._fallbacks.append((name, getter))
+                self._fallbacks_read_rusage |= reads_rusage
             self.available[name] = name in self.sources
 
     def read(self) -> dict[str, Optional[int]]:
@@ -172,12 +172,10 @@ class CounterGroup:
         out: dict[str, Optional[int]] = dict.fromkeys(self.events)
         for name, index in self._perf_index:
             out[name] = values[index] if running[index] > 0.0 else None
-        if self._rusage_fallbacks:
-            ru = resource.getrusage(resource.RUSAGE_SELF)
-            for name, getter in self._rusage_fallbacks:
+        if self._fallbacks:
+            ru = resource.getrusage(resource.RUSAGE_SELF) if self._fallbacks_read_rusage else None
+            for name, getter in self._fallbacks:
                 out[name] = getter(ru)
-        if self._cpu_clock_fallback:
-            out[self._cpu_clock_fallback] = time.clock_gettime_ns(time.CLOCK_PROCESS_CPUTIME_ID)
         return out
 
     def describe(self) -> dict:

@@ -16,7 +16,7 @@ numpy only: the runtime needs no scipy.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
