@@ -7,6 +7,7 @@ context of a result), :mod:`benchctl.doctor` (what distorts timings here).
 """
 
 from . import clock
+from . import cuda
 from . import counters, doctor, metadata, stats
 
 __all__ = ["clock", "counters", "doctor", "metadata", "stats"]
