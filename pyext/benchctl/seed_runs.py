@@ -61,7 +61,7 @@ def _fmt_duration(seconds: float) -> str:
 
 
 def measure_penalty(ops: tuple[str, ...]) -> dict[str, Any]:
-    """The CPU's penalty profile for ``ops`` as the verdict rules read it, or why it is missing."""
+    """The CPU's penalty profile for ``ops``, raw and as the verdict rules read it, or why it is missing."""
     from . import seed_verdicts
 
     try:
@@ -69,9 +69,12 @@ def measure_penalty(ops: tuple[str, ...]) -> dict[str, Any]:
     except ImportError as exc:
         return {"penalty": None, "penalty_unavailable": f"benchctl.denormals is not available ({exc})"}
     started = time.perf_counter()
-    profile = denormals.penalty_profile()
+    try:
+        profile = denormals.penalty_profile(ops=list(ops))
+    except RuntimeError as exc:  # no FP control on this CPU: the profile cannot compare FTZ off/on
+        return {"penalty": None, "penalty_unavailable": str(exc)}
     return {
-        "penalty": {op: v for op, v in seed_verdicts.penalty_evidence(profile).items() if op in ops} or None,
+        "penalty": seed_verdicts.penalty_evidence(profile),
         "penalty_profile": profile,
         "penalty_seconds": time.perf_counter() - started,
     }

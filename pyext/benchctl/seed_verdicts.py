@@ -24,8 +24,6 @@ CLOSES_GAP_FRACTION = 0.75
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
 # decides whether FTZ/DAZ can change a conv net's speed.
 FMA_OPS = ("conv2d", "matmul", "addcmul")
-# Penalty ratios (special / normal input) below this count as no penalty.
-PENALTY_RATIO = 1.25
 # The seed's naive timing counts as misleading when it is off by more than this.
 NAIVE_MISLEADS_RATIO = 1.2
 
@@ -127,24 +125,44 @@ def is_different(cmp: dict | None) -> bool:
 # --- evidence: the CPU's penalty profile ------------------------------------
 
 def penalty_evidence(profile: dict) -> dict:
-    """Normalise :func:`benchctl.denormals.penalty_profile` output to
-    {op: {"subnormal_ratio", "zero_ratio", "ftz_removes", "class"}}, the shape
-    these rules read from ``doc["evidence"]["penalty"]``."""
-    raise NotImplementedError("waiting for benchctl.denormals.penalty_profile (issue 3) to land")
+    """Normalise a :func:`benchctl.denormals.penalty_profile` result to
+    {op: {"subnormal_ratio", "zero_ratio", "subnormal_ratio_ftz", "class",
+    "penalised_subnormal", "penalised_zero", "ftz_removes", "threads"}}, the
+    shape these rules read from ``doc["evidence"]["penalty"]``.
+
+    An op measured at several thread counts is represented by its worst
+    (largest subnormal ratio) row: a penalty at any thread count can explain
+    a slowdown.
+    """
+    threshold = profile["penalty_ratio"]
+    worst: dict[str, dict] = {}
+    for row in profile["ops"]:
+        if row["op"] not in worst or row["subnormal_ratio_off"] > worst[row["op"]]["subnormal_ratio_off"]:
+            worst[row["op"]] = row
+    out = {}
+    for op, row in worst.items():
+        penalised = row["subnormal_ratio_off"] >= threshold
+        out[op] = {
+            "subnormal_ratio": row["subnormal_ratio_off"],
+            "zero_ratio": row["zero_ratio_off"],
+            "subnormal_ratio_ftz": row["subnormal_ratio_on"],
+            "class": row["classification"],
+            "penalised_subnormal": penalised,
+            "penalised_zero": row["zero_ratio_off"] >= threshold,
+            "ftz_removes": (row["subnormal_ratio_on"] < threshold) if penalised else None,
+            "threads": row["threads"],
+        }
+    return out
 
 
 def _penalty(doc: dict) -> dict | None:
     return (doc.get("evidence") or {}).get("penalty")
 
 
-def penalised_ops(penalty: dict, ops: Iterable[str], key: str) -> dict[str, float]:
-    """The ops among ``ops`` whose ``key`` ratio (subnormal_ratio | zero_ratio) is a penalty."""
-    out = {}
-    for op in ops:
-        ratio = (penalty.get(op) or {}).get(key)
-        if ratio is not None and ratio >= PENALTY_RATIO:
-            out[op] = ratio
-    return out
+def penalised_ops(penalty: dict, ops: Iterable[str], kind: str) -> dict[str, float]:
+    """{op: ratio} for the ops among ``ops`` penalised on ``kind`` inputs ('subnormal' | 'zero')."""
+    return {op: penalty[op][f"{kind}_ratio"] for op in ops
+            if op in penalty and penalty[op].get(f"penalised_{kind}")}
 
 
 def _ratios_text(penalty: dict, ops: Iterable[str], key: str) -> str:
@@ -245,8 +263,9 @@ def _why_ftz_cannot_matter(penalty: dict | None, weights_sub: int | None, weight
     reasons = []
     cpu_penalises = None
     if penalty:
-        hits = {op: v for op, v in penalised_ops(penalty, FMA_OPS, "subnormal_ratio").items()
-                if (penalty[op].get("ftz_removes") is not False)}
+        # Only a penalty that FTZ/DAZ removes can make FTZ matter.
+        hits = {op: v for op, v in penalised_ops(penalty, FMA_OPS, "subnormal").items()
+                if penalty[op].get("ftz_removes")}
         cpu_penalises = bool(hits)
         ratios = _ratios_text(penalty, FMA_OPS, "subnormal_ratio")
         reasons.append(
@@ -374,8 +393,8 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     if penalty:
         parts.append(f"the penalty profile measures conv2d/matmul at {_ratios_text(penalty, ('conv2d', 'matmul'), 'zero_ratio')} "
                      f"on zeros and {_ratios_text(penalty, ('conv2d', 'matmul'), 'subnormal_ratio')} on subnormals")
-        slow_on_zero = penalised_ops(penalty, sorted(penalty), "zero_ratio")
-        slow_on_sub = penalised_ops(penalty, sorted(penalty), "subnormal_ratio")
+        slow_on_zero = penalised_ops(penalty, sorted(penalty), "zero")
+        slow_on_sub = penalised_ops(penalty, sorted(penalty), "subnormal")
         if slow_on_zero or slow_on_sub:
             listed = [f"{op} {r:.1f}× on zeros" for op, r in slow_on_zero.items()]
             listed += [f"{op} {r:.1f}× on subnormals" for op, r in slow_on_sub.items() if op not in slow_on_zero]
