@@ -3,8 +3,8 @@ magnitude and subnormal census of each layer's output.
 
 Data-dependent speed on a CPU comes from special values reaching slow paths,
 so a timing is explained only together with the values behind it. The counts
-come from :func:`benchctl.denormals.count_subnormal`; where that module is not
-installed the census says so instead of guessing.
+come from :mod:`benchctl.denormals` (``model_census``, ``count_subnormal``);
+where that module is not installed the census says so instead of guessing.
 """
 
 from __future__ import annotations
@@ -13,13 +13,18 @@ import math
 from typing import Any
 
 
-def _count_subnormal():
-    """benchctl.denormals.count_subnormal, or (None, reason) when it is missing."""
+def _denormals():
+    """The benchctl.denormals module, or (None, reason) when it is missing."""
     try:
-        from ..denormals import count_subnormal
+        from .. import denormals
     except ImportError as exc:
         return None, f"benchctl.denormals is not available ({exc})"
-    return count_subnormal, ""
+    return denormals, ""
+
+
+def _count_subnormal():
+    denormals, reason = _denormals()
+    return (denormals.count_subnormal, "") if denormals else (None, reason)
 
 
 def weights_census(model) -> dict[str, Any]:
@@ -29,26 +34,19 @@ def weights_census(model) -> dict[str, Any]:
     by_tensor lists only the tensors that hold any; or {"available": False,
     "reason"}.
     """
-    count, reason = _count_subnormal()
-    if count is None:
+    denormals, reason = _denormals()
+    if denormals is None:
         return {"available": False, "reason": reason}
-    total = found = 0
-    by_tensor: dict[str, int] = {}
-    tensors = list(model.named_parameters()) + list(model.named_buffers())
-    for name, tensor in tensors:
-        if not tensor.is_floating_point():
-            continue
-        n = int(count(tensor.detach()))
-        total += tensor.numel()
-        found += n
-        if n:
-            by_tensor[name] = n
+    census = denormals.model_census(model)
+    entries = {**census["parameters"], **census["buffers"]}
+    values = sum(e["numel"] for e in entries.values())
+    found = sum(e["subnormal"] for e in entries.values())
     return {
         "available": True,
-        "values": total,
+        "values": values,
         "subnormal": found,
-        "fraction": found / total if total else 0.0,
-        "by_tensor": by_tensor,
+        "fraction": found / values if values else 0.0,
+        "by_tensor": {name: e["subnormal"] for name, e in entries.items() if e["subnormal"]},
     }
 
 
@@ -108,18 +106,15 @@ def activation_profile(model, example_input) -> list[dict[str, Any]]:
 
 
 def activation_census(model, example_input) -> dict[str, Any]:
-    """:func:`activation_profile` reduced to totals: {"available", "values",
-    "subnormal", "by_layer" (layers holding any), "max_abs"}; a compact note
-    for nets too large to list every layer."""
-    records = activation_profile(model, example_input)
-    if records and records[0].get("subnormal") is None:
-        return {"available": False, "reason": records[0].get("subnormal_unavailable")}
-    peaks = [r["max_abs"] for r in records if r["max_abs"] is not None]
+    """Subnormal values in every layer's output for one forward of ``example_input``:
+    {"available", "values", "subnormal", "by_layer" (layers holding any)}."""
+    denormals, reason = _denormals()
+    if denormals is None:
+        return {"available": False, "reason": reason}
+    layers = denormals.model_census(model, example_input)["activations"]
     return {
         "available": True,
-        "values": sum(r["numel"] for r in records),
-        "subnormal": sum(r["subnormal"] for r in records),
-        "by_layer": {r["layer"]: r["subnormal"] for r in records if r["subnormal"]},
-        "max_abs": max(peaks) if peaks else None,
-        "nonfinite": sum(r["nonfinite"] for r in records),
+        "values": sum(e["numel"] for e in layers.values()),
+        "subnormal": sum(e["subnormal"] for e in layers.values()),
+        "by_layer": {name: e["subnormal"] for name, e in layers.items() if e["subnormal"]},
     }
