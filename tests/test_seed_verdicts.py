@@ -57,8 +57,9 @@ ACTS_CLEAN = {"available": True, "values": 10_000_000, "subnormal": 0, "by_layer
 
 
 def ftz_readback(cell):
-    flushed = cell["ftz"] == "process"
-    return {"ftz": [{"tid": t, "ftz": flushed, "daz": flushed, "reached": True} for t in (1, 2, 3)]}
+    """The runner's ftz readback shape (benchctl.settings)."""
+    return {"ftz": {"requested": cell["ftz"], "observed": {
+        "threads": 3, "reached": 3, "flushed": 3 if cell["ftz"] == "process" else 0}}}
 
 
 def zen4_allocator_doc():
@@ -89,40 +90,25 @@ def by_rule(findings, rule):
     return [f for f in findings if f["rule"] == rule]
 
 
-def test_allocator_case_names_alloc_and_explains_why_ftz_does_nothing():
-    findings = sv.resnet_order_findings(zen4_allocator_doc())
-
-    [gap] = by_rule(findings, "order_gap")
-    assert gap["explains"] and gap["ratio"] == pytest.approx(1.45)
-    assert gap["a"]["order"] == "eval_only" and gap["b"]["order"] == "train_then_eval"
-    assert gap["ci95"][0] > 1.3 and gap["ci95"][1] < 1.6
-    assert gap["evidence"]["minor_faults_per_iter"] == [340_000, 50]
-
-    closes = {f["setting"]: f for f in by_rule(findings, "setting_closes_order_gap")}
-    assert set(closes) == {"ftz=process", "alloc=retain"}
-    assert closes["alloc=retain"]["explains"] and not closes["ftz=process"]["explains"]
-    assert closes["alloc=retain"]["ratio"] == pytest.approx(1.0)
-    assert closes["alloc=retain"]["evidence"]["closed_fraction"] == pytest.approx(1.0)
-    assert "minor faults/iter in eval_only fall from 340k to 50" in closes["alloc=retain"]["message"]
-    assert "returned to the OS" in closes["alloc=retain"]["message"]
-    assert closes["ftz=process"]["evidence"]["closed_fraction"] == pytest.approx(0.0)
-
-    [ftz] = by_rule(findings, "ftz_explained")
-    assert not ftz["explains"] and ftz["setting"] == "ftz=process"
+def test_allocator_case_explains_why_ftz_does_nothing():
+    [ftz] = sv.resnet_order_findings(zen4_allocator_doc())
+    assert ftz["rule"] == "ftz_explained" and ftz["phase"] == "eval"
+    assert not ftz["explains"] and not ftz["significant"] and ftz["setting"] == "ftz=process"
+    assert ftz["a"] == {"order": "eval_only", "ftz": "process", "alloc": "default"}
+    assert ftz["b"] == {"order": "eval_only", "ftz": "off", "alloc": "default"}
     assert ftz["ratio"] == pytest.approx(1.0)
     assert ftz["message"].startswith("FTZ has no effect")
-    assert "because this CPU does not penalise subnormal multiply-adds (conv2d 1.0×, matmul 1.0×, addcmul 1.0×" in ftz["message"]
+    assert ("because this CPU does not penalise subnormal multiply-adds (conv2d 1.0×, matmul 1.0×, addcmul 1.0× "
+            "on subnormal inputs, penalty profile)") in ftz["message"]
     assert "and the weights have none (census: 0 of 25,557,032 weights subnormal, activations 0)" in ftz["message"]
     assert "flushed 3/3 threads" in ftz["message"]
+    assert ftz["evidence"]["weights_census"] == WEIGHTS_CLEAN and ftz["evidence"]["ftz_readback"] == {
+        "flushed": 3, "threads": 3}
 
 
 def test_denormal_case_names_ftz_with_its_evidence():
-    findings = sv.resnet_order_findings(intel_denormal_doc())
-    closes = {f["setting"]: f for f in by_rule(findings, "setting_closes_order_gap")}
-    assert closes["ftz=process"]["explains"] and not closes["alloc=retain"]["explains"]
-    assert "minor faults/iter in eval_only do not fall (50 → 50)" in closes["ftz=process"]["message"]
-    [ftz] = by_rule(findings, "ftz_explained")
-    assert ftz["explains"] and ftz["ratio"] == pytest.approx(1000 / 1450)
+    [ftz] = sv.resnet_order_findings(intel_denormal_doc())
+    assert ftz["explains"] and ftz["significant"] and ftz["ratio"] == pytest.approx(1000 / 1450)
     assert ftz["message"].startswith("FTZ explains a speed-up")
     assert "this CPU penalises subnormal multiply-adds (conv2d 5.0×" in ftz["message"]
     assert "the values hold subnormals (census: weights 1,000,000 of 25,557,032" in ftz["message"]
@@ -131,28 +117,25 @@ def test_denormal_case_names_ftz_with_its_evidence():
 def test_penalty_that_ftz_does_not_remove_does_not_predict_an_ftz_effect():
     doc = intel_denormal_doc()
     doc["evidence"]["penalty"] = penalty(5.0, ftz_removes=False)
-    [ftz] = by_rule(sv.resnet_order_findings(doc), "ftz_explained")
+    [ftz] = sv.resnet_order_findings(doc)
     assert not ftz["explains"] and "not explained by denormals" in ftz["message"]
 
 
-def test_no_difference_gives_no_gap_and_no_closing_setting():
-    doc = make_doc("resnet_order", RESNET_MATRIX, {"eval": lambda c: 1000.0},
-                   notes=lambda c: {"weights_census": WEIGHTS_CLEAN}, penalty_ev=penalty(1.0))
-    findings = sv.resnet_order_findings(doc)
-    [gap] = by_rule(findings, "order_gap")
-    assert not gap["explains"] and gap["message"].startswith("no significant eval_only vs train_then_eval difference")
-    assert by_rule(findings, "setting_closes_order_gap") == []
-    [ftz] = by_rule(findings, "ftz_explained")
-    assert not ftz["explains"]
+def test_penalty_and_subnormals_without_an_effect_say_to_check_the_readback():
+    doc = intel_denormal_doc()
+    for run in doc["runs"]:
+        run["phases"]["eval"]["ns"] = samples(1000.0)
+    [ftz] = sv.resnet_order_findings(doc)
+    assert not ftz["explains"] and ftz["message"].startswith("FTZ should matter here")
 
 
 def test_missing_runs_are_reported_not_raised():
     doc = zen4_allocator_doc()
     for run in doc["runs"]:
-        if run["cell"]["order"] == "train_then_eval":
+        if run["cell"]["ftz"] == "process":
             run["status"] = "failed"
-    [gap] = by_rule(sv.resnet_order_findings(doc), "order_gap")
-    assert gap["ratio"] is None and "not enough successful eval iterations" in gap["message"]
+    [ftz] = sv.resnet_order_findings(doc)
+    assert ftz["ratio"] is None and "not measurable" in ftz["message"]
 
 
 def test_missing_penalty_profile_and_census_say_so():
@@ -160,8 +143,14 @@ def test_missing_penalty_profile_and_census_say_so():
     doc["evidence"] = {}
     for run in doc["runs"]:
         run["notes"] = {}
-    [ftz] = by_rule(sv.resnet_order_findings(doc), "ftz_explained")
+    [ftz] = sv.resnet_order_findings(doc)
     assert "no penalty profile or census was recorded" in ftz["message"]
+
+
+def test_matrix_without_ftz_axis_has_no_ftz_finding():
+    doc = zen4_allocator_doc()
+    doc["matrix"] = {"order": RESNET_MATRIX["order"], "alloc": RESNET_MATRIX["alloc"]}
+    assert sv.resnet_order_findings(doc) == []
 
 
 # --- zero_weights -----------------------------------------------------------
@@ -190,24 +179,13 @@ def zero_weights_doc():
                     notes=zw_notes, penalty_ev=penalty(1.0, sqrt_zero=6.0))
 
 
-def test_zero_vs_uniform_per_device_and_phase():
-    findings = by_rule(sv.zero_weights_findings(zero_weights_doc()), "zero_vs_uniform")
-    got = {(f["evidence"]["device"], f["evidence"]["phase"]): f for f in findings}
-    assert set(got) == {(d, p) for d in ("cpu", "cuda") for p in ("forward", "forward_backward")}
-    for phase in ("forward", "forward_backward"):
-        cpu, gpu = got[("cpu", phase)], got[("cuda", phase)]
-        assert not cpu["explains"] and cpu["ratio"] == pytest.approx(1.0)
-        assert "zero weights cost the same as uniform" in cpu["message"]
-        assert gpu["explains"] and gpu["ratio"] == pytest.approx(1 / 1.3)
-        assert "zero weights are faster than uniform" in gpu["message"]
-        assert cpu["a"]["init"] == "zero" and cpu["b"]["init"] == "uniform"
-
-
 def test_cpu_answer_says_why_values_do_not_matter():
     [f] = by_rule(sv.zero_weights_findings(zero_weights_doc()), "values_do_not_matter_on_cpu")
-    assert not f["explains"]
+    assert not f["explains"] and f["ratio"] == pytest.approx(1.0) and f["a"]["init"] == "zero"
     msg = f["message"]
-    assert msg.startswith("on cpu, zeros cost the same as uniform weights because dense GEMM")
+    assert msg.startswith("on cpu, zero weights cost the same as uniform (forward 4.30 vs 4.30 ms, zero/uniform 1.00× "
+                          "[95% CI ")
+    assert "forward_backward 13.00 vs 13.00 ms" in msg and "because dense GEMM convolution kernels" in msg
     assert "the penalty profile measures conv2d 1.0×, matmul 1.0× on zeros and conv2d 1.0×, matmul 1.0× on subnormals" in msg
     assert "sqrt 6.0× on zeros" in msg and "this net runs only convolutions and ReLU" in msg
     assert "uniform weights grow activations to 1.0e+20, 0 subnormal" in msg
@@ -223,6 +201,20 @@ def test_seed_naive_timing_is_shown_to_mislead():
     assert "never runs" in cpu["message"] and "3.0× forward" in cpu["message"]
     gpu = next(f for f in findings if f["a"]["device"] == "cuda")
     assert "without synchronize" in gpu["message"]
+
+
+def test_gpu_zero_weights_differ_but_cpu_rule_only_speaks_for_cpu():
+    [f] = by_rule(sv.zero_weights_findings(zero_weights_doc()), "values_do_not_matter_on_cpu")
+    assert f["a"]["device"] == "cpu" and f["b"]["device"] == "cpu"
+
+
+def test_cpu_difference_is_reported_as_a_difference():
+    doc = zero_weights_doc()
+    for run in doc["runs"]:
+        if run["cell"]["device"] == "cpu" and run["cell"]["init"] == "zero":
+            run["phases"]["forward"]["ns"] = samples(3.0)
+    [f] = by_rule(sv.zero_weights_findings(doc), "values_do_not_matter_on_cpu")
+    assert f["explains"] and f["message"].startswith("on cpu, zero and uniform weights differ in time")
 
 
 def test_ftz_no_effect_on_zero_weights_net():

@@ -100,15 +100,15 @@ def format_values(doc: dict) -> str:
     return "Values:\n" + "\n".join(lines) if lines else ""
 
 
-def format_answer(findings: list[dict]) -> str:
-    """The verdict as numbered lines, explaining findings first."""
-    if not findings:
-        return "Verdict: no finding (too few successful runs to compare?)"
-    ordered = sorted(findings, key=lambda f: not f.get("explains"))
-    lines = ["Verdict:"]
-    for i, f in enumerate(ordered, 1):
-        mark = "*" if f.get("explains") else "-"
-        lines.append(f" {mark} [{f['rule']}] {f['message']}")
+def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
+    """The answer: the runner's findings that explain a difference, then every seed rule's finding."""
+    explaining = [f for f in doc["verdict"] if f.get("explains") and f["rule"] not in seed_rules]
+    seeds = [f for f in doc["verdict"] if f["rule"] in seed_rules]
+    if not explaining and not seeds:
+        return "Answer: no finding (too few successful runs to compare?)"
+    lines = ["Answer:"]
+    lines += [f" * [{f['phase']}] {f['message']}" for f in explaining]
+    lines += [f" {'*' if f.get('explains') else '-'} {f['message']}" for f in seeds]
     return "\n".join(lines)
 
 
@@ -126,13 +126,15 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
           + ", ".join(f"{k}={{{','.join(map(str, v))}}}" for k, v in matrix.items()), file=out)
     if cell_seconds is not None:
         expected = cells * repeat * cell_seconds + PENALTY_SECONDS
-        print(f"expected duration ≈ {_fmt_duration(expected)} (estimate from a probe in this process)", file=out)
+        print(f"expected duration ≈ {_fmt_duration(expected)}: {cells * repeat} workers × ~{cell_seconds:.0f} s "
+              f"(probed in this process) + ~{PENALTY_SECONDS:.0f} s penalty profile", file=out)
     print(f"results: {json_path} (rewritten after every cell; --resume continues it)", file=out, flush=True)
 
     started = time.perf_counter()
     doc = runner.run_matrix(workload, args, matrix, repeat=repeat, json_path=json_path, focus=focus)
     doc["evidence"] = measure_penalty(penalty_ops)
-    doc["verdict"] = list(doc.get("verdict") or []) + seed_rules(doc)
+    seed_findings = seed_rules(doc)
+    doc["verdict"] = list(doc.get("verdict") or []) + seed_findings
     results.save(doc, json_path)
     print(report.format_report(doc), file=out)
     values = format_values(doc)
@@ -141,6 +143,6 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     if plot_path:
         report.plot(doc, plot_path)
         print(f"plot: {plot_path}", file=out)
-    print(format_answer(doc["verdict"]), file=out)
+    print(format_answer(doc, tuple({f["rule"] for f in seed_findings})), file=out)
     print(f"took {_fmt_duration(time.perf_counter() - started)}; results in {json_path}", file=out)
     return doc

@@ -1,31 +1,28 @@
 """Verdict rules that answer the two seed questions, over a results document.
 
-Each rule is a small named function ``rule_*(doc) -> list[finding]`` over
-the runner's results document (``matrix``, ``runs`` with ``phases``/``notes``/
-``readback``, ``summary``) plus the document's ``evidence`` section, which the
-bench scripts fill with :func:`penalty_evidence` (the CPU's penalty profile,
-normalised). A finding has the runner's verdict shape: ``rule``, ``a``, ``b``
-(the two cells compared), ``ratio`` (median a / median b), ``ci95``,
-``setting``, ``explains`` (does this setting or fact explain the difference),
-``evidence`` (the figures behind it) and ``message``.
+The runner's :mod:`benchctl.verdict` already says which setting closes a gap
+and which counters move with it. The rules here add what only these seeds
+need: *why* FTZ does or does not matter (the CPU's penalty profile for the
+ops a conv net runs, the subnormal census of its weights and activations),
+why zero weights cost what uniform ones cost on a CPU, and how far the seed's
+own timing method is from the measurement.
 
-The generic rules (which setting closes a gap) live in :mod:`benchctl.verdict`;
-the rules here know what the seeds asked and which facts answer them: the
-CPU's penalty for the ops a net runs, the subnormal census of its values, the
-seed's own timing method.
+Each rule is a small named function ``rule_*(doc) -> list[finding]`` over the
+runner's results document (``matrix``, ``runs`` with ``phases``/``notes``/
+``readback``, ``summary``) plus ``doc["evidence"]["penalty"]``, which the
+bench scripts fill with :func:`penalty_evidence`. A finding has the runner's
+shape: ``rule``, ``phase``, ``a``, ``b`` (the cells compared), ``ratio``
+(median a / median b), ``ci95``, ``significant``, ``setting``, ``explains``,
+``evidence`` and ``message``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-# Part of a baseline gap a setting must remove to be said to close it.
-CLOSES_GAP_FRACTION = 0.75
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
 # decides whether FTZ/DAZ can change a conv net's speed.
 FMA_OPS = ("conv2d", "matmul", "addcmul")
-# Page faults "fall" with a setting when they drop at least this many times.
-FAULTS_FALL_FACTOR = 2.0
 # The seed's naive timing counts as misleading when it is off by more than this.
 NAIVE_MISLEADS_RATIO = 1.2
 
@@ -37,6 +34,19 @@ Finding = dict
 def baseline(doc: dict) -> dict:
     """The baseline cell: the first value of every matrix setting."""
     return {key: values[0] for key, values in doc["matrix"].items()}
+
+
+def cell_with(doc: dict, **fixed: Any) -> dict:
+    """The baseline cell with ``fixed`` values for those keys the matrix varies."""
+    return {**baseline(doc), **{k: v for k, v in fixed.items() if k in doc["matrix"]}}
+
+
+def ftz_values(doc: dict) -> tuple[str, str] | None:
+    """(off value, flushed value) of the matrix's ftz axis, or None when it does not vary FTZ."""
+    values = doc["matrix"].get("ftz") or []
+    off = "off" if "off" in values else None
+    on = next((v for v in values if v != "off"), None)
+    return (off, on) if off and on else None
 
 
 def _matches(cell: dict, want: dict) -> bool:
@@ -85,14 +95,17 @@ def _label(cell: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in cell.items())
 
 
-def _finding(rule: str, a: dict | None, b: dict | None, cmp: dict | None, setting: str | None,
+def _finding(rule: str, phase: str, a: dict | None, b: dict | None, cmp: dict | None, setting: str | None,
              explains: bool, evidence: dict, message: str) -> Finding:
     return {
         "rule": rule,
+        "phase": phase,
         "a": a,
         "b": b,
         "ratio": cmp["ratio"] if cmp else None,
         "ci95": cmp["ci95"] if cmp else None,
+        "significant": is_different(cmp),
+        "p_value": cmp["p_value"] if cmp else None,
         "setting": setting,
         "explains": bool(explains),
         "evidence": evidence,
@@ -103,20 +116,6 @@ def _finding(rule: str, a: dict | None, b: dict | None, cmp: dict | None, settin
 def _ratio_text(cmp: dict) -> str:
     lo, hi = cmp["ci95"]
     return f"{cmp['ratio']:.2f}× [95% CI {lo:.2f}, {hi:.2f}]"
-
-
-def _count(n: float | None) -> str:
-    if n is None:
-        return "n/a"
-    return f"{n / 1e3:.0f}k" if abs(n) >= 10_000 else f"{n:.0f}"
-
-
-def gap_closed_fraction(base: dict, other: dict) -> float | None:
-    """Share of a baseline slowdown (ratio > 1) that is gone under another setting."""
-    excess = base["ratio"] - 1.0
-    if excess <= 0:
-        return None
-    return 1.0 - (other["ratio"] - 1.0) / excess
 
 
 def is_different(cmp: dict | None) -> bool:
@@ -174,85 +173,15 @@ def _ratios_text(penalty: dict, ops: Iterable[str], key: str) -> str:
 
 # --- seed 1: resnet_order ---------------------------------------------------
 
-EVAL, ORDER_SLOW, ORDER_FAST = "eval", "eval_only", "train_then_eval"
-
-
-def _order_pair(doc: dict, overrides: dict) -> tuple[dict, dict]:
-    cell = {**baseline(doc), **overrides}
-    return {**cell, "order": ORDER_SLOW}, {**cell, "order": ORDER_FAST}
-
-
-def _faults(doc: dict, cell: dict) -> float | None:
-    entry = summary_entry(doc, EVAL, cell)
-    return entry.get("minor_faults_per_iter") if entry else None
-
-
-def rule_order_gap(doc: dict) -> list[Finding]:
-    """Is eval slower in a process that did not train first (baseline settings)?"""
-    a, b = _order_pair(doc, {})
-    cmp = compare_cells(doc, EVAL, a, b)
-    if cmp is None:
-        return [_finding("order_gap", a, b, None, "order", False, {},
-                         "eval_only vs train_then_eval: not enough successful eval iterations to compare")]
-    evidence = {"median_ms": [cmp["median_a"] / 1e6, cmp["median_b"] / 1e6], "p_value": cmp["p_value"],
-                "minor_faults_per_iter": [_faults(doc, a), _faults(doc, b)]}
-    if is_different(cmp) and cmp["ratio"] > 1:
-        message = f"eval forward in an eval_only process is {_ratio_text(cmp)} slower than after training"
-    elif is_different(cmp):
-        message = f"eval forward in an eval_only process is faster than after training: {_ratio_text(cmp)}"
-    else:
-        message = f"no significant eval_only vs train_then_eval difference: {_ratio_text(cmp)}"
-    return [_finding("order_gap", a, b, cmp, "order", is_different(cmp), evidence, message)]
-
-
-def rule_setting_closes_order_gap(doc: dict) -> list[Finding]:
-    """For every other setting value: does the eval_only / train_then_eval gap close under it?"""
-    a0, b0 = _order_pair(doc, {})
-    base = compare_cells(doc, EVAL, a0, b0)
-    if not (is_different(base) and base["ratio"] > 1):
-        return []
-    findings = []
-    for key, values in doc["matrix"].items():
-        if key == "order":
-            continue
-        for value in values[1:]:
-            a, b = _order_pair(doc, {key: value})
-            cmp = compare_cells(doc, EVAL, a, b)
-            if cmp is None:
-                continue
-            closed = gap_closed_fraction(base, cmp)
-            explains = closed is not None and closed >= CLOSES_GAP_FRACTION
-            faults = {"baseline": [_faults(doc, a0), _faults(doc, b0)], f"{key}={value}": [_faults(doc, a), _faults(doc, b)]}
-            message = (
-                f"with {key}={value} eval_only/train_then_eval is {_ratio_text(cmp)} "
-                f"(baseline {_ratio_text(base)}): {key}={value} "
-                + (f"closes {closed:.0%} of the gap" if explains else "does not close the gap")
-            )
-            before, after = faults["baseline"][0], faults[f"{key}={value}"][0]
-            if explains and before is not None and after is not None:
-                if after * FAULTS_FALL_FACTOR <= before:
-                    message += f"; minor faults/iter in eval_only fall from {_count(before)} to {_count(after)}"
-                    if key == "alloc":
-                        message += (": the eval_only slowdown is freed memory being returned to the OS "
-                                    "and faulted back in on every batch")
-                else:
-                    message += f"; minor faults/iter in eval_only do not fall ({_count(before)} → {_count(after)})"
-            findings.append(_finding("setting_closes_order_gap", a, b, cmp, f"{key}={value}", explains,
-                                     {"closed_fraction": closed, "baseline_ratio": base["ratio"],
-                                      "baseline_ci95": base["ci95"], "minor_faults_per_iter": faults},
-                                     message))
-    return findings
+EVAL, ORDER_SLOW = "eval", "eval_only"
 
 
 def _ftz_reached(doc: dict, want: dict) -> dict | None:
-    """Threads flushed / threads seen in the ftz readback of the first matching run."""
+    """{"flushed", "threads"} from the runner's ftz readback of the first matching run."""
     for run in ok_runs(doc, want):
-        census = (run.get("readback") or {}).get("ftz")
-        if isinstance(census, dict):
-            census = census.get("census")
-        if isinstance(census, list) and census:
-            flushed = sum(1 for t in census if t.get("ftz") and t.get("daz"))
-            return {"flushed": flushed, "threads": len(census)}
+        observed = ((run.get("readback") or {}).get("ftz") or {}).get("observed")
+        if isinstance(observed, dict) and observed.get("threads"):
+            return {"flushed": observed.get("flushed"), "threads": observed["threads"]}
     return None
 
 
@@ -294,11 +223,10 @@ def _why_ftz_cannot_matter(penalty: dict | None, weights_sub: int | None, weight
 
 def rule_ftz_explained(doc: dict) -> list[Finding]:
     """Does FTZ change the eval time, and do the penalty profile and census say why?"""
-    if "ftz" not in doc["matrix"] or len(doc["matrix"]["ftz"]) < 2:
+    if not ftz_values(doc):
         return []
-    off, on = doc["matrix"]["ftz"][0], doc["matrix"]["ftz"][1]
-    a = {**baseline(doc), "order": ORDER_SLOW, "ftz": on}
-    b = {**baseline(doc), "order": ORDER_SLOW, "ftz": off}
+    off, on = ftz_values(doc)
+    a, b = cell_with(doc, order=ORDER_SLOW, ftz=on), cell_with(doc, order=ORDER_SLOW, ftz=off)
     cmp = compare_cells(doc, EVAL, a, b)
     weights_note = first_note(doc, b, "weights_census")
     act_note = first_note(doc, b, "activation_census")
@@ -323,11 +251,11 @@ def rule_ftz_explained(doc: dict) -> list[Finding]:
                    f"check the ftz readback{reach}")
     else:
         message = f"FTZ has no effect ({_ratio_text(cmp)} with ftz={on} vs {off}) because {because}{reach}"
-    return [_finding("ftz_explained", a, b, cmp, f"ftz={on}", faster and bool(expected), evidence, message)]
+    return [_finding("ftz_explained", EVAL, a, b, cmp, f"ftz={on}", faster and bool(expected), evidence, message)]
 
 
 def resnet_order_findings(doc: dict) -> list[Finding]:
-    return _apply(doc, (rule_order_gap, rule_setting_closes_order_gap, rule_ftz_explained))
+    return _apply(doc, (rule_ftz_explained,))
 
 
 # --- seed 2: zero_weights ---------------------------------------------------
@@ -335,34 +263,12 @@ def resnet_order_findings(doc: dict) -> list[Finding]:
 ZW_PHASES = ("forward", "forward_backward")
 
 
-def _init_pair(doc: dict, overrides: dict) -> tuple[dict, dict]:
-    cell = {**baseline(doc), **overrides}
-    return {**cell, "init": "zero"}, {**cell, "init": "uniform"}
+def _init_pair(doc: dict, **fixed: Any) -> tuple[dict, dict]:
+    return cell_with(doc, **fixed, init="zero"), cell_with(doc, **fixed, init="uniform")
 
 
 def _devices(doc: dict) -> list[str]:
     return list(doc["matrix"].get("device") or [doc.get("args", {}).get("device", "cpu")])
-
-
-def rule_zero_vs_uniform(doc: dict) -> list[Finding]:
-    """Per device and phase: are zero weights faster than uniform ones?"""
-    findings = []
-    for device in _devices(doc):
-        for phase in ZW_PHASES:
-            a, b = _init_pair(doc, {"device": device} if "device" in doc["matrix"] else {})
-            cmp = compare_cells(doc, phase, a, b)
-            if cmp is None:
-                continue
-            ms = f"median {cmp['median_a'] / 1e6:.2f} vs {cmp['median_b'] / 1e6:.2f} ms"
-            if is_different(cmp):
-                how = "faster" if cmp["ratio"] < 1 else "slower"
-                message = f"on {device}, {phase}: zero weights are {how} than uniform: zero/uniform {_ratio_text(cmp)}, {ms}"
-            else:
-                message = f"on {device}, {phase}: zero weights cost the same as uniform: zero/uniform {_ratio_text(cmp)}, {ms}"
-            findings.append(_finding("zero_vs_uniform", a, b, cmp, "init", is_different(cmp),
-                                     {"device": device, "phase": phase, "p_value": cmp["p_value"],
-                                      "median_ms": [cmp["median_a"] / 1e6, cmp["median_b"] / 1e6]}, message))
-    return findings
 
 
 def _activation_facts(doc: dict, cell: dict) -> dict | None:
@@ -383,8 +289,9 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     """Why zero and uniform weights cost the same on the CPU (or what the evidence says if not)."""
     if "cpu" not in _devices(doc):
         return []
-    overrides = {"device": "cpu"} if "device" in doc["matrix"] else {}
-    a, b = _init_pair(doc, overrides)
+    if "init" not in doc["matrix"]:
+        return []
+    a, b = _init_pair(doc, device="cpu")
     cmps = {phase: compare_cells(doc, phase, a, b) for phase in ZW_PHASES}
     if any(c is None for c in cmps.values()):
         return []
@@ -413,25 +320,27 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     if z and z["max_abs"] is not None:
         parts.append(f"zero weights make every activation {z['max_abs']:g}" if z["max_abs"] == 0 else
                      f"zero weights leave activations up to {z['max_abs']:.1e}")
+    timings = "; ".join(
+        f"{phase} {c['median_a'] / 1e6:.2f} vs {c['median_b'] / 1e6:.2f} ms, zero/uniform {_ratio_text(c)}"
+        for phase, c in cmps.items())
     if same:
-        message = ("on cpu, zeros cost the same as uniform weights because dense GEMM convolution kernels do "
-                   "the same multiply-adds whatever the values; data-dependent speed on a CPU needs special "
-                   "values on a slow path (subnormals in hardware, zeros in some library paths)")
+        message = (f"on cpu, zero weights cost the same as uniform ({timings}) because dense GEMM convolution "
+                   "kernels do the same multiply-adds whatever the values; data-dependent speed on a CPU needs "
+                   "special values on a slow path (subnormals in hardware, zeros in some library paths)")
     else:
-        message = ("on cpu, zero and uniform weights differ in time; dense GEMM kernels do not look at values, "
-                   "so look for special values on a slow path")
+        message = (f"on cpu, zero and uniform weights differ in time ({timings}); dense GEMM kernels do not "
+                   "look at values, so look for special values on a slow path")
     if parts:
         message += ": " + "; ".join(parts)
-    return [_finding("values_do_not_matter_on_cpu", a, b, cmps["forward"], "init", not same, evidence, message)]
+    return [_finding("values_do_not_matter_on_cpu", "forward", a, b, cmps["forward"], "init", not same, evidence, message)]
 
 
 def rule_seed_naive_timing(doc: dict) -> list[Finding]:
     """How far the seed's own method (cold host timer, backward never called) is from the measurement."""
     findings = []
     for device in _devices(doc):
-        overrides = {"device": device} if "device" in doc["matrix"] else {}
         for init in doc["matrix"].get("init", [doc.get("args", {}).get("init", "uniform")]):
-            cell = {**baseline(doc), **overrides, "init": init}
+            cell = cell_with(doc, device=device, init=init)
             naive = [r["notes"]["naive_seed_timing"] for r in ok_runs(doc, cell)
                      if "naive_seed_timing" in r.get("notes", {})]
             fwd, fb = summary_entry(doc, "forward", cell), summary_entry(doc, "forward_backward", cell)
@@ -449,7 +358,8 @@ def rule_seed_naive_timing(doc: dict) -> list[Finding]:
             if device == "cuda":
                 message += "; on cuda its host timer without synchronize times kernel launches, not kernels"
             findings.append({
-                "rule": "seed_naive_timing", "a": cell, "b": cell, "ratio": ratio, "ci95": None,
+                "rule": "seed_naive_timing", "phase": "forward_backward", "a": cell, "b": cell,
+                "ratio": ratio, "ci95": None, "significant": None, "p_value": None,
                 "setting": "method", "explains": misleads,
                 "evidence": {"naive_forward_ms": naive_fwd, "naive_seed_forward_backward_ms": naive_fb,
                              "median_forward_ms": real_fwd, "median_forward_backward_ms": real_fb,
@@ -461,13 +371,10 @@ def rule_seed_naive_timing(doc: dict) -> list[Finding]:
 
 def rule_ftz_no_effect_zero_weights(doc: dict) -> list[Finding]:
     """zero_weights: does FTZ change the uniform net's forward time, and would the census predict it?"""
-    if "ftz" not in doc["matrix"] or len(doc["matrix"]["ftz"]) < 2:
+    if not ftz_values(doc):
         return []
-    off, on = doc["matrix"]["ftz"][0], doc["matrix"]["ftz"][1]
-    a = {**baseline(doc), "init": "uniform", "ftz": on}
-    b = {**baseline(doc), "init": "uniform", "ftz": off}
-    if "device" in doc["matrix"]:
-        a["device"] = b["device"] = "cpu"
+    off, on = ftz_values(doc)
+    a, b = cell_with(doc, init="uniform", device="cpu", ftz=on), cell_with(doc, init="uniform", device="cpu", ftz=off)
     cmp = compare_cells(doc, "forward", a, b)
     if cmp is None:
         return []
@@ -479,12 +386,12 @@ def rule_ftz_no_effect_zero_weights(doc: dict) -> list[Finding]:
         message = f"ftz={on} changes the forward time ({_ratio_text(cmp)}); evidence: {because}"
     else:
         message = f"FTZ has no effect on this net ({_ratio_text(cmp)}) because {because}"
-    return [_finding("ftz_no_effect_zero_weights", a, b, cmp, f"ftz={on}", is_different(cmp) and bool(expected),
+    return [_finding("ftz_no_effect_zero_weights", "forward", a, b, cmp, f"ftz={on}", is_different(cmp) and bool(expected),
                      {"activations": acts, "ftz_readback": _ftz_reached(doc, a)}, message)]
 
 
 def zero_weights_findings(doc: dict) -> list[Finding]:
-    return _apply(doc, (rule_zero_vs_uniform, rule_values_do_not_matter_on_cpu,
+    return _apply(doc, (rule_values_do_not_matter_on_cpu,
                         rule_ftz_no_effect_zero_weights, rule_seed_naive_timing))
 
 
