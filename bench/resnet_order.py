@@ -12,10 +12,6 @@ five minutes on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import time
-
-_STARTED = time.perf_counter()
-
 BUDGET_S = 300.0
 DEFAULT_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"],
                   "alloc": ["default", "retain"]}
@@ -36,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 5 minutes)")
     p.add_argument("--json", dest="json_path", help="results file (default results/resnet_order-<time>.json)")
     p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    p.add_argument("--skip-penalty", action="store_true",
+                   help="do not measure the CPU's penalty profile (faster; the verdict then lacks that evidence)")
     opts = p.parse_args(argv)
-
-    import torch  # noqa: F401  (its import time is part of every cell's start-up)
 
     from benchctl import seed_runs, seed_verdicts
     from benchctl.workloads import resnet_order
@@ -48,16 +44,17 @@ def main(argv: list[str] | None = None) -> int:
             "image_size": opts.image_size}
     resnet_order.check_args({**resnet_order.PARAMS, **args})
     matrix = seed_runs.apply_sets(DEFAULT_MATRIX, opts.sets)
-    startup_s = time.perf_counter() - _STARTED
-    per_image = resnet_order.probe_seconds_per_image(args)
     full = {**resnet_order.PARAMS, **args}
+    costs = resnet_order.probe_costs(full)
+    interpreter_s = seed_runs.measure_interpreter_seconds()
     orders = matrix.get("order", [full["order"]])
-    cell_s = sum(resnet_order.estimate_cell_seconds(full, o, per_image, startup_s) for o in orders) / len(orders)
+    cell_s = sum(resnet_order.estimate_cell_seconds(full, o, costs, interpreter_s) for o in orders) / len(orders)
     cells = seed_runs.count_cells(matrix)
     repeat = opts.repeat or seed_runs.fit_repeat(cell_s, cells, BUDGET_S)
     seed_runs.run_and_explain("resnet_order", args, matrix, repeat=repeat, json_path=opts.json_path,
                               plot_path=opts.plot, focus="order", seed_rules=seed_verdicts.resnet_order_findings,
-                              penalty_ops=seed_verdicts.FMA_OPS, cell_seconds=cell_s)
+                              penalty_ops=seed_verdicts.FMA_OPS, cell_seconds=cell_s,
+                              measure_penalty=not opts.skip_penalty)
     return 0
 
 

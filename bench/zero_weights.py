@@ -14,10 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-
-_STARTED = time.perf_counter()
-
 BUDGET_S = 120.0
 
 
@@ -39,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 2 minutes)")
     p.add_argument("--json", dest="json_path", help="results file (default results/zero_weights-<time>.json)")
     p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    p.add_argument("--skip-penalty", action="store_true",
+                   help="do not measure the CPU's penalty profile (faster; the verdict then lacks that evidence)")
     opts = p.parse_args(argv)
 
     import torch
@@ -50,16 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     args = {"iterations": opts.iterations, "naive_trials": opts.naive_trials, "seed": opts.seed}
     zero_weights.check_args({**zero_weights.PARAMS, **args})
     matrix = seed_runs.apply_sets(default_matrix(devices), opts.sets)
-    startup_s = time.perf_counter() - _STARTED
     forward_s, forward_backward_s = zero_weights.probe_call_seconds()
     cell_s = zero_weights.estimate_cell_seconds({**zero_weights.PARAMS, **args}, forward_s, forward_backward_s,
-                                                startup_s)
+                                                seed_runs.measure_interpreter_seconds())
     cells = seed_runs.count_cells(matrix)
     repeat = opts.repeat or seed_runs.fit_repeat(cell_s, cells, BUDGET_S)
     seed_runs.run_and_explain("zero_weights", args, matrix, repeat=repeat, json_path=opts.json_path,
                               plot_path=opts.plot, focus="init", seed_rules=seed_verdicts.zero_weights_findings,
                               penalty_ops=("conv2d", "matmul", "addcmul", "sqrt", "rsqrt", "exp", "div", "mul", "add"),
-                              cell_seconds=cell_s)
+                              cell_seconds=cell_s, measure_penalty=not opts.skip_penalty)
     return 0
 
 

@@ -97,7 +97,7 @@ def test_allocator_case_explains_why_ftz_does_nothing():
     assert ftz["a"] == {"order": "eval_only", "ftz": "process", "alloc": "default"}
     assert ftz["b"] == {"order": "eval_only", "ftz": "off", "alloc": "default"}
     assert ftz["ratio"] == pytest.approx(1.0)
-    assert ftz["message"].startswith("FTZ has no effect")
+    assert ftz["message"].startswith("FTZ has no effect (1.00× [95% CI 0.9")
     assert ("because this CPU does not penalise subnormal multiply-adds (conv2d 1.0×, matmul 1.0×, addcmul 1.0× "
             "on subnormal inputs, penalty profile)") in ftz["message"]
     assert "and the weights have none (census: 0 of 25,557,032 weights subnormal, activations 0)" in ftz["message"]
@@ -145,6 +145,16 @@ def test_missing_penalty_profile_and_census_say_so():
         run["notes"] = {}
     [ftz] = sv.resnet_order_findings(doc)
     assert "no penalty profile or census was recorded" in ftz["message"]
+
+
+def test_wide_ci_is_not_called_no_effect():
+    doc = zen4_allocator_doc()
+    for run in doc["runs"]:
+        if run["cell"]["ftz"] == "process":
+            run["phases"]["eval"]["ns"] = [v * f for v, f in zip(run["phases"]["eval"]["ns"], [0.3, 3.0] * 6)]
+    [ftz] = sv.resnet_order_findings(doc)
+    assert not ftz["significant"]
+    assert ftz["message"].startswith("FTZ shows no significant effect") and "too wide to rule one out" in ftz["message"]
 
 
 def test_matrix_without_ftz_axis_has_no_ftz_finding():
@@ -219,7 +229,7 @@ def test_cpu_difference_is_reported_as_a_difference():
 
 def test_ftz_no_effect_on_zero_weights_net():
     [f] = by_rule(sv.zero_weights_findings(zero_weights_doc()), "ftz_no_effect_zero_weights")
-    assert not f["explains"] and f["message"].startswith("FTZ has no effect on this net")
+    assert not f["explains"] and f["message"].startswith("FTZ on this net has no effect")
     assert "activations 0" in f["message"]
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import subprocess
 import sys
 import time
 from typing import Any, Callable
 
 RESULTS_DIR = "results"
-# Planning figure for measure_penalty(): the penalty profile's own target (issue 3).
+# Planning figure for penalty_profile_evidence(): the penalty profile's own target (issue 3).
 PENALTY_SECONDS = 20.0
 MAX_DEFAULT_REPEAT = 3
 
@@ -50,6 +51,14 @@ def count_cells(matrix: dict[str, list]) -> int:
     return n
 
 
+def measure_interpreter_seconds() -> float:
+    """Seconds a fresh worker spends starting Python and importing torch, torchvision and benchctl."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch, torchvision, benchctl.workloads, benchctl.worker"],
+                   check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
 def fit_repeat(cell_seconds: float, cells: int, budget_s: float) -> int:
     """Repetitions per cell that fit ``budget_s`` (at least 1, at most MAX_DEFAULT_REPEAT)."""
     room = (budget_s - PENALTY_SECONDS) / max(cell_seconds * cells, 1e-9)
@@ -60,7 +69,7 @@ def _fmt_duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def measure_penalty(ops: tuple[str, ...]) -> dict[str, Any]:
+def penalty_profile_evidence(ops: tuple[str, ...]) -> dict[str, Any]:
     """The CPU's penalty profile for ``ops``, raw and as the verdict rules read it, or why it is missing."""
     from . import seed_verdicts
 
@@ -114,7 +123,7 @@ def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
 
 def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repeat: int, json_path: str | None,
                     plot_path: str | None, focus: str, seed_rules: Callable[[dict], list[dict]],
-                    penalty_ops: tuple[str, ...], cell_seconds: float | None,
+                    penalty_ops: tuple[str, ...], cell_seconds: float | None, measure_penalty: bool = True,
                     out=sys.stdout) -> dict:
     """Run, explain, save and print; returns the results document."""
     from . import report, results, runner
@@ -125,14 +134,17 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     print(f"{workload}: {cells} cells × {repeat} repetition(s), each in a fresh process; matrix "
           + ", ".join(f"{k}={{{','.join(map(str, v))}}}" for k, v in matrix.items()), file=out)
     if cell_seconds is not None:
-        expected = cells * repeat * cell_seconds + PENALTY_SECONDS
+        penalty_s = PENALTY_SECONDS if measure_penalty else 0.0
+        expected = cells * repeat * cell_seconds + penalty_s
         print(f"expected duration ≈ {_fmt_duration(expected)}: {cells * repeat} workers × ~{cell_seconds:.0f} s "
-              f"(probed in this process) + ~{PENALTY_SECONDS:.0f} s penalty profile", file=out)
+              f"(probed in this process)" + (f" + ~{penalty_s:.0f} s penalty profile" if penalty_s else ""),
+              file=out)
     print(f"results: {json_path} (rewritten after every cell; --resume continues it)", file=out, flush=True)
 
     started = time.perf_counter()
     doc = runner.run_matrix(workload, args, matrix, repeat=repeat, json_path=json_path, focus=focus)
-    doc["evidence"] = measure_penalty(penalty_ops)
+    doc["evidence"] = (penalty_profile_evidence(penalty_ops) if measure_penalty else
+                       {"penalty": None, "penalty_unavailable": "skipped (--skip-penalty)"})
     seed_findings = seed_rules(doc)
     doc["verdict"] = list(doc.get("verdict") or []) + seed_findings
     results.save(doc, json_path)

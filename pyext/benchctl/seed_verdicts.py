@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
 # decides whether FTZ/DAZ can change a conv net's speed.
 FMA_OPS = ("conv2d", "matmul", "addcmul")
+# A ratio CI whose bounds are further apart than this factor cannot rule an effect out.
+WIDE_CI_FACTOR = 1.5
 # The seed's naive timing counts as misleading when it is off by more than this.
 NAIVE_MISLEADS_RATIO = 1.2
 
@@ -116,6 +118,15 @@ def _finding(rule: str, phase: str, a: dict | None, b: dict | None, cmp: dict | 
 def _ratio_text(cmp: dict) -> str:
     lo, hi = cmp["ci95"]
     return f"{cmp['ratio']:.2f}× [95% CI {lo:.2f}, {hi:.2f}]"
+
+
+def no_effect_text(what: str, cmp: dict) -> str:
+    """"FTZ has no effect (ratio)" or, when the CI is wide, that no effect was resolved."""
+    lo, hi = cmp["ci95"]
+    if lo > 0 and hi / lo > WIDE_CI_FACTOR:
+        return (f"{what} shows no significant effect ({_ratio_text(cmp)}; the CI is too wide to rule one "
+                f"out: add repetitions)")
+    return f"{what} has no effect ({_ratio_text(cmp)})"
 
 
 def is_different(cmp: dict | None) -> bool:
@@ -250,7 +261,7 @@ def rule_ftz_explained(doc: dict) -> list[Finding]:
         message = (f"FTZ should matter here ({because}) but shows no effect ({_ratio_text(cmp)}); "
                    f"check the ftz readback{reach}")
     else:
-        message = f"FTZ has no effect ({_ratio_text(cmp)} with ftz={on} vs {off}) because {because}{reach}"
+        message = f"{no_effect_text('FTZ', cmp)} because {because}{reach}"
     return [_finding("ftz_explained", EVAL, a, b, cmp, f"ftz={on}", faster and bool(expected), evidence, message)]
 
 
@@ -385,7 +396,7 @@ def rule_ftz_no_effect_zero_weights(doc: dict) -> list[Finding]:
     if is_different(cmp):
         message = f"ftz={on} changes the forward time ({_ratio_text(cmp)}); evidence: {because}"
     else:
-        message = f"FTZ has no effect on this net ({_ratio_text(cmp)}) because {because}"
+        message = f"{no_effect_text('FTZ on this net', cmp)} because {because}"
     return [_finding("ftz_no_effect_zero_weights", "forward", a, b, cmp, f"ftz={on}", is_different(cmp) and bool(expected),
                      {"activations": acts, "ftz_readback": _ftz_reached(doc, a)}, message)]
 

@@ -152,13 +152,22 @@ def resnet_order(args: dict[str, Any], rec) -> None:
 TRAIN_COST_IN_FORWARDS = 3.0
 
 
-def probe_seconds_per_image(args: dict[str, Any], probe_batch: int = 2) -> float:
-    """Seconds of one eval forward per image for ``args``' arch and image size,
-    measured now in this process (one warm-up call, then the best of two)."""
+def probe_costs(args: dict[str, Any], probe_batch: int = 2) -> dict[str, float]:
+    """What a cell's parts cost on this machine now, measured in this process:
+    ``build_s`` (model and weights init), ``loader_s`` (first batch of a
+    one-worker DataLoader: the worker process start) and ``per_image_s``
+    (one eval forward per image; one warm-up call, then the best of two)."""
     import torch
     from torchvision import models
 
+    started = time.perf_counter()
     model = models.get_model(args["arch"], weights=None, num_classes=NUM_CLASSES).eval()
+    build_s = time.perf_counter() - started
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*pin_memory.*")
+        next(iter(make_loader({**args, "num_data": 1, "batch_size": 1})))
+    loader_s = time.perf_counter() - started
     x = torch.randn(probe_batch, 3, args["image_size"], args["image_size"])
     with torch.no_grad():
         model(x)
@@ -167,13 +176,15 @@ def probe_seconds_per_image(args: dict[str, Any], probe_batch: int = 2) -> float
             started = time.perf_counter()
             model(x)
             best = min(best, time.perf_counter() - started)
-    return best / probe_batch
+    return {"build_s": build_s, "loader_s": loader_s, "per_image_s": best / probe_batch}
 
 
-def estimate_cell_seconds(args: dict[str, Any], order: str, per_image_s: float, startup_s: float) -> float:
-    """Expected wall time of one cell: process start-up plus the timed loops at ``per_image_s``."""
+def estimate_cell_seconds(args: dict[str, Any], order: str, costs: dict[str, float], interpreter_s: float) -> float:
+    """Expected wall time of one cell: interpreter and imports, model, loaders, and the timed loops."""
     batches = -(-args["num_data"] // args["batch_size"])
-    forwards = batches
+    forwards, loaders = batches, 1
     if order == "train_then_eval":
         forwards += TRAIN_COST_IN_FORWARDS * min(batches, args["train_batches"] or batches)
-    return startup_s + forwards * args["batch_size"] * per_image_s
+        loaders += 1
+    return (interpreter_s + costs["build_s"] + loaders * costs["loader_s"]
+            + forwards * args["batch_size"] * costs["per_image_s"])

@@ -209,8 +209,9 @@ def probe_call_seconds(init: str = "uniform", calls: int = 5) -> tuple[float, fl
 
 
 def estimate_cell_seconds(args: dict[str, Any], forward_s: float, forward_backward_s: float,
-                          startup_s: float) -> float:
-    """Expected wall time of one CPU cell: start-up, the seed's naive loops, the timed phases."""
+                          interpreter_s: float) -> float:
+    """Expected wall time of one CPU cell: interpreter and imports, the seed's naive loops, the
+    timed phases, and the activation census (one more forward)."""
     naive = args["naive_trials"] * 2 * forward_s
     timed = args["iterations"] * (forward_s + forward_backward_s)
-    return startup_s + naive + timed
+    return interpreter_s + naive + timed + forward_s
