@@ -37,13 +37,17 @@ def main(argv: list[str] | None = None) -> int:
     opts = p.parse_args(argv)
 
     from benchctl import seed_runs, seed_verdicts
-    from benchctl.workloads import resnet_order
+    from benchctl.workloads import resnet_order, weights
 
     args = {"batch_size": opts.batch_size, "num_data": opts.num_data, "train_batches": opts.train_batches,
             "weights": opts.weights, "device": opts.device, "seed": opts.seed, "arch": opts.arch,
             "image_size": opts.image_size}
-    resnet_order.check_args({**resnet_order.PARAMS, **args})
-    matrix = seed_runs.apply_sets(DEFAULT_MATRIX, opts.sets)
+    try:
+        resnet_order.check_args({**resnet_order.PARAMS, **args})
+        weights.prefetch(opts.arch, opts.weights)
+        matrix = seed_runs.apply_sets(DEFAULT_MATRIX, opts.sets)
+    except (ValueError, weights.WeightsUnavailable) as exc:
+        p.error(str(exc))
     full = {**resnet_order.PARAMS, **args}
     costs = resnet_order.probe_costs(full)
     interpreter_s = seed_runs.measure_interpreter_seconds()

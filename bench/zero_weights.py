@@ -46,8 +46,11 @@ def main(argv: list[str] | None = None) -> int:
 
     devices = opts.device.split(",") if opts.device else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     args = {"iterations": opts.iterations, "naive_trials": opts.naive_trials, "seed": opts.seed}
-    zero_weights.check_args({**zero_weights.PARAMS, **args})
-    matrix = seed_runs.apply_sets(default_matrix(devices), opts.sets)
+    try:
+        zero_weights.check_args({**zero_weights.PARAMS, **args})
+        matrix = seed_runs.apply_sets(default_matrix(devices), opts.sets)
+    except ValueError as exc:
+        p.error(str(exc))
     forward_s, forward_backward_s = zero_weights.probe_call_seconds()
     cell_s = zero_weights.estimate_cell_seconds({**zero_weights.PARAMS, **args}, forward_s, forward_backward_s,
                                                 seed_runs.measure_interpreter_seconds())

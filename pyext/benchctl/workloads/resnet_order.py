@@ -24,7 +24,7 @@ from typing import Any
 
 from . import register
 from .value_census import activation_census, weights_census
-from .weights import apply_weights
+from .weights import apply_weights, parse_spec
 
 ORDERS = ("eval_only", "train_then_eval")
 DEVICES = ("cpu", "cuda")
@@ -59,6 +59,7 @@ def check_args(args: dict[str, Any]) -> None:
         raise ValueError(f"train_batches must be a positive integer or None (all batches); got {train_batches!r}")
     if args["num_data"] < args["batch_size"]:
         raise ValueError(f"num_data ({args['num_data']}) must be at least batch_size ({args['batch_size']})")
+    parse_spec(args["weights"])
 
 
 def build_model(args: dict[str, Any]):

@@ -108,6 +108,14 @@ def _missing_message(arch: str, url: str, path: str, why: str) -> str:
     )
 
 
+def prefetch(arch: str, spec: str) -> None:
+    """Check ``spec`` and, for ``imagenet``, download the file into the cache now:
+    once here rather than in every worker, and failing before any worker starts."""
+    kind, _ = parse_spec(spec)
+    if kind == "imagenet":
+        _load_imagenet(arch)
+
+
 def plant_subnormals(model, fraction: float, generator) -> dict[str, int]:
     """Overwrite ``fraction`` of each float32 Conv2d weight with subnormal values.
 

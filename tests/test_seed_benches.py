@@ -1,0 +1,165 @@
+"""The seed workloads through the runner (fresh worker processes) and the bench scripts, at tiny sizes.
+
+The verdict rules run on these real small outputs (content checked loosely;
+the synthetic cases in test_seed_verdicts.py check them exactly).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from benchctl import seed_runs, seed_verdicts
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY_RESNET = {"arch": "mobilenet_v3_small", "image_size": 32, "batch_size": 2, "num_data": 4, "weights": "random"}
+TINY_ZERO = {"iterations": 5, "naive_trials": 3}
+
+
+def runner():
+    return pytest.importorskip("benchctl.runner", reason="the runner (issue 6) has not landed")
+
+
+@pytest.fixture(scope="module")
+def resnet_doc(tmp_path_factory):
+    path = tmp_path_factory.mktemp("resnet") / "results.json"
+    matrix = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"]}
+    return runner().run_matrix("resnet_order", TINY_RESNET, matrix, repeat=1, json_path=str(path),
+                               progress=False, focus="order")
+
+
+@pytest.fixture(scope="module")
+def zero_doc():
+    return runner().run_matrix("zero_weights", TINY_ZERO, {"init": ["uniform", "zero"], "ftz": ["off", "process"]},
+                               repeat=1, progress=False, focus="init")
+
+
+def test_both_orders_run_in_their_own_processes_with_times_and_counters(resnet_doc):
+    runs = resnet_doc["runs"]
+    assert len(runs) == 4 and all(r["status"] == "ok" for r in runs), [r.get("error") for r in runs]
+    assert len({r["worker"]["pid"] for r in runs}) == 4
+    for run in runs:
+        expected = {"eval"} if run["cell"]["order"] == "eval_only" else {"train", "eval"}
+        assert set(run["phases"]) == expected
+        for data in run["phases"].values():
+            assert len(data["ns"]) == 2 and all(ns > 0 for ns in data["ns"])
+            assert len(data["counters"]["minor_faults"]) == 2
+
+
+def test_cells_carry_their_settings_readback(resnet_doc):
+    for run in resnet_doc["runs"]:
+        observed = run["readback"]["ftz"]["observed"]
+        if run["cell"]["ftz"] == "process":
+            assert observed["all_flushed"]
+        else:
+            assert observed["none_flushed"]
+    cells = [e["cell"] for e in resnet_doc["summary"] if e["phase"] == "eval"]
+    assert {(c["order"], c["ftz"]) for c in cells} == {(o, f) for o in ("eval_only", "train_then_eval")
+                                                      for f in ("off", "process")}
+
+
+def test_resnet_notes_carry_weights_and_census(resnet_doc):
+    notes = resnet_doc["runs"][0]["notes"]
+    assert notes["weights"]["used"] == "random"
+    assert notes["weights_census"]["available"] and notes["weights_census"]["subnormal"] == 0
+    assert notes["activation_census"]["values"] > 0
+
+
+def test_ftz_rule_on_real_output(resnet_doc):
+    doc = dict(resnet_doc, evidence={"penalty": None})
+    [finding] = seed_verdicts.resnet_order_findings(doc)
+    assert finding["rule"] == "ftz_explained" and finding["ratio"] > 0
+    assert "the weights have none (census: 0 of" in finding["message"]
+    assert f"flushed {finding['evidence']['ftz_readback']['threads']}/" in finding["message"]
+
+
+def test_zero_weights_cells_really_run_backward_and_keep_the_naive_timing(zero_doc):
+    for run in zero_doc["runs"]:
+        assert run["status"] == "ok", run.get("error")
+        assert set(run["phases"]) == {"forward", "forward_backward"}
+        grads = run["notes"]["gradients"]
+        assert all(g["exists"] for g in grads.values())
+        if run["cell"]["init"] == "uniform":
+            assert all(g["nonzero"] > 0 for g in grads.values())
+        assert run["notes"]["naive_seed_timing"]["forward_ms"] > 0
+
+
+def test_zero_weights_rules_on_real_output(zero_doc):
+    findings = seed_verdicts.zero_weights_findings(dict(zero_doc, evidence={"penalty": None}))
+    rules = {f["rule"] for f in findings}
+    assert {"values_do_not_matter_on_cpu", "ftz_no_effect_zero_weights", "seed_naive_timing"} <= rules
+    naive = [f for f in findings if f["rule"] == "seed_naive_timing"]
+    assert len(naive) == 2 and all("never runs" in f["message"] for f in naive)
+
+
+def test_penalty_profile_evidence_is_normalised():
+    pytest.importorskip("benchctl.denormals", reason="benchctl.denormals (issue 3) has not landed")
+    ev = seed_runs.penalty_profile_evidence(("conv2d",))
+    assert set(ev["penalty"]) == {"conv2d"}
+    assert {"subnormal_ratio", "zero_ratio", "penalised_subnormal", "ftz_removes"} <= set(ev["penalty"]["conv2d"])
+
+
+def bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_zero_weights_script_answers(tmp_path):
+    runner()
+    out = tmp_path / "zw.json"
+    done = bench("zero_weights.py", "--iterations", "3", "--naive-trials", "3", "--set", "threads=1",
+                 "--set", "ftz=off", "--repeat", "1", "--skip-penalty", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "expected duration" in done.stdout and "Answer:" in done.stdout
+    assert "never runs" in done.stdout
+    doc = json.loads(out.read_text())
+    assert doc["summary"] and doc["evidence"]["penalty"] is None
+    assert any(f["rule"] == "seed_naive_timing" for f in doc["verdict"])
+
+
+def test_resnet_order_script_runs_one_cell(tmp_path):
+    runner()
+    out = tmp_path / "ro.json"
+    done = bench("resnet_order.py", "--arch", "mobilenet_v3_small", "--image-size", "32", "--batch-size", "2",
+                 "--num-data", "2", "--weights", "random", "--set", "order=eval_only", "--set", "ftz=off",
+                 "--set", "alloc=default", "--skip-penalty", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    assert doc["matrix"] == {"order": ["eval_only"], "ftz": ["off"], "alloc": ["default"]}
+    assert [r["status"] for r in doc["runs"]] == ["ok"] * doc["repeat"]
+
+
+def test_resnet_order_script_rejects_bad_weights_before_running():
+    done = bench("resnet_order.py", "--weights", "subnormal:2")
+    assert done.returncode == 2 and "must be in (0, 1]" in done.stderr
+
+
+def test_resnet_order_script_offline_imagenet_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    monkeypatch.setenv("BENCHCTL_OFFLINE", "1")
+    done = bench("resnet_order.py", "--weights", "imagenet")
+    assert done.returncode == 2
+    assert os.path.join(str(tmp_path), "hub", "checkpoints", "resnet50-0676ba61.pth") in done.stderr
+
+
+# --- seed_runs helpers ------------------------------------------------------
+
+def test_apply_sets_adds_and_narrows_axes():
+    pytest.importorskip("benchctl.settings", reason="the runner (issue 6) has not landed")
+    base = {"order": ["eval_only", "train_then_eval"], "alloc": ["default", "retain"]}
+    got = seed_runs.apply_sets(base, ["alloc=retain", "threads=1,2"])
+    assert got == {"order": ["eval_only", "train_then_eval"], "alloc": ["retain"], "threads": ["1", "2"]}
+    assert base["alloc"] == ["default", "retain"]
+    with pytest.raises(ValueError, match="given twice"):
+        seed_runs.apply_sets(base, ["alloc=retain", "alloc=default"])
+
+
+def test_fit_repeat_stays_within_bounds():
+    assert seed_runs.fit_repeat(cell_seconds=10, cells=8, budget_s=300) == 3
+    assert seed_runs.fit_repeat(cell_seconds=30, cells=8, budget_s=300) == 1
+    assert seed_runs.fit_repeat(cell_seconds=100, cells=8, budget_s=300) == 1
+    assert seed_runs.fit_repeat(cell_seconds=15, cells=8, budget_s=300) == 2
