@@ -27,7 +27,8 @@ def runner():
 @pytest.fixture(scope="module")
 def resnet_doc(tmp_path_factory):
     path = tmp_path_factory.mktemp("resnet") / "results.json"
-    matrix = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"]}
+    # ftz=process only: the readback then has something to show, at two workers' cost.
+    matrix = {"order": ["eval_only", "train_then_eval"], "ftz": ["process"]}
     return runner().run_matrix("resnet_order", TINY_RESNET, matrix, repeat=1, json_path=str(path),
                                progress=False, focus="order")
 
@@ -40,8 +41,8 @@ def zero_doc():
 
 def test_both_orders_run_in_their_own_processes_with_times_and_counters(resnet_doc):
     runs = resnet_doc["runs"]
-    assert len(runs) == 4 and all(r["status"] == "ok" for r in runs), [r.get("error") for r in runs]
-    assert len({r["worker"]["pid"] for r in runs}) == 4
+    assert len(runs) == 2 and all(r["status"] == "ok" for r in runs), [r.get("error") for r in runs]
+    assert len({r["worker"]["pid"] for r in runs}) == 2
     for run in runs:
         expected = {"eval"} if run["cell"]["order"] == "eval_only" else {"train", "eval"}
         assert set(run["phases"]) == expected
@@ -52,14 +53,12 @@ def test_both_orders_run_in_their_own_processes_with_times_and_counters(resnet_d
 
 def test_cells_carry_their_settings_readback(resnet_doc):
     for run in resnet_doc["runs"]:
-        observed = run["readback"]["ftz"]["observed"]
-        if run["cell"]["ftz"] == "process":
-            assert observed["all_flushed"]
-        else:
-            assert observed["none_flushed"]
+        assert run["readback"]["ftz"]["observed"]["all_flushed"]
     cells = [e["cell"] for e in resnet_doc["summary"] if e["phase"] == "eval"]
-    assert {(c["order"], c["ftz"]) for c in cells} == {(o, f) for o in ("eval_only", "train_then_eval")
-                                                      for f in ("off", "process")}
+    assert sorted(c["order"] for c in cells) == ["eval_only", "train_then_eval"]
+    assert all(c["ftz"] == "process" for c in cells)
+    [train] = [e for e in resnet_doc["summary"] if e["phase"] == "train"]
+    assert train["cell"]["order"] == "train_then_eval"
 
 
 def test_resnet_notes_carry_weights_and_census(resnet_doc):
@@ -69,12 +68,13 @@ def test_resnet_notes_carry_weights_and_census(resnet_doc):
     assert notes["activation_census"]["values"] > 0
 
 
-def test_ftz_rule_on_real_output(resnet_doc):
-    doc = dict(resnet_doc, evidence={"penalty": None})
-    [finding] = seed_verdicts.resnet_order_findings(doc)
-    assert finding["rule"] == "ftz_explained" and finding["ratio"] > 0
-    assert "the weights have none (census: 0 of" in finding["message"]
-    assert f"flushed {finding['evidence']['ftz_readback']['threads']}/" in finding["message"]
+def test_ftz_rule_on_real_output(zero_doc):
+    doc = dict(zero_doc, evidence={"penalty": None})
+    [finding] = [f for f in seed_verdicts.zero_weights_findings(doc) if f["rule"] == "ftz_no_effect_zero_weights"]
+    assert finding["ratio"] > 0 and finding["a"]["ftz"] == "process" and finding["b"]["ftz"] == "off"
+    assert "the weights have none (census: 0 weights subnormal" in finding["message"]
+    readback = finding["evidence"]["ftz_readback"]
+    assert readback["flushed"] == readback["threads"] > 0
 
 
 def test_zero_weights_cells_really_run_backward_and_keep_the_naive_timing(zero_doc):
@@ -86,6 +86,7 @@ def test_zero_weights_cells_really_run_backward_and_keep_the_naive_timing(zero_d
         if run["cell"]["init"] == "uniform":
             assert all(g["nonzero"] > 0 for g in grads.values())
         assert run["notes"]["naive_seed_timing"]["forward_ms"] > 0
+        assert run["phases"]["forward"]["counters"]["minor_faults"]
 
 
 def test_zero_weights_rules_on_real_output(zero_doc):
@@ -112,7 +113,7 @@ def test_zero_weights_script_answers(tmp_path):
     runner()
     out = tmp_path / "zw.json"
     done = bench("zero_weights.py", "--iterations", "3", "--naive-trials", "3", "--set", "threads=1",
-                 "--set", "ftz=off", "--repeat", "1", "--skip-penalty", "--json", str(out))
+                 "--set", "ftz=off", "--set", "init=uniform", "--repeat", "1", "--skip-penalty", "--json", str(out))
     assert done.returncode == 0, done.stderr
     assert "expected duration" in done.stdout and "Answer:" in done.stdout
     assert "never runs" in done.stdout
@@ -126,11 +127,12 @@ def test_resnet_order_script_runs_one_cell(tmp_path):
     out = tmp_path / "ro.json"
     done = bench("resnet_order.py", "--arch", "mobilenet_v3_small", "--image-size", "32", "--batch-size", "2",
                  "--num-data", "2", "--weights", "random", "--set", "order=eval_only", "--set", "ftz=off",
-                 "--set", "alloc=default", "--skip-penalty", "--json", str(out))
+                 "--set", "alloc=default", "--repeat", "1", "--skip-penalty", "--json", str(out))
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
     assert doc["matrix"] == {"order": ["eval_only"], "ftz": ["off"], "alloc": ["default"]}
-    assert [r["status"] for r in doc["runs"]] == ["ok"] * doc["repeat"]
+    assert [r["status"] for r in doc["runs"]] == ["ok"]
+    assert "Values:" in done.stdout and "weights random: 0 of" in done.stdout
 
 
 def test_resnet_order_script_rejects_bad_weights_before_running():
