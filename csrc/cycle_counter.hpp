@@ -8,7 +8,9 @@
 
 namespace benchctl {
 
-#if defined(__x86_64__)
+// BENCHCTL_NO_CYCLE_COUNTER builds the portable path on any architecture, so
+// the "unsupported architecture" build is compiled and tested everywhere.
+#if defined(__x86_64__) && !defined(BENCHCTL_NO_CYCLE_COUNTER)
 #define BENCHCTL_HAS_CYCLE_COUNTER 1
 inline constexpr const char* kCycleCounterName = "rdtsc";
 
@@ -30,8 +32,15 @@ inline uint64_t counter_end() {
   asm volatile("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi), "=c"(aux)::"memory");
   return (uint64_t(hi) << 32) | lo;
 }
+// Fenced on both sides: one read that can end one interval and begin the
+// next (lfence;rdtsc is cheaper than rdtscp on AMD).
+inline uint64_t counter_fenced() {
+  uint32_t lo, hi;
+  asm volatile("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi)::"memory");
+  return (uint64_t(hi) << 32) | lo;
+}
 
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && !defined(BENCHCTL_NO_CYCLE_COUNTER)
 #define BENCHCTL_HAS_CYCLE_COUNTER 1
 inline constexpr const char* kCycleCounterName = "cntvct";
 
@@ -51,6 +60,7 @@ inline uint64_t counter_end() {
   asm volatile("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v)::"memory");
   return v;
 }
+inline uint64_t counter_fenced() { return counter_end(); }
 inline uint64_t counter_frequency_register() {
   uint64_t v;
   asm volatile("mrs %0, cntfrq_el0" : "=r"(v));

@@ -5,15 +5,20 @@
 #include <stdexcept>
 #include <ucontext.h>
 
-#if defined(__x86_64__)
+// BENCHCTL_NO_FP_CONTROL builds the branch that unsupported architectures
+// get, so that it can be compiled and tested on any machine.
+#if defined(__x86_64__) && !defined(BENCHCTL_NO_FP_CONTROL)
+#define BENCHCTL_FP_MXCSR 1
 #include <xmmintrin.h>
+#elif defined(__aarch64__) && !defined(BENCHCTL_NO_FP_CONTROL)
+#define BENCHCTL_FP_FPCR 1
 #endif
 
 namespace benchctl {
 
 namespace {
 
-#if defined(__x86_64__)
+#if BENCHCTL_FP_MXCSR
 constexpr uint64_t kFtzBit = 1u << 15;
 constexpr uint64_t kDazBit = 1u << 6;
 
@@ -31,7 +36,7 @@ uint64_t detect_daz_mask() {
 }
 const uint64_t kDazMask = detect_daz_mask();
 
-#elif defined(__aarch64__)
+#elif BENCHCTL_FP_FPCR
 constexpr uint64_t kFtzBit = 1u << 24;  // FPCR.FZ
 constexpr uint64_t kDazMask = 0;
 
@@ -76,9 +81,9 @@ constexpr uint64_t kDazMask = 0;
 }  // namespace
 
 const char* fp_control_register() {
-#if defined(__x86_64__)
+#if BENCHCTL_FP_MXCSR
   return "MXCSR";
-#elif defined(__aarch64__)
+#elif BENCHCTL_FP_FPCR
   return "FPCR";
 #else
   return "";
@@ -89,9 +94,9 @@ uint64_t fp_ftz_mask() { return kFtzBit; }
 uint64_t fp_daz_mask() { return kDazMask; }
 
 uint64_t fp_read() {
-#if defined(__x86_64__)
+#if BENCHCTL_FP_MXCSR
   return _mm_getcsr();
-#elif defined(__aarch64__)
+#elif BENCHCTL_FP_FPCR
   uint64_t v;
   asm volatile("mrs %0, fpcr" : "=r"(v));
   return v;
@@ -101,9 +106,9 @@ uint64_t fp_read() {
 }
 
 void fp_write(uint64_t raw) {
-#if defined(__x86_64__)
+#if BENCHCTL_FP_MXCSR
   _mm_setcsr(static_cast<unsigned int>(raw));
-#elif defined(__aarch64__)
+#elif BENCHCTL_FP_FPCR
   asm volatile("msr fpcr, %0" : : "r"(raw));
 #else
   (void)raw;
@@ -119,12 +124,12 @@ uint64_t fp_apply(uint64_t raw, const FpTarget& target) {
 }
 
 bool fp_saved_read(const void* ucontext, uint64_t* raw) {
-#if defined(__x86_64__)
+#if BENCHCTL_FP_MXCSR
   auto* uc = static_cast<const ucontext_t*>(ucontext);
   if (uc == nullptr || uc->uc_mcontext.fpregs == nullptr) return false;
   *raw = uc->uc_mcontext.fpregs->mxcsr;
   return true;
-#elif defined(__aarch64__)
+#elif BENCHCTL_FP_FPCR
   if (ucontext == nullptr) return false;
   Aarch64FpsimdContext* fp = find_fpsimd(ucontext);
   if (fp == nullptr) return false;
@@ -138,12 +143,12 @@ bool fp_saved_read(const void* ucontext, uint64_t* raw) {
 }
 
 bool fp_saved_write(void* ucontext, uint64_t raw) {
-#if defined(__x86_64__)
+#if BENCHCTL_FP_MXCSR
   auto* uc = static_cast<ucontext_t*>(ucontext);
   if (uc == nullptr || uc->uc_mcontext.fpregs == nullptr) return false;
   uc->uc_mcontext.fpregs->mxcsr = static_cast<uint32_t>(raw);
   return true;
-#elif defined(__aarch64__)
+#elif BENCHCTL_FP_FPCR
   if (ucontext == nullptr) return false;
   Aarch64FpsimdContext* fp = find_fpsimd(ucontext);
   if (fp == nullptr) return false;

@@ -299,3 +299,54 @@ def test_toggle_cost_reaches_every_idle_thread():
     result = flush_scopes.toggle_cost(idle_threads=8, toggles=4)
     assert result["all_reached"] and result["threads"] >= 9 and result["ms_min"] > 0
     assert not any(r["ftz"] for r in fpenv.census("process"))
+
+
+# -- architectures without an implementation ---------------------------------
+
+UNSUPPORTED_DRIVER = r"""
+#include <cstdio>
+#include <stdexcept>
+#include "fpenv.hpp"
+#include "signal_broadcast.hpp"
+int main() {
+  using namespace benchctl;
+  int refused = 0;
+  try { fp_read(); } catch (const std::runtime_error&) { ++refused; }
+  try { fp_broadcast(FpTarget{true, true, true}, {}, 0.1); } catch (const std::runtime_error&) { ++refused; }
+  std::printf("register=[%s] ftz_mask=%llu refused=%d\n", fp_control_register(),
+              static_cast<unsigned long long>(fp_ftz_mask()), refused);
+}
+"""
+
+
+def test_an_architecture_without_fp_control_builds_and_says_so(tmp_path):
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on PATH")
+    csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc")
+    (tmp_path / "driver.cpp").write_text(UNSUPPORTED_DRIVER)
+    exe = tmp_path / "driver"
+    sources = [str(tmp_path / "driver.cpp")] + [
+        os.path.join(csrc, f) for f in ("fpenv.cpp", "signal_broadcast.cpp", "omp_team.cpp")
+    ]
+    build = subprocess.run(
+        [compiler, "-std=c++17", "-O0", "-Wall", "-Wextra", "-Werror", "-DBENCHCTL_NO_FP_CONTROL",
+         "-I", csrc, *sources, "-o", str(exe), "-ldl", "-pthread"],
+        capture_output=True, text=True,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
+    assert run.stdout.strip() == "register=[] ftz_mask=0 refused=2"
+
+
+def test_python_reports_unsupported_and_refuses(monkeypatch):
+    monkeypatch.setattr(fpenv, "_REGISTER", "")
+    ok, reason = fpenv.supported()
+    assert not ok and "no floating-point control register" in reason
+    with pytest.raises(RuntimeError, match="unsupported"):
+        fpenv.thread_state()
+    with pytest.raises(RuntimeError, match="unsupported"):
+        fpenv.set_flush_denormal(True)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import numbers
-import operator
 import os
 import platform
 from typing import Any, Callable
@@ -29,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _native
+from ._validate import count
 
 ENV_VAR = "BENCHCTL_CLOCK"
 _COUNTER = _native.counter_name()  # "rdtsc", "cntvct" or "" (none compiled in)
@@ -109,6 +109,7 @@ def _configure(requested: str) -> None:
         reason=reason,
         requested=requested,
         read_overhead_cycles=int(_native.measure_read_overhead(_OVERHEAD_SAMPLES)),
+        chained_read_overhead_cycles=int(_native.measure_chained_read_overhead(_OVERHEAD_SAMPLES)),
     )
     _frequency.cache_clear()
 
@@ -146,7 +147,10 @@ def info() -> dict[str, Any]:
 
     Keys: ``source`` ('rdtsc' | 'cntvct' | 'clock_gettime'), ``invariant``,
     ``frequency_hz``, ``frequency_source``, ``frequency_uncertainty_ppm``,
-    ``read_overhead_cycles`` (minimum serialized back-to-back read, in ticks),
+    ``read_overhead_cycles`` (minimum serialized back-to-back begin/end read
+    pair, in ticks; subtracted by :class:`Stopwatch`),
+    ``chained_read_overhead_cycles`` (minimum back-to-back fenced read,
+    subtracted from each :func:`time_calls` sample),
     ``reason`` (why this source), ``requested`` (the $BENCHCTL_CLOCK value).
     """
     hz, source, ppm = _frequency()
@@ -173,35 +177,25 @@ def to_ns(ticks):
     return arr.astype(np.float64) * scale
 
 
-def _count(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def busy_wait_cycles(n: int) -> int:
     """Spin (GIL released) until the tick source has advanced by ``n``; return ticks elapsed."""
-    return _native.busy_wait_ticks(_count("n", n, 0))
+    return _native.busy_wait_ticks(count("n", n, 0))
 
 
 def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
     """Call ``fn()`` ``warmup`` times untimed, then ``n`` times timed.
 
     Returns an int64 array of ticks per call, with the clock's read overhead
-    subtracted (floored at 0). The loop runs natively: no Python object is made
-    per sample. Exceptions raised by ``fn`` propagate.
+    subtracted (floored at 0). The loop runs natively with one fenced read
+    between consecutive calls (each read ends one sample and starts the next),
+    and makes no Python object per sample. Exceptions raised by ``fn``
+    propagate.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    n = _count("n", n, 1)
-    warmup = _count("warmup", warmup, 0)
-    return _native.time_python_calls(fn, n, warmup, _state["read_overhead_cycles"])
+    n = count("n", n, 1)
+    warmup = count("warmup", warmup, 0)
+    return _native.time_python_calls(fn, n, warmup, _state["chained_read_overhead_cycles"])
 
 
 class Stopwatch:
