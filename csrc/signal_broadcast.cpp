@@ -13,10 +13,10 @@
 #include <memory>
 #include <mutex>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <set>
 #include <signal.h>
 #include <stdexcept>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>

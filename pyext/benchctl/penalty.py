@@ -55,7 +55,7 @@ def _pattern(numel: int, base_bits: int):
     return (torch.arange(numel, dtype=torch.int32) % _PATTERN_PERIOD + base_bits).view(torch.float32)
 
 
-def make_input(kind: int | str, numel: int):
+def make_input(kind: str, numel: int):
     """A float32 tensor of ``numel`` normal, zero or subnormal values, built from bits."""
     import torch
 
