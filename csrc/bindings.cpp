@@ -5,4 +5,5 @@ PYBIND11_MODULE(_native, m) {
   benchctl::bind_clock(m);
   benchctl::bind_omp(m);
   benchctl::bind_affinity(m);
+  benchctl::bind_cuda(m);
 }

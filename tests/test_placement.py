@@ -51,14 +51,16 @@ def test_bad_input_raises_clearly(tmp_path):
         placement("tight", 2, topo)
     with pytest.raises(ValueError, match=r"outside this process's allowed CPUs \(0-1,4-5\)"):
         placement([0, 2], 2, topo)
-    with pytest.raises(ValueError, match="must be integers"):
+    with pytest.raises(TypeError, match="must be integers"):
         placement([0, "1"], 2, topo)
     with pytest.raises(ValueError, match="a list of CPU ids"):
         placement(3, 1, topo)
     with pytest.raises(ValueError, match="one CPU per thread"):
         placement([0, 1, 4], 2, topo)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(ValueError, match="num_threads must be >= 1"):
         placement("compact", 0, topo)
+    with pytest.raises(TypeError, match="num_threads must be an integer"):
+        placement("compact", 2.0, topo)
     with pytest.raises(ValueError, match="5 threads but only 4 allowed CPUs"):
         placement("compact", 5, topo)
     with pytest.raises(ValueError, match="several threads"):

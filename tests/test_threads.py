@@ -209,9 +209,14 @@ def test_set_num_threads_one_then_restore(restore):
 
 
 def test_set_num_threads_rejects_bad_counts():
-    for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="positive integer"):
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="n must be >= 1"):
             threads.set_num_threads(bad)
+    for bad in (1.5, True, "2"):
+        with pytest.raises(TypeError, match="n must be an integer"):
+            threads.set_num_threads(bad)
+    with pytest.raises(ValueError, match="interop must be >= 1"):
+        threads.set_num_threads(1, interop=0)
 
 
 def run_python(code, env=None):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numbers
 import warnings
 
+from . import _validate
 from .topology import format_cpu_list
 
 POLICIES = ("compact", "scatter")
@@ -59,7 +60,7 @@ def _explicit_cpus(policy, allowed: list[int]) -> list[int]:
         ) from None
     bad_type = [c for c in cpus if isinstance(c, bool) or not isinstance(c, numbers.Integral)]
     if bad_type:
-        raise ValueError(f"CPU ids must be integers, got {bad_type!r}")
+        raise TypeError(f"CPU ids must be integers, got {bad_type!r}")
     cpus = [int(c) for c in cpus]
     outside = [c for c in cpus if c not in set(allowed)]
     if outside:
@@ -73,13 +74,13 @@ def _explicit_cpus(policy, allowed: list[int]) -> list[int]:
 def placement(policy, num_threads: int, topology: dict, oversubscribe: bool = False) -> list[int]:
     """One CPU per thread (``num_threads`` of them) for ``policy``.
 
-    Raises ValueError for an unknown policy, ids outside the allowed CPUs, an
+    Raises TypeError for a count or CPU id that is not an integer, and
+    ValueError for an unknown policy, ids outside the allowed CPUs, an
     explicit list whose length is not ``num_threads``, or more threads than
     allowed CPUs / a CPU given twice unless ``oversubscribe=True`` (then a
     RuntimeWarning says which CPUs are shared).
     """
-    if isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    num_threads = _validate.count("num_threads", num_threads, 1)
     allowed = topology["allowed_cpus"]
     if isinstance(policy, str):
         order = cpu_order(policy, topology)

@@ -22,12 +22,11 @@ that joined while pinned the calling thread's original mask.
 from __future__ import annotations
 
 import contextlib
-import numbers
 import os
 import threading
 from dataclasses import dataclass, field
 
-from . import _native, omp
+from . import _native, _validate, omp
 from .placement import placement
 from .topology import cpu_topology
 
@@ -45,12 +44,6 @@ def _torch():
 
 
 # ---------------------------------------------------------------- thread counts
-
-
-def _positive_int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{what} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _pools() -> list:
@@ -107,9 +100,9 @@ def set_num_threads(n: int, interop: int | None = None) -> dict:
     any parallel work (RuntimeError with what to do otherwise, and nothing
     changed). Returns :func:`get_num_threads` read back afterwards.
     """
-    n = _positive_int(n, "n")
+    n = _validate.count("n", n, 1)
     if interop is not None:
-        interop = _positive_int(interop, "interop")
+        interop = _validate.count("interop", interop, 1)
     torch = _torch()
     if interop is not None:
         _set_interop(torch, interop)  # the one step that may be refused: before any other change
@@ -347,7 +340,7 @@ def launch_env(policy, n: int, *, runtime_kind: str | None = None, oversubscribe
     the mask of the thread that starts it, so start it from a thread that is
     not pinned. Same ValueErrors as :func:`pin`.
     """
-    n = _positive_int(n, "n")
+    n = _validate.count("n", n, 1)
     if runtime_kind is None:
         _torch()
         runtime_kind = omp.resolve_runtime()["kind"]
