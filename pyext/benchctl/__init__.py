@@ -11,8 +11,7 @@ context of a result), :mod:`benchctl.doctor` (what distorts timings here), :mod:
 """
 
 # Light imports: torch is imported only when a call needs it.
-from . import clock, counters, cuda, doctor, metadata, omp, stats, threads, topology
-from . import denormals, fpenv
+from . import clock, counters, cuda, denormals, doctor, fpenv, metadata, omp, stats, threads, topology
 
 __all__ = ["clock", "counters", "cuda", "denormals", "doctor", "fpenv", "metadata", "omp", "stats", "threads",
            "topology"]
