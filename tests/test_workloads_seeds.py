@@ -264,3 +264,42 @@ def test_zero_weights_rejects_bad_arguments():
         run("zero_weights", init="normal", **SMALL)
     with pytest.raises(ValueError, match="iterations must be a positive integer"):
         run("zero_weights", iterations=0)
+
+
+# --- device -----------------------------------------------------------------
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU error")
+@pytest.mark.parametrize("name", ["resnet_order", "zero_weights"])
+def test_cuda_without_a_gpu_fails_clearly(name):
+    given = {**TINY, "order": "eval_only"} if name == "resnet_order" else SMALL
+    with pytest.raises(RuntimeError, match=r"device=cuda but torch sees no CUDA device"):
+        run(name, device="cuda", **given)
+
+
+@pytest.fixture
+def gpu():
+    from benchctl import cuda
+
+    ok, reason = cuda.available()
+    if not ok:
+        # bench/gpu_check.sh sets this: on the GPU machine a skip is a failure.
+        if os.environ.get("BENCHCTL_REQUIRE_GPU"):
+            pytest.fail(f"BENCHCTL_REQUIRE_GPU is set but CUDA is unavailable: {reason}")
+        pytest.skip(f"no usable GPU: {reason}")
+
+
+@pytest.mark.cuda
+def test_zero_weights_on_cuda_records_event_times_and_the_gpu(gpu):
+    rec = run("zero_weights", device="cuda", init="zero", **SMALL)
+    events = rec.notes["cuda_event_ms"]
+    assert events["forward"]["available"] and len(events["forward"]["ms"]) == SMALL["iterations"]
+    assert all(ms > 0 for ms in events["forward_backward"]["ms"])
+    assert rec.notes["gpu"]["name"]
+    assert len(rec.ticks["forward"]) == SMALL["iterations"]
+
+
+@pytest.mark.cuda
+def test_resnet_order_on_cuda_times_both_phases(gpu):
+    rec = run("resnet_order", device="cuda", order="train_then_eval", **TINY)
+    assert len(rec.ticks["train"]) == 2 and len(rec.ticks["eval"]) == 2
+    assert rec.notes["pin_memory"]["effective"] and rec.notes["gpu"]["name"]

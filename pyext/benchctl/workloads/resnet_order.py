@@ -23,11 +23,11 @@ import warnings
 from typing import Any
 
 from . import register
+from .device import DEVICES, check_device, gpu_info, synchronizer
 from .value_census import activation_census, weights_census
 from .weights import apply_weights, parse_spec
 
 ORDERS = ("eval_only", "train_then_eval")
-DEVICES = ("cpu", "cuda")
 NUM_CLASSES = 1000  # FakeData's class count in the seed, and ImageNet's
 
 PARAMS: dict[str, Any] = {
@@ -85,25 +85,16 @@ def make_loader(args: dict[str, Any]):
     return torch.utils.data.DataLoader(dataset, batch_size=args["batch_size"], num_workers=1, pin_memory=True)
 
 
-def _synchronizer(device: str):
-    """A call that waits for queued device work: asynchronous CUDA launches would
-    otherwise be timed as their launch cost only."""
-    if device != "cuda":
-        return lambda: None
-    import torch
-
-    if not torch.cuda.is_available():
-        raise RuntimeError("device=cuda but torch sees no CUDA device (torch.cuda.is_available() is False)")
-    return torch.cuda.synchronize
-
-
 @register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0])
 def resnet_order(args: dict[str, Any], rec) -> None:
     import torch
 
     check_args(args)
+    check_device(args["device"])
     device = torch.device(args["device"])
-    sync = _synchronizer(args["device"])
+    sync = synchronizer(args["device"])
+    if args["device"] == "cuda":
+        rec.note("gpu", gpu_info())
     model, weights_info = build_model(args)
     rec.note("weights", weights_info)
     rec.note("weights_census", weights_census(model))

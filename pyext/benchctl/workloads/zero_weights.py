@@ -26,10 +26,10 @@ from collections import OrderedDict
 from typing import Any
 
 from . import register
+from .device import DEVICES, check_device, cuda_event_ms, gpu_info, synchronizer
 from .value_census import activation_profile, weights_census
 
 INITS = ("uniform", "zero")
-DEVICES = ("cpu", "cuda")
 N_CONV = 10  # the seed's n_conv: conv_0 plus 10 conv+ReLU blocks
 INPUT_SHAPE = (1, 3, 32, 32)
 SEED_BACKWARD_BUG = (
@@ -124,25 +124,12 @@ def gradient_summary(net) -> dict[str, Any]:
     return summary
 
 
-def _cuda_event_ms(fn, n: int) -> dict[str, Any]:
-    """Per-call device milliseconds from CUDA events (benchctl.cuda), or why not."""
-    try:
-        from .. import cuda
-    except ImportError as exc:
-        return {"available": False, "reason": f"benchctl.cuda is not available ({exc})"}
-    ok, reason = cuda.available()
-    if not ok:
-        return {"available": False, "reason": reason}
-    return {"available": True, "ms": [float(v) for v in cuda.time_calls(fn, n, warmup=10)]}
-
-
 @register("zero_weights", params=PARAMS, help=__doc__.splitlines()[0])
 def zero_weights(args: dict[str, Any], rec) -> None:
     import torch
 
     check_args(args)
-    if args["device"] == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device=cuda but torch sees no CUDA device (torch.cuda.is_available() is False)")
+    check_device(args["device"])
     torch.manual_seed(args["seed"])
     net = build_net()
     init_weights(net, args["init"])
@@ -151,7 +138,9 @@ def zero_weights(args: dict[str, Any], rec) -> None:
     device = torch.device(args["device"])
     net.to(device)
     x = x.to(device)
-    sync = torch.cuda.synchronize if args["device"] == "cuda" else (lambda: None)
+    sync = synchronizer(args["device"])
+    if args["device"] == "cuda":
+        rec.note("gpu", gpu_info())
 
     rec.note("naive_seed_timing", naive_seed_timing(net, x, args["naive_trials"]))
     rec.note("seed_backward_bug", SEED_BACKWARD_BUG)
@@ -177,9 +166,9 @@ def zero_weights(args: dict[str, Any], rec) -> None:
 
     if args["device"] == "cuda":
         rec.note("cuda_event_ms", {
-            "forward": _cuda_event_ms(forward, args["iterations"]),
+            "forward": cuda_event_ms(forward, args["iterations"]),
             # Gradients accumulate across these calls; the work per call is the same.
-            "forward_backward": _cuda_event_ms(forward_backward, args["iterations"]),
+            "forward_backward": cuda_event_ms(forward_backward, args["iterations"]),
         })
     rec.note("activations", activation_profile(net, x))
     rec.note("weights_census", weights_census(net))
