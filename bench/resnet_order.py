@@ -12,16 +12,37 @@ five minutes on a 2-core machine.
 from __future__ import annotations
 
 import argparse
+
 BUDGET_S = 300.0
 DEFAULT_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"],
                   "alloc": ["default", "retain"]}
+# Default sizes. Eval gets 8 batches so that each cell has enough steady
+# iterations for a rank test; training stops after 4, which is enough to leave
+# the process in its after-training state (on the development machine eval
+# page faults fell from ~300k to ~1k/iter after 3 training batches, not after 1)
+# and keeps the whole matrix near the time budget.
+DEFAULT_BATCH_SIZE, DEFAULT_NUM_DATA, DEFAULT_TRAIN_BATCHES = 16, 128, 4
+
+
+def sizes(batch_size: int | None, num_data: int | None, train_batches: int | None) -> tuple[int, int, int | None]:
+    """The run's sizes: the defaults above, or the seed's loop structure (train on every
+    batch) as soon as the user chooses a size, unless --train-batches says otherwise."""
+    chosen = batch_size is not None or num_data is not None
+    if train_batches is None and not chosen:
+        train_batches = DEFAULT_TRAIN_BATCHES
+    if train_batches == 0:
+        train_batches = None
+    return (DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+            DEFAULT_NUM_DATA if num_data is None else num_data, train_batches)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--batch-size", type=int, default=16, help="images per batch (seed: 128)")
-    p.add_argument("--num-data", type=int, default=64, help="FakeData images per loader (seed: 1024)")
-    p.add_argument("--train-batches", type=int, default=None, help="stop training after N batches (default: all, as the seed)")
+    p.add_argument("--batch-size", type=int, default=None, help=f"images per batch (default {DEFAULT_BATCH_SIZE}; seed: 128)")
+    p.add_argument("--num-data", type=int, default=None, help=f"FakeData images per loader (default {DEFAULT_NUM_DATA}; seed: 1024)")
+    p.add_argument("--train-batches", type=int, default=None,
+                   help=f"stop training after N batches, 0 = all (default: {DEFAULT_TRAIN_BATCHES} with the default "
+                        "sizes; all, as the seed, once --batch-size or --num-data is given)")
     p.add_argument("--weights", default="auto", help="auto | imagenet | random | subnormal:F | PATH (default auto: imagenet if cached, else random)")
     p.add_argument("--device", default="cpu", help="cpu | cuda")
     p.add_argument("--seed", type=int, default=0, help="seed for weights and init")
@@ -39,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     from benchctl import seed_runs, seed_verdicts
     from benchctl.workloads import resnet_order, weights
 
-    args = {"batch_size": opts.batch_size, "num_data": opts.num_data, "train_batches": opts.train_batches,
+    batch_size, num_data, train_batches = sizes(opts.batch_size, opts.num_data, opts.train_batches)
+    args = {"batch_size": batch_size, "num_data": num_data, "train_batches": train_batches,
             "weights": opts.weights, "device": opts.device, "seed": opts.seed, "arch": opts.arch,
             "image_size": opts.image_size}
     try:
@@ -49,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, weights.WeightsUnavailable) as exc:
         p.error(str(exc))
     full = {**resnet_order.PARAMS, **args}
+    print(f"sizes: batch {batch_size}, {num_data} images per loader, training on "
+          + (f"the first {train_batches} batches" if train_batches else "every batch (as the seed)"))
     costs = resnet_order.probe_costs(full)
     interpreter_s = seed_runs.measure_interpreter_seconds()
     orders = matrix.get("order", [full["order"]])

@@ -165,3 +165,21 @@ def test_fit_repeat_stays_within_bounds():
     assert seed_runs.fit_repeat(cell_seconds=30, cells=8, budget_s=300) == 1
     assert seed_runs.fit_repeat(cell_seconds=100, cells=8, budget_s=300) == 1
     assert seed_runs.fit_repeat(cell_seconds=15, cells=8, budget_s=300) == 2
+
+
+def load_script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "bench", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_resnet_order_sizes_default_and_seed_exact():
+    script = load_script("resnet_order")
+    assert script.sizes(None, None, None) == (16, 128, 4)
+    # The seed's experiment: choosing a size brings back its loop (train on every batch).
+    assert script.sizes(128, 1024, None) == (128, 1024, None)
+    assert script.sizes(None, None, 0) == (16, 128, None)
+    assert script.sizes(32, None, 2) == (32, 128, 2)
