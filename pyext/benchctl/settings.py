@@ -1,0 +1,384 @@
+"""The settings a matrix cell can have, and how each one is applied and read back.
+
+A setting is a small class with four duties:
+
+* ``canonical(value)``: validate a value (from the CLI's text or from Python)
+  and return its canonical JSON form, or raise :class:`SettingError`;
+* ``environment(value, env, cell)``: runner side, before the worker starts:
+  edit the worker's environment (thread-pool sizes, allocator, extra vars);
+* ``apply(value)``: worker side, after ``import torch``: change process
+  state and return what was observed right after the change;
+* ``readback(value)``: worker side, after the workload: the state the
+  workload actually ran under (threads created during the run included).
+
+Cells hold setting values and workload parameters side by side; a matrix key
+that is not a setting name is a workload parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import alloc as _alloc
+
+
+class SettingError(ValueError):
+    """A setting value that is invalid or cannot be applied on this machine."""
+
+
+class Setting:
+    name = ""
+    help = ""
+    #: Worker applies settings in increasing ``order`` (threads before pin: pin pins the sized team).
+    order = 0
+    #: Whether ``apply``/``readback`` need torch imported first (its thread pools must exist).
+    needs_torch = False
+
+    def canonical(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return env
+
+    def apply(self, value: Any) -> Any:
+        return None
+
+    def readback(self, value: Any) -> Any:
+        return None
+
+    def _choice(self, value: Any, choices: tuple[str, ...]) -> str:
+        text = str(value).strip().lower()
+        if text not in choices:
+            raise SettingError(f"{self.name}={value!r}: choose one of {', '.join(choices)}")
+        return text
+
+
+class FlushDenormals(Setting):
+    """``ftz``: flush denormals (FTZ+DAZ) with benchctl.fpenv, census of every thread."""
+
+    name = "ftz"
+    help = "off | thread | openmp | process: FTZ/DAZ via benchctl.fpenv, per-thread census read back"
+    order = 30
+    needs_torch = True
+    SCOPES = ("thread", "openmp", "process")
+
+    def canonical(self, value: Any) -> str:
+        if value is False:
+            return "off"
+        if value is True:
+            return "process"
+        return self._choice(value, ("off",) + self.SCOPES)
+
+    def apply(self, value: str) -> Any:
+        from . import fpenv
+
+        if value == "off":
+            return None  # a fresh process starts with FTZ/DAZ clear; the readback shows it
+        return fpenv.set_flush_denormal(True, scope=value)
+
+    def readback(self, value: str) -> dict:
+        from . import fpenv
+
+        census = fpenv.census(scope="process")
+        reached = [t for t in census if t.get("reached", True)]
+        flushed = [t for t in reached if t.get("ftz") and t.get("daz")]
+        return {
+            "census": census,
+            "threads": len(census),
+            "reached": len(reached),
+            "flushed": len(flushed),
+            "all_flushed": bool(reached) and len(flushed) == len(census),
+            "none_flushed": not flushed,
+        }
+
+
+class ThreadCount(Setting):
+    """``threads``: intra-op thread count for torch and every BLAS/OpenMP pool."""
+
+    name = "threads"
+    help = "N: intra-op threads (OMP_NUM_THREADS/MKL_NUM_THREADS at start, benchctl.threads after import)"
+    order = 10
+    needs_torch = True
+
+    def canonical(self, value: Any) -> int:
+        try:
+            n = int(str(value).strip()) if not isinstance(value, int) or isinstance(value, bool) else value
+        except ValueError:
+            raise SettingError(f"threads={value!r}: expected a positive integer") from None
+        if isinstance(n, bool) or n < 1:
+            raise SettingError(f"threads={value!r}: expected a positive integer")
+        return n
+
+    def environment(self, value: int, env: dict[str, str], cell: dict) -> dict[str, str]:
+        # Sized at start as well: pools created before our call then agree.
+        return {**env, "OMP_NUM_THREADS": str(value), "MKL_NUM_THREADS": str(value)}
+
+    def apply(self, value: int) -> Any:
+        from . import threads
+
+        return threads.set_num_threads(value)
+
+    def readback(self, value: int) -> Any:
+        from . import threads
+
+        return threads.get_num_threads()
+
+
+class Pinning(Setting):
+    """``pin``: place the OpenMP team (launch environment + in-process pinning, census read back)."""
+
+    name = "pin"
+    help = "off | compact | scatter | [cpu,cpu,...]: pin torch's OpenMP team with benchctl.threads"
+    order = 20
+    needs_torch = True
+    POLICIES = ("off", "compact", "scatter")
+    # Count variables launch_env may return: a pin cell must not change the
+    # thread count (that is the threads setting's job), or pin=off vs compact
+    # would compare two things at once.
+    _COUNT_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+    def canonical(self, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            cpus = value
+        elif isinstance(value, str) and value.strip().startswith("["):
+            try:
+                cpus = json.loads(value)
+            except json.JSONDecodeError:
+                raise SettingError(f"pin={value!r}: a CPU list is written [0,1,...]") from None
+        else:
+            return self._choice(value, self.POLICIES)
+        if not cpus or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
+            raise SettingError(f"pin={value!r}: a CPU list must hold non-negative integers")
+        if len(set(cpus)) != len(cpus):
+            raise SettingError(f"pin={value!r}: CPU ids repeat")
+        return list(cpus)
+
+    def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
+        if value == "off":
+            return env
+        from . import threads
+
+        n = cell.get("threads")
+        # Without a threads setting the placement covers every allowed CPU and
+        # the count variables are dropped, leaving torch's own default count.
+        placement = threads.launch_env(value, n if n is not None else len(os.sched_getaffinity(0)))
+        if n is None:
+            placement = {k: v for k, v in placement.items() if k not in self._COUNT_VARS}
+        return {**env, **placement}
+
+    def apply(self, value: Any) -> Any:
+        if value == "off":
+            return None
+        from . import threads
+
+        return threads.pin(value)
+
+    def readback(self, value: Any) -> Any:
+        from . import threads
+
+        census = threads.census()
+        team = [t for t in census if t.get("omp_thread") is not None]
+        return {
+            "census": census,
+            "team_single_cpu": bool(team) and all(len(t.get("allowed_cpus") or []) == 1 for t in team),
+        }
+
+
+class Allocator(Setting):
+    """``alloc``: which malloc the worker runs with (environment only), observed from inside."""
+
+    name = "alloc"
+    help = "default | retain | jemalloc | tcmalloc: glibc tunables or LD_PRELOAD of a system allocator"
+    order = 0
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, tuple(_alloc.ALLOCATORS))
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        try:
+            return _alloc.get(value).environment(env)
+        except _alloc.AllocatorError as e:
+            raise SettingError(str(e)) from None
+
+    def readback(self, value: str) -> dict:
+        return _alloc.observe()
+
+
+class ExtraEnvironment(Setting):
+    """``env``: extra environment variables for the worker, read back from inside it."""
+
+    name = "env"
+    help = "NAME=VALUE or [A=1,B=2] or none: extra environment variables"
+    order = 0
+
+    def canonical(self, value: Any) -> dict[str, str]:
+        if isinstance(value, dict):
+            pairs = value
+        else:
+            text = str(value).strip()
+            if text.lower() in ("", "none", "{}"):
+                return {}
+            items = _split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
+            pairs = {}
+            for item in items:
+                name, sep, val = item.partition("=")
+                if not sep:
+                    raise SettingError(f"env={value!r}: write NAME=VALUE (or [A=1,B=2] for several)")
+                pairs[name.strip()] = val
+        for name, val in pairs.items():
+            if not name or "=" in name or "\0" in name or not isinstance(val, str):
+                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', string values)")
+        return dict(sorted(pairs.items()))
+
+    def environment(self, value: dict, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, **value}
+
+    def readback(self, value: dict) -> dict:
+        return {name: os.environ.get(name) for name in value}
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment())
+}
+
+
+def is_setting(name: str) -> bool:
+    return name in SETTINGS
+
+
+def _split_values(text: str) -> list[str]:
+    """Split on commas that are not inside [...] (so ``pin=[0,1],compact`` is two values)."""
+    values, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise SettingError(f"unbalanced ']' in {text!r}")
+        elif ch == "," and depth == 0:
+            values.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise SettingError(f"unbalanced '[' in {text!r}")
+    values.append(text[start:])
+    return [v.strip() for v in values]
+
+
+def parse_assignment(text: str) -> tuple[str, list[str]]:
+    """``"k=v1,v2"`` -> ``("k", ["v1", "v2"])`` (brackets group: ``pin=[0,1],off``)."""
+    key, sep, rest = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise SettingError(f"--set {text!r}: write NAME=VALUE[,VALUE...]")
+    values = _split_values(rest)
+    if any(v == "" for v in values) and key != "env":
+        raise SettingError(f"--set {text!r}: empty value")
+    return key, values
+
+
+def _coerce_param(name: str, value: Any, default: Any) -> Any:
+    """A workload parameter from the CLI's text, typed like its default."""
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # 1 and 1.0 must be the same cell (resume matches cells exactly)
+    if not isinstance(value, str) or isinstance(default, str):
+        return value
+    try:
+        if isinstance(default, bool):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+    except ValueError:
+        raise SettingError(
+            f"parameter {name}={value!r}: expected {type(default).__name__} like its default {default!r}"
+        ) from None
+    if default is None or isinstance(default, (list, dict)):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def canonical_value(key: str, value: Any, params: dict[str, Any]) -> Any:
+    """Canonical form of one matrix value: a setting's, or a workload parameter typed like its default."""
+    if key in SETTINGS:
+        return SETTINGS[key].canonical(value)
+    if key not in params:
+        raise SettingError(
+            f"{key!r} is neither a setting ({', '.join(SETTINGS)}) nor a parameter of this workload "
+            f"({', '.join(sorted(params)) or 'none'})"
+        )
+    return _coerce_param(key, value, params[key])
+
+
+def canonical_matrix(matrix: dict[str, Any], params: dict[str, Any]) -> dict[str, list]:
+    """Validate a matrix ``{key: [values]}``; values canonical, duplicates rejected."""
+    out: dict[str, list] = {}
+    for key, values in matrix.items():
+        if not isinstance(values, (list, tuple)):
+            values = [values]
+        if not values:
+            raise SettingError(f"matrix key {key!r} has no values")
+        canon = [canonical_value(key, v, params) for v in values]
+        seen = [json.dumps(c, sort_keys=True) for c in canon]
+        if len(set(seen)) != len(seen):
+            raise SettingError(f"matrix key {key!r} repeats a value: {canon}")
+        out[key] = canon
+    return out
+
+
+def cell_environment(cell: dict[str, Any], base: dict[str, str]) -> dict[str, str]:
+    """The environment a worker for ``cell`` starts with; raises SettingError before anything runs.
+
+    A variable set by two different settings (e.g. ``env`` setting
+    ``LD_PRELOAD`` while ``alloc=jemalloc`` preloads) is an error, not a
+    silent override.
+    """
+    env = dict(base)
+    owner: dict[str, str] = {}
+    for name, setting in sorted(((k, SETTINGS[k]) for k in cell if k in SETTINGS), key=lambda kv: kv[1].order):
+        before = dict(env)
+        env = setting.environment(cell[name], env, cell)
+        for var in set(env) | set(before):
+            if env.get(var) != before.get(var):
+                if var in owner:
+                    raise SettingError(
+                        f"{name}={format_value(cell[name])} and {owner[var]} both set {var}: "
+                        f"choose one of them for this cell"
+                    )
+                owner[var] = f"{name}={format_value(cell[name])}"
+    return env
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "[" + ",".join(f"{k}={v}" for k, v in value.items()) + "]" if value else "none"
+    if isinstance(value, list):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def cell_label(cell: dict[str, Any]) -> str:
+    """``"order=eval_only ftz=process"``: the cell in words, keys in matrix order."""
+    return " ".join(f"{k}={format_value(v)}" for k, v in cell.items()) or "(single cell)"
+
+
+def split_cell(cell: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(settings, workload parameters) of a cell."""
+    settings = {k: v for k, v in cell.items() if k in SETTINGS}
+    params = {k: v for k, v in cell.items() if k not in SETTINGS}
+    return settings, params
+
+
+def ordered(settings: dict[str, Any]) -> list[tuple[str, Setting, Any]]:
+    return [(n, SETTINGS[n], settings[n]) for n in sorted(settings, key=lambda n: SETTINGS[n].order)]
