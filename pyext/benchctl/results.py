@@ -168,7 +168,9 @@ def load(path: str) -> dict:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        hint = " (the file ends early: truncated?)" if e.pos >= len(text.rstrip()) else ""
+        # An unterminated string runs to the end of the file, so it is truncation too.
+        ends_early = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+        hint = " (the file ends early: truncated?)" if ends_early else ""
         raise ResultsError(
             f"{path}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}{hint}"
         ) from None

@@ -220,7 +220,7 @@ class ExtraEnvironment(Setting):
             text = str(value).strip()
             if text.lower() in ("", "none", "{}"):
                 return {}
-            items = _split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
+            items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
             pairs = {}
             for item in items:
                 name, sep, val = item.partition("=")
@@ -248,7 +248,7 @@ def is_setting(name: str) -> bool:
     return name in SETTINGS
 
 
-def _split_values(text: str) -> list[str]:
+def split_values(text: str) -> list[str]:
     """Split on commas that are not inside [...] (so ``pin=[0,1],compact`` is two values)."""
     values, depth, start = [], 0, 0
     for i, ch in enumerate(text):
@@ -273,7 +273,7 @@ def parse_assignment(text: str) -> tuple[str, list[str]]:
     key = key.strip()
     if not sep or not key:
         raise SettingError(f"--set {text!r}: write NAME=VALUE[,VALUE...]")
-    values = _split_values(rest)
+    values = split_values(rest)
     if any(v == "" for v in values) and key != "env":
         raise SettingError(f"--set {text!r}: empty value")
     return key, values
