@@ -50,6 +50,7 @@ void bind_clock(py::module_& m) {
       },
       py::arg("duration_ns"));
   m.def("measure_read_overhead", &measure_read_overhead, py::arg("samples"));
+  m.def("measure_chained_read_overhead", &measure_chained_read_overhead, py::arg("samples"));
   m.def("busy_wait_ticks", &busy_wait_ticks, py::arg("ticks"),
         py::call_guard<py::gil_scoped_release>());
   m.def("time_python_calls", &time_python_calls, py::arg("fn"), py::arg("n"), py::arg("warmup"),

@@ -3,4 +3,5 @@
 PYBIND11_MODULE(_native, m) {
   m.doc() = "benchctl native core (use the benchctl Python package, not this module)";
   benchctl::bind_clock(m);
+  benchctl::bind_omp(m);
 }

@@ -6,4 +6,5 @@
 
 namespace benchctl {
 void bind_clock(pybind11::module_& m);
+void bind_omp(pybind11::module_& m);
 }  // namespace benchctl

@@ -121,6 +121,16 @@ uint64_t measure_read_overhead(int samples) {
   return best;
 }
 
+uint64_t measure_chained_read_overhead(int samples) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < samples; ++i) {
+    uint64_t t0 = ticks_fenced();
+    uint64_t t1 = ticks_fenced();
+    best = std::min(best, t1 - t0);
+  }
+  return best;
+}
+
 uint64_t busy_wait_ticks(uint64_t ticks) {
   uint64_t start = ticks_begin();
   uint64_t now = start;

@@ -32,6 +32,12 @@ inline uint64_t ticks_end() {
 #endif
   return monotonic_raw_ns();
 }
+inline uint64_t ticks_fenced() {
+#if BENCHCTL_HAS_CYCLE_COUNTER
+  if (g_ticks_from_counter) return counter_fenced();
+#endif
+  return monotonic_raw_ns();
+}
 
 // Name of the hardware counter compiled in ("rdtsc", "cntvct"), or "" when
 // this architecture has none.
@@ -65,6 +71,10 @@ Calibration calibrate_counter(uint64_t duration_ns);
 // Minimum of `samples` back-to-back serialized (begin, end) reads, in ticks
 // of the selected source.
 uint64_t measure_read_overhead(int samples);
+
+// Minimum of `samples` back-to-back fenced reads: the fixed cost inside each
+// sample of a chained timing loop (see call_timer.hpp).
+uint64_t measure_chained_read_overhead(int samples);
 
 // Spin until the selected source has advanced by `ticks`; returns the ticks
 // that actually elapsed.

@@ -30,6 +30,13 @@ inline uint64_t counter_end() {
   asm volatile("rdtscp\n\tlfence" : "=a"(lo), "=d"(hi), "=c"(aux)::"memory");
   return (uint64_t(hi) << 32) | lo;
 }
+// Fenced on both sides: one read that can end one interval and begin the
+// next (lfence;rdtsc is cheaper than rdtscp on AMD).
+inline uint64_t counter_fenced() {
+  uint32_t lo, hi;
+  asm volatile("lfence\n\trdtsc\n\tlfence" : "=a"(lo), "=d"(hi)::"memory");
+  return (uint64_t(hi) << 32) | lo;
+}
 
 #elif defined(__aarch64__)
 #define BENCHCTL_HAS_CYCLE_COUNTER 1
@@ -51,6 +58,7 @@ inline uint64_t counter_end() {
   asm volatile("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v)::"memory");
   return v;
 }
+inline uint64_t counter_fenced() { return counter_end(); }
 inline uint64_t counter_frequency_register() {
   uint64_t v;
   asm volatile("mrs %0, cntfrq_el0" : "=r"(v));

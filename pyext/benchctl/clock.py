@@ -109,6 +109,7 @@ def _configure(requested: str) -> None:
         reason=reason,
         requested=requested,
         read_overhead_cycles=int(_native.measure_read_overhead(_OVERHEAD_SAMPLES)),
+        chained_read_overhead_cycles=int(_native.measure_chained_read_overhead(_OVERHEAD_SAMPLES)),
     )
     _frequency.cache_clear()
 
@@ -146,7 +147,10 @@ def info() -> dict[str, Any]:
 
     Keys: ``source`` ('rdtsc' | 'cntvct' | 'clock_gettime'), ``invariant``,
     ``frequency_hz``, ``frequency_source``, ``frequency_uncertainty_ppm``,
-    ``read_overhead_cycles`` (minimum serialized back-to-back read, in ticks),
+    ``read_overhead_cycles`` (minimum serialized back-to-back begin/end read
+    pair, in ticks; subtracted by :class:`Stopwatch`),
+    ``chained_read_overhead_cycles`` (minimum back-to-back fenced read,
+    subtracted from each :func:`time_calls` sample),
     ``reason`` (why this source), ``requested`` (the $BENCHCTL_CLOCK value).
     """
     hz, source, ppm = _frequency()
@@ -194,14 +198,16 @@ def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
     """Call ``fn()`` ``warmup`` times untimed, then ``n`` times timed.
 
     Returns an int64 array of ticks per call, with the clock's read overhead
-    subtracted (floored at 0). The loop runs natively: no Python object is made
-    per sample. Exceptions raised by ``fn`` propagate.
+    subtracted (floored at 0). The loop runs natively with one fenced read
+    between consecutive calls (each read ends one sample and starts the next),
+    and makes no Python object per sample. Exceptions raised by ``fn``
+    propagate.
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     n = _count("n", n, 1)
     warmup = _count("warmup", warmup, 0)
-    return _native.time_python_calls(fn, n, warmup, _state["read_overhead_cycles"])
+    return _native.time_python_calls(fn, n, warmup, _state["chained_read_overhead_cycles"])
 
 
 class Stopwatch:

@@ -1,0 +1,37 @@
+import os
+
+import pytest
+
+
+@pytest.fixture(params=["auto", "clock_gettime"])
+def clock_source(request):
+    """Run a test under each tick source, as $BENCHCTL_CLOCK would select it."""
+    from benchctl import clock
+
+    clock._configure(request.param)
+    try:
+        yield clock.info()
+    finally:
+        clock._configure(os.environ.get(clock.ENV_VAR, "auto"))
+
+
+@pytest.fixture
+def unpreempted():
+    """Run the test thread under SCHED_FIFO where allowed (root, as in CI).
+
+    A wall-clock accuracy test of a multi-millisecond busy wait cannot pass
+    on an oversubscribed machine otherwise: the scheduler preempts the
+    thread right after its long burst, and the wait is (truly) timed longer.
+    Yields whether real-time scheduling was obtained.
+    """
+    previous = os.sched_getscheduler(0), os.sched_getparam(0)
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+        granted = True
+    except PermissionError:
+        granted = False
+    try:
+        yield granted
+    finally:
+        if granted:
+            os.sched_setscheduler(0, previous[0], previous[1])

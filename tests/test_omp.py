@@ -1,0 +1,88 @@
+"""Reaching every thread of a loaded OpenMP team through the runtime's own fork call."""
+
+import os
+import subprocess
+import sys
+import threading
+import textwrap
+
+import pytest
+import torch
+
+from benchctl import _native, omp
+
+
+def test_torch_bundled_runtime_is_found():
+    found = omp.runtimes()
+    assert found, "torch is imported, so an OpenMP runtime must be loaded"
+    rt = omp.torch_runtime()
+    assert rt in found
+    assert rt["kind"] in ("libgomp", "libiomp5", "libomp")
+    assert os.path.exists(rt["path"])
+
+
+def test_team_census_reaches_distinct_threads_of_this_process():
+    members = omp.team_census(3)
+    assert [m["omp_thread"] for m in members] == [0, 1, 2]
+    tids = [m["tid"] for m in members]
+    assert len(set(tids)) == 3
+    assert tids[0] == threading.get_native_id(), "the caller is the team's master thread"
+    assert set(tids) <= {int(t) for t in os.listdir("/proc/self/task")}
+    assert all(m["cpu"] in os.sched_getaffinity(0) for m in members)
+
+
+def test_team_is_the_pool_torch_computes_on():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.ones(1 << 20).mul_(2)  # a parallel op starts torch's pool
+        default_team = omp.team_census()  # 0: torch's current setting
+        assert len(default_team) == 2
+        # The same pool threads answer each time: the runtime reuses them.
+        again = omp.team_census()
+        assert [m["tid"] for m in again] == [m["tid"] for m in default_team]
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_bad_arguments_and_unloaded_runtime_raise():
+    with pytest.raises(ValueError):
+        omp.team_census(-1)
+    with pytest.raises(RuntimeError, match="not loaded"):
+        _native.omp_team_members("libgomp", "/nonexistent/libgomp.so.1", 1)
+    with pytest.raises(RuntimeError, match="unknown OpenMP runtime kind"):
+        rt = omp.torch_runtime()
+        _native.omp_team_members("libweird", rt["path"], 1)
+
+
+def test_no_torch_team_without_torch():
+    code = "from benchctl import omp\nprint(omp.torch_runtime())\ntry:\n    omp.team_census()\nexcept RuntimeError as e:\n    print('error:', e)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "None"
+    assert "import torch first" in out.stdout
+
+
+LLVM_OMP = ["/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/aarch64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5"]
+
+
+def test_llvm_openmp_runtime_team():
+    path = next((p for p in LLVM_OMP if os.path.exists(p)), None)
+    if path is None:
+        pytest.skip("LLVM libomp is not installed (apt-get install libomp5); .ci/run installs it")
+    code = textwrap.dedent(
+        f"""
+        import ctypes, json
+        ctypes.CDLL({path!r}, mode=ctypes.RTLD_GLOBAL)
+        from benchctl import omp
+        rt = [r for r in omp.runtimes() if r["kind"] == "libomp"][0]
+        print(json.dumps(omp.team_census(3, runtime=rt)))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    members = json.loads(out.stdout)
+    assert [m["omp_thread"] for m in members] == [0, 1, 2]
+    assert len({m["tid"] for m in members}) == 3
