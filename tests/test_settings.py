@@ -14,7 +14,8 @@ def test_parse_assignment_groups_brackets():
     assert settings.parse_assignment("alloc=default,retain") == ("alloc", ["default", "retain"])
     assert settings.parse_assignment("pin=[0,1],compact") == ("pin", ["[0,1]", "compact"])
     assert settings.parse_assignment("env=[A=1,B=2],C=3") == ("env", ["[A=1,B=2]", "C=3"])
-    for bad in ("alloc", "=x", "pin=[0,1", "pin=0]", "alloc=default,,retain"):
+    assert settings.parse_assignment("pause_file=,/tmp/p") == ("pause_file", ["", "/tmp/p"])
+    for bad in ("alloc", "=x", "pin=[0,1", "pin=0]"):
         with pytest.raises(SettingError):
             settings.parse_assignment(bad)
 
@@ -42,6 +43,7 @@ def test_setting_values_are_canonical():
         ("pin", "[-1]", "non-negative"),
         ("pin", "diagonal", "choose one of off, compact, scatter"),
         ("alloc", "mimalloc", "choose one of default, retain, jemalloc, tcmalloc"),
+        ("alloc", "", "choose one of"),
         ("env", "NOEQUALS", "NAME=VALUE"),
     ],
 )

@@ -273,10 +273,8 @@ def parse_assignment(text: str) -> tuple[str, list[str]]:
     key = key.strip()
     if not sep or not key:
         raise SettingError(f"--set {text!r}: write NAME=VALUE[,VALUE...]")
-    values = split_values(rest)
-    if any(v == "" for v in values) and key != "env":
-        raise SettingError(f"--set {text!r}: empty value")
-    return key, values
+    # An empty value is kept: it is a valid string parameter ("pause_file=,/tmp/p").
+    return key, split_values(rest)
 
 
 def _coerce_param(name: str, value: Any, default: Any) -> Any:

@@ -9,16 +9,20 @@ finding is a dict::
 
 ``a`` and ``b`` are the two cells compared, ``ratio`` is median(a)/median(b)
 of their pooled steady-state iterations with its bootstrap 95% CI (from
-:func:`benchctl.stats.compare`), ``setting`` is the ``name=value`` the finding
-is about, and ``explains`` says whether that setting closes the gap.
+:func:`benchctl.stats.compare`), ``significant`` means the Mann-Whitney test
+finds a difference *and* the CI excludes 1, ``setting`` is the ``name=value``
+the finding is about, and ``explains`` says whether that setting closes the
+gap (for ``setting_effect``: whether it changes the time at all).
 
 The rules:
 
 * :func:`gap`: the focus contrast (e.g. ``order=eval_only`` vs
   ``train_then_eval``) with the other keys at their first values;
 * :func:`closes_gap`: the same contrast under each other setting value:
-  the gap closes (``explains``), narrows, stays, or appears only there;
-  with the counters and readback that move along;
+  the gap closes (``explains``), narrows, stays, reverses, or appears only
+  there (rules ``closes_gap``, ``narrows_gap``, ``keeps_gap``,
+  ``reverses_gap``, ``opens_gap``, ``no_gap``), with the counters and
+  readback that move along;
 * :func:`setting_effect`: each setting value against the first value of its
   key, everything else at baseline, including "no significant difference".
 """
@@ -95,13 +99,27 @@ def _ratio_text(ratio: float, ci: list) -> str:
     return f"{ratio:.2f}× [95% CI {lo:.2f}, {hi:.2f}]"
 
 
-def _relation(a_label: str, b_label: str, cmp: dict) -> str:
-    if not cmp["significant"]:
-        return f"no significant difference between {a_label} and {b_label} (ratio {_ratio_text(cmp['ratio'], cmp['ci95'])})"
+def resolved(cmp: dict) -> bool:
+    """A difference counts when the U test finds one *and* the ratio's CI excludes 1."""
+    lo, hi = cmp["ci95"]
+    return bool(cmp["significant"]) and not (lo <= 1.0 <= hi)
+
+
+def _how(cmp: dict) -> str:
+    """"1.45× slower [95% CI ...]", "1.30× faster [...]" or "not significantly different (...)"."""
     r, (lo, hi) = cmp["ratio"], cmp["ci95"]
+    if not resolved(cmp):
+        return f"not significantly different (ratio {_ratio_text(r, [lo, hi])})"
     if r >= 1:
-        return f"{a_label} is {r:.2f}× slower than {b_label} [95% CI {lo:.2f}, {hi:.2f}]"
-    return f"{a_label} is {1 / r:.2f}× faster than {b_label} [95% CI {1 / hi:.2f}, {1 / lo:.2f}]"
+        return f"{r:.2f}× slower [95% CI {lo:.2f}, {hi:.2f}]"
+    return f"{1 / r:.2f}× faster [95% CI {1 / hi:.2f}, {1 / lo:.2f}]"
+
+
+def _relation(a_label: str, b_label: str, cmp: dict) -> str:
+    if not resolved(cmp):
+        return f"no significant difference between {a_label} and {b_label} (ratio {_ratio_text(cmp['ratio'], cmp['ci95'])})"
+    how, _, ci = _how(cmp).partition(" [")
+    return f"{a_label} is {how} than {b_label} [{ci}"
 
 
 def _count_text(x: float | None) -> str:
@@ -123,7 +141,7 @@ def _finding(rule: str, ctx: Context, a: dict, b: dict, cmp: dict, setting: str 
         "b": b,
         "ratio": cmp["ratio"],
         "ci95": list(cmp["ci95"]),
-        "significant": bool(cmp["significant"]),
+        "significant": resolved(cmp),
         "p_value": cmp.get("p_value"),
         "setting": setting,
         "explains": explains,
@@ -234,22 +252,24 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
     readback = {role: _readback_facts(ctx.doc, c, key) for role, c in (("a", a1), ("b", b1))} \
         if key in _settings.SETTINGS else {}
     evidence = {
-        "gap": {"ratio": base["ratio"], "ci95": list(base["ci95"]), "significant": bool(base["significant"])},
+        "gap": {"ratio": base["ratio"], "ci95": list(base["ci95"]), "significant": resolved(base)},
         "gap_with_setting": {"ratio": under["ratio"], "ci95": list(under["ci95"]),
-                             "significant": bool(under["significant"])},
+                             "significant": resolved(under)},
         "counters": counters,
         "counters_moving_with_gap": moved,
         "readback": readback,
     }
     left = abs(_log(under["ratio"])) / abs(_log(base["ratio"])) if _log(base["ratio"]) else float("inf")
     head = _relation(_label(a0, names), _label(b0, names), base)
-    under_text = f"with {setting}{_readback_text(key, readback.get('a'))} the ratio is " \
-                 f"{_ratio_text(under['ratio'], under['ci95'])}"
-    if not base["significant"]:
-        rule = "opens_gap" if under["significant"] else "no_gap"
+    under_text = f"with {setting}{_readback_text(key, readback.get('a'))} it is {_how(under)}"
+    if not resolved(base):
+        rule = "opens_gap" if resolved(under) else "no_gap"
         explains = False
-        message = f"{head}; {under_text}" + (": the gap appears only with this setting" if under["significant"] else "")
-    elif not under["significant"] or left <= CLOSED_SHARE:
+        message = f"{head}; {under_text}" + (": the gap appears only with this setting" if resolved(under) else "")
+    elif resolved(under) and (under["ratio"] > 1) != (base["ratio"] > 1):
+        rule, explains = "reverses_gap", False
+        message = f"{head}; {under_text}: {setting} reverses the gap (the two interact)"
+    elif not resolved(under) or left <= CLOSED_SHARE:
         rule, explains = "closes_gap", True
         message = f"{head}; {under_text}: {setting} closes the gap" + _mechanism_text(key, counters, moved)
     elif left <= NARROWED_SHARE:
@@ -293,7 +313,7 @@ def setting_effect(ctx: Context) -> list[dict]:
             message = _relation(_label(b, [key]), _label(a, [key]), cmp)
             if key in _settings.SETTINGS:
                 message += _readback_text(key, readback[setting])
-            out.append(_finding("setting_effect", ctx, b, a, cmp, setting, bool(cmp["significant"]),
+            out.append(_finding("setting_effect", ctx, b, a, cmp, setting, resolved(cmp),
                                 evidence, message))
     return out
 
