@@ -15,6 +15,7 @@ from typing import Any
 from . import settings as _settings
 from . import summary as _summary
 from .results import cell_id
+from .verdict import describe, resolved
 
 
 def resolve_baseline(doc: dict, baseline: Any = None) -> dict:
@@ -37,11 +38,13 @@ def resolve_baseline(doc: dict, baseline: Any = None) -> dict:
     for key, value in baseline.items():
         if key not in doc["matrix"]:
             raise ValueError(f"baseline key {key!r} is not a matrix key ({', '.join(doc['matrix']) or 'none'})")
-        value = _settings.canonical_value(key, value, doc["args"])
-        if value not in doc["matrix"][key]:
+        values = doc["matrix"][key]
+        # Text from the command line matches a value as the report prints it.
+        match = [v for v in values if v == value or (isinstance(value, str) and _settings.format_value(v) == value)]
+        if not match:
             raise ValueError(f"baseline {key}={_settings.format_value(value)} is not among the matrix values "
-                             f"{[_settings.format_value(v) for v in doc['matrix'][key]]}")
-        cell[key] = value
+                             f"{', '.join(_settings.format_value(v) for v in values)}")
+        cell[key] = match[0]
     return cell
 
 
@@ -55,9 +58,11 @@ def _count(x: float | None) -> str:
     return f"{x:,.0f}" if abs(x) >= 10 else f"{x:.2g}"
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
+def _table(rows: list[list[str]], header: list[str], text_columns: int = 1) -> str:
+    """Aligned text table: the first ``text_columns`` columns left-aligned, numbers right-aligned."""
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+    line = lambda r: "  ".join(c.ljust(w) if i < text_columns else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
@@ -147,17 +152,21 @@ def format_comparison(a: dict, b: dict, a_name: str = "A", b_name: str = "B") ->
         cmp = stats.compare(xb, xa, seed=0)
         lo, hi = cmp["ci95"]
         rows.append([ea["phase"], _settings.cell_label(ea["cell"]), _ms(ea["median_ms"]), _ms(eb["median_ms"]),
-                     f"{cmp['ratio']:.3f} [{lo:.3f}, {hi:.3f}]", cmp["verdict"] if "verdict" in cmp else ""])
+                     f"{cmp['ratio']:.3f} [{lo:.3f}, {hi:.3f}]",
+                     describe(cmp).split(" [")[0] if resolved(cmp) else "no significant difference"])
     if not rows:
         lines.append("no (phase, cell) in common: nothing to compare")
         return "\n".join(lines)
-    header = ["phase", "cell", f"{a_name} ms", f"{b_name} ms", f"{b_name}/{a_name} [95% CI]", "verdict"]
-    return "\n".join(lines + ["", _table(rows, header)])
+    header = ["phase", "cell", f"{a_name} ms", f"{b_name} ms", f"{b_name}/{a_name} [95% CI]", f"{b_name} is"]
+    return "\n".join(lines + ["", _table(rows, header, text_columns=2)])
 
 
 def plot(doc: dict, path: str) -> None:
     """Write a figure: per phase, per-iteration times of every run and a box plot per cell."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise RuntimeError("plotting needs matplotlib: pip install 'benchctl[plot]'") from None
 
     matplotlib.use("Agg")  # files only: never needs a display
     import matplotlib.pyplot as plt
@@ -192,9 +201,9 @@ def plot(doc: dict, path: str) -> None:
                       xlabel="iteration", ylabel="ms")
         series_ax.legend(fontsize="small")
         if boxes:
-            box_ax.boxplot(boxes, vert=False)
-            box_ax.set_yticks(range(1, len(labels) + 1), labels, fontsize="small")
-        box_ax.set(title=f"{phase}: steady-state iterations per cell", xlabel="ms")
+            box_ax.boxplot(boxes)
+            box_ax.set_xticks(range(1, len(labels) + 1), labels, fontsize="small", rotation=20, ha="right")
+        box_ax.set(title=f"{phase}: steady-state iterations per cell", ylabel="ms")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

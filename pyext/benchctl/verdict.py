@@ -105,7 +105,7 @@ def resolved(cmp: dict) -> bool:
     return bool(cmp["significant"]) and not (lo <= 1.0 <= hi)
 
 
-def _how(cmp: dict) -> str:
+def describe(cmp: dict) -> str:
     """"1.45× slower [95% CI ...]", "1.30× faster [...]" or "not significantly different (...)"."""
     r, (lo, hi) = cmp["ratio"], cmp["ci95"]
     if not resolved(cmp):
@@ -118,7 +118,7 @@ def _how(cmp: dict) -> str:
 def _relation(a_label: str, b_label: str, cmp: dict) -> str:
     if not resolved(cmp):
         return f"no significant difference between {a_label} and {b_label} (ratio {_ratio_text(cmp['ratio'], cmp['ci95'])})"
-    how, _, ci = _how(cmp).partition(" [")
+    how, _, ci = describe(cmp).partition(" [")
     return f"{a_label} is {how} than {b_label} [{ci}"
 
 
@@ -261,7 +261,7 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
     }
     left = abs(_log(under["ratio"])) / abs(_log(base["ratio"])) if _log(base["ratio"]) else float("inf")
     head = _relation(_label(a0, names), _label(b0, names), base)
-    under_text = f"with {setting}{_readback_text(key, readback.get('a'))} it is {_how(under)}"
+    under_text = f"with {setting}{_readback_text(key, readback.get('a'))} it is {describe(under)}"
     if not resolved(base):
         rule = "opens_gap" if resolved(under) else "no_gap"
         explains = False

@@ -89,8 +89,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",
                   file=sys.stderr)
         raise
-    print(report.format_report(doc, baseline=args.baseline))
-    if args.plot:
-        report.plot(doc, args.plot)
-        print(f"plot written to {args.plot}")
+    try:
+        print(report.format_report(doc, baseline=args.baseline))
+        if args.plot:
+            report.plot(doc, args.plot)
+            print(f"plot written to {args.plot}")
+    except (ValueError, RuntimeError) as e:
+        print(f"run: {e}", file=sys.stderr)
+        return 2
+    # Non-zero when a worker failed, so scripts notice; the file still holds everything.
     return 1 if runner.failed_runs(doc) else 0
