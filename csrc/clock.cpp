@@ -35,7 +35,7 @@ std::optional<bool> cpuid_invariant_tsc() {
 
 std::vector<NominalFrequency> counter_nominal_frequencies() {
   std::vector<NominalFrequency> out;
-#if defined(__x86_64__)
+#if BENCHCTL_HAS_CYCLE_COUNTER && defined(__x86_64__)
   unsigned a, b, c, d;
   unsigned max_leaf = __get_cpuid_max(0, nullptr);
   if (max_leaf >= 0x15) {
@@ -60,7 +60,7 @@ std::vector<NominalFrequency> counter_nominal_frequencies() {
     unsigned mhz = a & 0xffffu;
     if (mhz != 0) out.push_back({"cpuid_0x16", mhz * 1e6, 0.5e6 / mhz});
   }
-#elif defined(__aarch64__)
+#elif BENCHCTL_HAS_CYCLE_COUNTER && defined(__aarch64__)
   uint64_t f = counter_frequency_register();
   if (f != 0) out.push_back({"cntfrq_el0", double(f), 0.0});
 #endif

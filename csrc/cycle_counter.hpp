@@ -8,7 +8,9 @@
 
 namespace benchctl {
 
-#if defined(__x86_64__)
+// BENCHCTL_NO_CYCLE_COUNTER builds the portable path on any architecture, so
+// the "unsupported architecture" build is compiled and tested everywhere.
+#if defined(__x86_64__) && !defined(BENCHCTL_NO_CYCLE_COUNTER)
 #define BENCHCTL_HAS_CYCLE_COUNTER 1
 inline constexpr const char* kCycleCounterName = "rdtsc";
 
@@ -38,7 +40,7 @@ inline uint64_t counter_fenced() {
   return (uint64_t(hi) << 32) | lo;
 }
 
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) && !defined(BENCHCTL_NO_CYCLE_COUNTER)
 #define BENCHCTL_HAS_CYCLE_COUNTER 1
 inline constexpr const char* kCycleCounterName = "cntvct";
 

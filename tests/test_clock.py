@@ -192,11 +192,19 @@ def test_invalid_environment_variable_fails_clearly():
     assert "BENCHCTL_CLOCK='sundial' is not one of" in out.stderr
 
 
-def test_selecting_a_missing_counter_raises():
-    if _native.counter_name():
-        pytest.skip("this architecture has a counter")
-    with pytest.raises(RuntimeError):
-        _native.use_counter_ticks(True)
+def test_counter_selection_reads_back():
+    before = _native.counter_ticks_in_use()
+    try:
+        if _native.counter_name():
+            _native.use_counter_ticks(True)
+            assert _native.counter_ticks_in_use() is True
+        else:
+            with pytest.raises(RuntimeError, match="no supported cycle counter"):
+                _native.use_counter_ticks(True)
+        _native.use_counter_ticks(False)
+        assert _native.counter_ticks_in_use() is False
+    finally:
+        _native.use_counter_ticks(before)
 
 
 def test_cli_describes_the_clock():
