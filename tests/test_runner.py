@@ -212,3 +212,20 @@ def test_worker_reports_errors_it_meets():
     assert result["error"].startswith("ValueError while loading the workload: unknown workload 'nope'")
     usage = subprocess.run([sys.executable, "-m", "benchctl.worker"], capture_output=True, text=True)
     assert usage.returncode == 2 and "usage: python -m benchctl.worker JOB.json" in usage.stderr
+
+
+def test_ctrl_c_stops_the_worker_and_keeps_finished_cells(tmp_path):
+    path = str(tmp_path / "r.json")
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    proc = subprocess.Popen([sys.executable, "-m", "benchctl", "run", "sleep", "--arg", "iterations=2",
+                             "--set", f"pause_file=,{pause}", "--json", path],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker_pid = _wait_for_pid(pause, runner_proc=proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert f"finished cells are in {path}; continue with --resume" in err
+    with pytest.raises(ProcessLookupError):  # no orphaned worker
+        os.kill(worker_pid, 0)
+    assert [r["status"] for r in results.load(path)["runs"]] == ["ok"]
