@@ -126,3 +126,19 @@ def test_cell_label_and_split():
     cell = {"order": "eval_only", "alloc": "retain", "pin": [0, 1], "env": {}}
     assert settings.cell_label(cell) == "order=eval_only alloc=retain pin=[0,1] env=none"
     assert settings.split_cell(cell) == ({"alloc": "retain", "pin": [0, 1], "env": {}}, {"order": "eval_only"})
+
+
+def test_settings_whose_control_is_missing_fail_before_running(monkeypatch):
+    import importlib
+
+    real = importlib.import_module
+
+    def without_threads(name, *a, **k):
+        if name == "benchctl.threads":
+            raise ImportError("No module named 'benchctl.threads'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", without_threads)
+    with pytest.raises(SettingError, match="the pin setting needs benchctl.threads"):
+        settings.check_available({"alloc": ["default"], "pin": ["off", "compact"]})
+    settings.check_available({"alloc": ["default"], "ms": [1.0]})  # environment-only settings need nothing

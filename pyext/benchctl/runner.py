@@ -211,6 +211,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     matrix = settings.canonical_matrix(matrix or {}, wl.params)
     if focus is not None and focus not in matrix:
         raise ValueError(f"focus {focus!r} is not a matrix key ({', '.join(matrix) or 'empty matrix'})")
+    settings.check_available(matrix)
     cells = schedule.expand(matrix)
     # Everything is checked before the first worker starts: nothing half-run on bad input.
     plans = []

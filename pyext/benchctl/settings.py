@@ -39,6 +39,9 @@ class Setting:
     def canonical(self, value: Any) -> Any:
         raise NotImplementedError
 
+    def check_available(self) -> None:
+        """Raise SettingError when this machine or build cannot apply the setting at all."""
+
     def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
         return env
 
@@ -53,6 +56,16 @@ class Setting:
         if text not in choices:
             raise SettingError(f"{self.name}={value!r}: choose one of {', '.join(choices)}")
         return text
+
+
+def _control_module(module: str, setting: str):
+    """Import ``benchctl.<module>``, or say which setting needs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"benchctl.{module}")
+    except ImportError as e:
+        raise SettingError(f"the {setting} setting needs benchctl.{module}, which this build lacks: {e}") from None
 
 
 class FlushDenormals(Setting):
@@ -70,6 +83,12 @@ class FlushDenormals(Setting):
         if value is True:
             return "process"
         return self._choice(value, ("off",) + self.SCOPES)
+
+    def check_available(self) -> None:
+        fpenv = _control_module("fpenv", self.name)
+        ok, reason = fpenv.supported()
+        if not ok:
+            raise SettingError(f"ftz cannot be applied here: {reason}")
 
     def apply(self, value: str) -> Any:
         from . import fpenv
@@ -110,6 +129,9 @@ class ThreadCount(Setting):
         if isinstance(n, bool) or n < 1:
             raise SettingError(f"threads={value!r}: expected a positive integer")
         return n
+
+    def check_available(self) -> None:
+        _control_module("threads", self.name)
 
     def environment(self, value: int, env: dict[str, str], cell: dict) -> dict[str, str]:
         # Sized at start as well: pools created before our call then agree.
@@ -154,6 +176,9 @@ class Pinning(Setting):
         if len(set(cpus)) != len(cpus):
             raise SettingError(f"pin={value!r}: CPU ids repeat")
         return list(cpus)
+
+    def check_available(self) -> None:
+        _control_module("threads", self.name)
 
     def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
         if value == "off":
@@ -333,6 +358,13 @@ def canonical_matrix(matrix: dict[str, Any], params: dict[str, Any]) -> dict[str
             raise SettingError(f"matrix key {key!r} repeats a value: {canon}")
         out[key] = canon
     return out
+
+
+def check_available(matrix: dict[str, list]) -> None:
+    """Raise SettingError if a setting in ``matrix`` cannot be applied on this machine."""
+    for name in matrix:
+        if name in SETTINGS:
+            SETTINGS[name].check_available()
 
 
 def cell_environment(cell: dict[str, Any], base: dict[str, str]) -> dict[str, str]:
