@@ -4,4 +4,7 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "benchctl native core (use the benchctl Python package, not this module)";
   benchctl::bind_clock(m);
   benchctl::bind_omp(m);
+  benchctl::bind_affinity(m);
+  benchctl::bind_cuda(m);
+  benchctl::bind_counters(m);
 }

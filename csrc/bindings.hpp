@@ -7,4 +7,7 @@
 namespace benchctl {
 void bind_clock(pybind11::module_& m);
 void bind_omp(pybind11::module_& m);
+void bind_affinity(pybind11::module_& m);
+void bind_cuda(pybind11::module_& m);
+void bind_counters(pybind11::module_& m);
 }  // namespace benchctl

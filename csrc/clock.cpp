@@ -111,24 +111,24 @@ Calibration calibrate_counter(uint64_t duration_ns) {
 #endif
 }
 
-uint64_t measure_read_overhead(int samples) {
+namespace {
+// Minimum over `samples` of Second() - First() read back to back.
+template <uint64_t (*First)(), uint64_t (*Second)()>
+uint64_t min_back_to_back(int samples) {
   uint64_t best = UINT64_MAX;
   for (int i = 0; i < samples; ++i) {
-    uint64_t t0 = ticks_begin();
-    uint64_t t1 = ticks_end();
+    uint64_t t0 = First();
+    uint64_t t1 = Second();
     best = std::min(best, t1 - t0);
   }
   return best;
 }
+}  // namespace
+
+uint64_t measure_read_overhead(int samples) { return min_back_to_back<ticks_begin, ticks_end>(samples); }
 
 uint64_t measure_chained_read_overhead(int samples) {
-  uint64_t best = UINT64_MAX;
-  for (int i = 0; i < samples; ++i) {
-    uint64_t t0 = ticks_fenced();
-    uint64_t t1 = ticks_fenced();
-    best = std::min(best, t1 - t0);
-  }
-  return best;
+  return min_back_to_back<ticks_fenced, ticks_fenced>(samples);
 }
 
 uint64_t busy_wait_ticks(uint64_t ticks) {

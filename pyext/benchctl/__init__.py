@@ -1,9 +1,15 @@
 """benchctl: true, explained PyTorch timings.
 
-Submodules: :mod:`benchctl.clock` (precise ticks and timing loops).
+Submodules: :mod:`benchctl.clock` (precise ticks and timing loops),
+:mod:`benchctl.counters` (per-iteration event counters), :mod:`benchctl.stats`
+(warm-up, robust summaries, comparisons), :mod:`benchctl.metadata` (the
+context of a result), :mod:`benchctl.doctor` (what distorts timings here), :mod:`benchctl.omp`
+(loaded OpenMP runtimes), :mod:`benchctl.threads` and :mod:`benchctl.topology`
+(thread counts, pinning, CPU layout), :mod:`benchctl.cuda` (GPU event timing).
 """
 
-from . import clock
+# Light imports: torch is imported only when a call needs it.
+from . import clock, counters, cuda, doctor, metadata, omp, stats, threads, topology
 
-__all__ = ["clock"]
+__all__ = ["clock", "counters", "cuda", "doctor", "metadata", "omp", "stats", "threads", "topology"]
 __version__ = "0.1.0"

@@ -14,6 +14,7 @@ import sys
 # Listed explicitly (no plugin discovery): the order is the order in --help.
 COMMAND_MODULES = (
     "benchctl.commands.clock_info",
+    "benchctl.commands.doctor",
     "benchctl.commands.run",
     "benchctl.commands.report",
     "benchctl.commands.compare",

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import numbers
-import operator
 import os
 import platform
 from typing import Any, Callable
@@ -29,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _native
+from ._validate import count
 
 ENV_VAR = "BENCHCTL_CLOCK"
 _COUNTER = _native.counter_name()  # "rdtsc", "cntvct" or "" (none compiled in)
@@ -177,21 +177,9 @@ def to_ns(ticks):
     return arr.astype(np.float64) * scale
 
 
-def _count(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def busy_wait_cycles(n: int) -> int:
     """Spin (GIL released) until the tick source has advanced by ``n``; return ticks elapsed."""
-    return _native.busy_wait_ticks(_count("n", n, 0))
+    return _native.busy_wait_ticks(count("n", n, 0))
 
 
 def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
@@ -205,8 +193,8 @@ def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    n = _count("n", n, 1)
-    warmup = _count("warmup", warmup, 0)
+    n = count("n", n, 1)
+    warmup = count("warmup", warmup, 0)
     return _native.time_python_calls(fn, n, warmup, _state["chained_read_overhead_cycles"])
 
 

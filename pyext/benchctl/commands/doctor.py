@@ -1,0 +1,31 @@
+"""``python -m benchctl doctor``: what on this machine will distort timings, and how to fix it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+NAME = "doctor"
+HELP = "check the machine for what distorts timings (TSC, frequency, load, threads, FTZ, counters)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    # A benchmark process has torch (and its OpenMP runtime) loaded: so must the one we inspect.
+    import torch  # noqa: F401
+
+    from .. import doctor
+
+    findings = doctor.run_checks()
+    if args.json:
+        print(json.dumps(doctor.as_data(findings), indent=2))
+    else:
+        width = max(len(f.name) for f in findings)
+        for f in findings:
+            print(f"{f.status:<5} {f.name:<{width}}  {f.summary}")
+            if f.advice and f.status != doctor.OK:
+                print(f"{'':<5} {'':<{width}}  -> {f.advice}")
+    return 1 if any(f.status == doctor.ERROR for f in findings) else 0

@@ -1,0 +1,217 @@
+"""Per-iteration event counters: page faults, context switches, CPU time, and
+hardware events where the CPU's PMU offers them.
+
+A :class:`CounterGroup` is opened once and read around each iteration; a read
+returns cumulative counts and :func:`delta` turns two reads into the counts of
+what happened between them::
+
+    with CounterGroup(scope="process") as counters:
+        before = counters.read()
+        work()
+        per_iteration = delta(before, counters.read())
+
+Counting uses ``perf_event_open``. The software events (``minor_faults``,
+``major_faults``, ``context_switches``, ``cpu_migrations``, ``task_clock_ns``)
+are read with one ``read()`` of a kernel event group; the hardware ones
+(``cycles``, ``instructions``, ``branch_misses``, ``cache_misses``) form a
+second group, because a hardware group may not fit the PMU and must not stop
+the software one from counting.
+
+Scopes (stated in :attr:`CounterGroup.scope` and in every description):
+
+* ``"inherit"``: the thread that opens the group and the threads it creates
+  afterwards (threads that already exist, such as a started OpenMP pool, are
+  not counted);
+* ``"process"``: every thread of the process at opening time, opened one by
+  one and summed, plus the threads they create afterwards.
+
+A missing event never fails a measurement. It is reported in
+:attr:`CounterGroup.unavailable` with the errno's reason, and replaced where a
+fallback exists: ``getrusage(RUSAGE_SELF)`` for faults and context switches,
+``CLOCK_PROCESS_CPUTIME_ID`` for task clock. Both fallbacks count the whole
+process, which :attr:`CounterGroup.sources` says. An event with neither reads
+as ``None``.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import os
+import resource
+import threading
+import time
+from typing import Callable, Iterable, Optional
+
+from . import _native
+
+SCOPES = ("inherit", "process")
+
+#: Every event name benchctl can count, software first.
+EVENTS: tuple[str, ...] = tuple(name for name, _ in _native.perf_event_names())
+HARDWARE_EVENTS: tuple[str, ...] = tuple(name for name, hw in _native.perf_event_names() if hw)
+
+# Events that only ever happen in kernel context: a user-space-only count of
+# them (all that perf_event_paranoid >= 2 allows an unprivileged user) is 0.
+_KERNEL_ONLY = frozenset({"context_switches", "cpu_migrations"})
+
+_RUSAGE = "getrusage(RUSAGE_SELF), whole process"
+# name -> (source, reads getrusage, value from the getrusage result or None)
+_FALLBACKS: dict[str, tuple[str, bool, Callable[[Optional[resource.struct_rusage]], int]]] = {
+    "minor_faults": (_RUSAGE, True, lambda ru: ru.ru_minflt),
+    "major_faults": (_RUSAGE, True, lambda ru: ru.ru_majflt),
+    "context_switches": (_RUSAGE, True, lambda ru: ru.ru_nvcsw + ru.ru_nivcsw),
+    "task_clock_ns": ("clock_gettime(CLOCK_PROCESS_CPUTIME_ID), whole process", False,
+                      lambda _: time.clock_gettime_ns(time.CLOCK_PROCESS_CPUTIME_ID)),
+}
+
+_PARANOID_PATH = "/proc/sys/kernel/perf_event_paranoid"
+
+
+def perf_event_paranoid() -> Optional[int]:
+    """The kernel's ``perf_event_paranoid`` setting, or None where unreadable."""
+    try:
+        with open(_PARANOID_PATH) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _why(err: int, name: str) -> str:
+    """A reason a person can act on for perf_event_open failing with ``err``."""
+    code = _errno.errorcode.get(err, str(err))
+    base = f"{code} ({os.strerror(err)})"
+    if err in (_errno.ENOENT, _errno.EOPNOTSUPP, _errno.ENODEV):
+        if name in HARDWARE_EVENTS:
+            return f"{base}: no hardware PMU offers this event (usual in virtual machines)"
+        return f"{base}: this kernel does not provide the event"
+    if err in (_errno.EACCES, _errno.EPERM):
+        return (f"{base}: not permitted (kernel.perf_event_paranoid={perf_event_paranoid()}; "
+                "a seccomp filter or missing CAP_PERFMON can also forbid it)")
+    if err == _errno.ENOSYS:
+        return f"{base}: perf_event_open is not available here"
+    if err == _errno.EMFILE:
+        return f"{base}: out of file descriptors (one per event per thread)"
+    return base
+
+
+def _thread_ids() -> list[int]:
+    """Ids of this process's threads, the calling thread first."""
+    own = threading.get_native_id()
+    tids = sorted(int(t) for t in os.listdir("/proc/self/task"))
+    return [own] + [t for t in tids if t != own]
+
+
+class CounterGroup:
+    """Event counters opened once, read cumulatively.
+
+    ``scope``: ``"inherit"`` or ``"process"`` (see the module doc).
+    ``events``: names from :data:`EVENTS`; None asks for all of them.
+
+    Attributes after opening:
+
+    * ``scope``, ``events``;
+    * ``available``: name -> whether :meth:`read` gives a number for it;
+    * ``unavailable``: name -> why perf_event_open could not count it, for every
+      event perf could not count (also those a fallback replaces);
+    * ``sources``: name -> how an available event is counted;
+    * ``threads``: how many threads were opened (1 for ``"inherit"``).
+    """
+
+    def __init__(self, scope: str = "inherit", events: Optional[Iterable[str]] = None) -> None:
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}; got {scope!r}")
+        if isinstance(events, str):
+            raise TypeError("events must be a list of event names, not one string")
+        names = EVENTS if events is None else tuple(events)
+        unknown = [n for n in names if n not in EVENTS]
+        if unknown:
+            raise ValueError(f"unknown event(s) {unknown}; known: {', '.join(EVENTS)}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"events listed more than once: {list(names)}")
+        if not names:
+            raise ValueError("events must name at least one event")
+        self.scope = scope
+        self.events = names
+        tids = [] if scope == "inherit" else _thread_ids()
+        self._perf = _native.PerfCounterGroup(list(names), tids)
+        self.threads = len(self._perf.threads())
+
+        self.available: dict[str, bool] = {}
+        self.unavailable: dict[str, str] = {}
+        self.sources: dict[str, str] = {}
+        self._perf_index: list[tuple[str, int]] = []
+        self._fallbacks: list[tuple[str, Callable]] = []
+        self._fallbacks_read_rusage = False
+        for index, (name, opened, err, _tid, user_only) in enumerate(self._perf.status()):
+            if opened and user_only and name in _KERNEL_ONLY:
+                opened = False
+                self.unavailable[name] = (
+                    f"only user-space counting is permitted (kernel.perf_event_paranoid="
+                    f"{perf_event_paranoid()}), and {name.replace('_', ' ')} happen in the kernel")
+            elif not opened:
+                self.unavailable[name] = _why(err, name)
+            if opened:
+                self._perf_index.append((name, index))
+                self.sources[name] = f"perf_event_open, {scope}" + (
+                    ", user-space events only (perf_event_paranoid)" if user_only else "")
+            elif name in _FALLBACKS:
+                source, reads_rusage, getter = _FALLBACKS[name]
+                self.sources[name] = source
+                self._fallbacks.append((name, getter))
+                self._fallbacks_read_rusage |= reads_rusage
+            self.available[name] = name in self.sources
+
+    def read(self) -> dict[str, Optional[int]]:
+        """Cumulative counts of every event (None where unavailable).
+
+        A hardware event the kernel never scheduled during the group's life
+        (PMU busy) reads None; one it multiplexed is extrapolated by the
+        kernel's enabled/running times.
+        """
+        values, running = self._perf.read()
+        out: dict[str, Optional[int]] = dict.fromkeys(self.events)
+        for name, index in self._perf_index:
+            out[name] = values[index] if running[index] > 0.0 else None
+        if self._fallbacks:
+            ru = resource.getrusage(resource.RUSAGE_SELF) if self._fallbacks_read_rusage else None
+            for name, getter in self._fallbacks:
+                out[name] = getter(ru)
+        return out
+
+    def describe(self) -> dict:
+        """What this group counts and how, as JSON-serialisable data."""
+        return {
+            "scope": self.scope,
+            "threads": self.threads,
+            "available": dict(self.available),
+            "unavailable": dict(self.unavailable),
+            "sources": dict(self.sources),
+            "perf_event_paranoid": perf_event_paranoid(),
+        }
+
+    @property
+    def closed(self) -> bool:
+        return self._perf.closed
+
+    def close(self) -> None:
+        """Close the kernel counters (idempotent); :meth:`read` then raises."""
+        self._perf.close()
+
+    def __enter__(self) -> "CounterGroup":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def __repr__(self) -> str:
+        on = [n for n, ok in self.available.items() if ok]
+        return f"CounterGroup(scope={self.scope!r}, threads={self.threads}, available={on})"
+
+
+def delta(before: dict, after: dict) -> dict[str, Optional[int]]:
+    """Counts between two :meth:`CounterGroup.read` results (None stays None)."""
+    if set(before) != set(after):
+        raise ValueError("before and after must be reads of the same counter group")
+    return {k: None if before[k] is None or after[k] is None else after[k] - before[k]
+            for k in before}

@@ -1,0 +1,186 @@
+"""doctor: each check on the real machine, and each verdict on a staged one."""
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+import benchctl
+from benchctl import cli, doctor
+from benchctl.doctor import ERROR, INFO, OK, WARN, Probe
+
+STATUSES = {OK, WARN, INFO}
+
+
+def staged(**facts):
+    probe = Probe()
+    for name, value in facts.items():
+        setattr(probe, name, value)
+    return probe
+
+
+def run_one(check, probe=None):
+    (finding,) = doctor.run_checks([check], probe or Probe())
+    return finding
+
+
+def test_doctor_json_lists_every_check_with_a_status():
+    done = subprocess.run([sys.executable, "-m", "benchctl", "doctor", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    data = json.loads(done.stdout)
+    names = [c["name"] for c in data["checks"]]
+    assert names == [c.name for c in doctor.CHECKS]
+    for c in data["checks"]:
+        assert c["status"] in STATUSES, c
+        assert c["summary"]
+        if c["status"] == WARN:
+            assert c["advice"], c
+    assert sum(data["counts"].values()) == len(names)
+    assert done.returncode == 0, done.stderr
+
+
+def test_doctor_text_output(capsys):
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    for check in doctor.CHECKS:
+        assert check.name in out
+
+
+def test_a_check_that_cannot_run_is_an_error_and_fails_the_command(monkeypatch, capsys):
+    class Broken(doctor.Check):
+        name, title = "broken", "always fails"
+
+        def run(self, probe):
+            raise RuntimeError("cannot read")
+
+    monkeypatch.setattr(doctor, "CHECKS", (Broken(), doctor.TscCheck()))
+    findings = doctor.run_checks()
+    assert [f.status for f in findings][0] == ERROR and "cannot read" in findings[0].summary
+    assert findings[1].status in STATUSES
+    assert cli.main(["doctor"]) == 1
+
+
+def test_tsc_check_reports_the_clock_in_use():
+    from benchctl import clock
+    f = run_one(doctor.TscCheck())
+    assert f.status in STATUSES
+    assert f.data["tick_source"] == clock.info()["source"]
+
+
+def test_frequency_check_verdicts(monkeypatch):
+    hidden = dict(cpufreq_visible=False, governors=None, drivers=None, current_khz=None,
+                  turbo=None, turbo_source=None)
+    monkeypatch.setattr(doctor.metadata, "frequency", lambda: hidden)
+    assert run_one(doctor.FrequencyCheck()).status == INFO
+    noisy = dict(hidden, cpufreq_visible=True, governors={"0": "powersave", "1": "powersave"},
+                 turbo=True, turbo_source="intel_pstate/no_turbo")
+    monkeypatch.setattr(doctor.metadata, "frequency", lambda: noisy)
+    f = run_one(doctor.FrequencyCheck())
+    assert f.status == WARN and "powersave" in f.summary
+    assert "performance" in f.advice and "no_turbo" in f.advice
+    quiet = dict(noisy, governors={"0": "performance"}, turbo=False)
+    monkeypatch.setattr(doctor.metadata, "frequency", lambda: quiet)
+    assert run_one(doctor.FrequencyCheck()).status == OK
+
+
+def test_smt_check_verdicts():
+    topo = {"smt_siblings": {"0": [0, 2], "2": [0, 2]}, "smt_active": True}
+    busy_sibling = staged(topology=topo, allowed_cpus=[0], cpu_busy={0: 0.0, 2: 0.9})
+    f = run_one(doctor.SmtSiblingsCheck(), busy_sibling)
+    assert f.status == WARN and "cpu2 90%" in f.summary
+    idle = staged(topology=topo, allowed_cpus=[0], cpu_busy={0: 0.0, 2: 0.0})
+    assert run_one(doctor.SmtSiblingsCheck(), idle).status == INFO
+    none = staged(topology={"smt_siblings": {}, "smt_active": False}, allowed_cpus=[0, 1])
+    assert run_one(doctor.SmtSiblingsCheck(), none).status == OK
+
+
+def test_load_check_verdicts():
+    busy = staged(allowed_cpus=[0, 1], cpu_busy={0: 0.5, 1: 0.3}, load_average=(0.2, 0.1, 0.1))
+    f = run_one(doctor.LoadCheck(), busy)
+    assert f.status == WARN and "0.80 of our 2 CPUs" in f.summary
+    loaded = staged(allowed_cpus=[0, 1], cpu_busy={0: 0.0, 1: 0.0}, load_average=(3.0, 1.0, 1.0))
+    assert run_one(doctor.LoadCheck(), loaded).status == WARN
+    quiet = staged(allowed_cpus=[0, 1], cpu_busy={0: 0.01, 1: 0.02}, load_average=(0.1, 0.1, 0.1))
+    assert run_one(doctor.LoadCheck(), quiet).status == OK
+
+
+def test_load_probe_measures_real_cpus():
+    busy = Probe().cpu_busy
+    assert busy and all(0.0 <= v <= 1.0 for v in busy.values())
+
+
+def test_thread_count_check_verdicts(monkeypatch):
+    for var in doctor._THREAD_ENV:
+        monkeypatch.delenv(var, raising=False)
+    pools = [{"internal_api": "openmp", "filepath": "/x/libgomp.so.1", "num_threads": 2}]
+    probe = staged(allowed_cpus=[0, 1], threadpools=pools)
+    assert run_one(doctor.ThreadCountCheck(), probe).status == INFO
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert run_one(doctor.ThreadCountCheck(), probe).status in (OK, WARN)  # torch may be set higher
+    monkeypatch.setenv("OMP_NUM_THREADS", "8,2")
+    f = run_one(doctor.ThreadCountCheck(), probe)
+    assert f.status == WARN and "OMP_NUM_THREADS=8" in f.summary and "at most 2" in f.advice
+    monkeypatch.setenv("OMP_NUM_THREADS", "lots")
+    assert "unparsable" in run_one(doctor.ThreadCountCheck(), probe).summary
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    big_pool = staged(allowed_cpus=[0, 1], threadpools=[dict(pools[0], num_threads=16)])
+    assert "pool of 16" in run_one(doctor.ThreadCountCheck(), big_pool).summary
+
+
+def test_openmp_runtimes_check_verdicts():
+    gomp = {"user_api": "openmp", "prefix": "libgomp", "filepath": "/usr/lib/libgomp.so.1", "num_threads": 2}
+    iomp = {"user_api": "openmp", "prefix": "libiomp", "filepath": "/opt/libiomp5.so", "num_threads": 2}
+    blas = {"user_api": "blas", "prefix": "libopenblas", "filepath": "/x/libopenblas.so", "num_threads": 2}
+    f = run_one(doctor.OpenMpRuntimesCheck(), staged(threadpools=[gomp, iomp, blas]))
+    assert f.status == WARN and "2 OpenMP runtimes" in f.summary
+    assert run_one(doctor.OpenMpRuntimesCheck(), staged(threadpools=[gomp, blas])).status == OK
+    assert run_one(doctor.OpenMpRuntimesCheck(), staged(threadpools=[blas])).status == INFO
+
+
+def test_openmp_runtimes_check_sees_torchs_runtime():
+    torch = pytest.importorskip("torch")
+    f = run_one(doctor.OpenMpRuntimesCheck())
+    if "OpenMP" in torch.__config__.parallel_info():
+        assert f.status in (OK, WARN) and f.data["runtimes"]
+
+
+def test_ftz_check_uses_fpenv_census_when_present(monkeypatch):
+    def fake(census):
+        mod = types.ModuleType("benchctl.fpenv")
+        mod.supported = lambda: (True, "")
+        mod.census = lambda scope="process": census
+        monkeypatch.setitem(sys.modules, "benchctl.fpenv", mod)
+        monkeypatch.setattr(benchctl, "fpenv", mod, raising=False)
+
+    t = lambda tid, ftz, reached=True: dict(tid=tid, name="t", ftz=ftz, daz=ftz, raw=0, reached=reached)
+    fake([t(1, True), t(2, False), t(3, False)])
+    f = run_one(doctor.FtzDazCheck())
+    assert f.status == WARN and "1 of 3" in f.summary and "scope='process'" in f.advice
+    fake([t(1, False), t(2, False)])
+    f = run_one(doctor.FtzDazCheck())
+    assert f.status == OK and "IEEE default" in f.summary
+    fake([t(1, True), t(2, True, reached=False)])
+    assert run_one(doctor.FtzDazCheck()).status == INFO
+
+
+def test_ftz_check_without_fpenv(monkeypatch):
+    monkeypatch.setitem(sys.modules, "benchctl.fpenv", None)  # import of it fails
+    monkeypatch.delattr(benchctl, "fpenv", raising=False)
+    f = run_one(doctor.FtzDazCheck())
+    assert f.status == INFO and "fpenv not available" in f.summary
+
+
+def test_perf_check_agrees_with_the_counters():
+    from benchctl.counters import HARDWARE_EVENTS, CounterGroup
+    with CounterGroup("process") as g:
+        missing = set(g.unavailable)
+    f = run_one(doctor.PerfEventsCheck())
+    if missing - set(HARDWARE_EVENTS):
+        assert f.status == WARN
+    elif missing:
+        assert f.status == INFO and "hardware" in f.summary
+    else:
+        assert f.status == OK
+    assert "perf_event_paranoid" in f.data

@@ -1,0 +1,119 @@
+"""Metadata: every promised fact present, true to the system, and JSON."""
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+
+import pytest
+
+from benchctl import metadata
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def collected():
+    return metadata.collect()
+
+
+def test_collect_is_json_and_has_every_section(collected):
+    json.dumps(collected)
+    for key in ("collected_at", "command_line", "load_average", *metadata.SECTIONS):
+        assert key in collected, key
+    for name in metadata.SECTIONS:
+        section = collected[name]
+        assert not (isinstance(section, dict) and "error" in section), (name, section)
+
+
+def test_cpu_section_matches_proc_cpuinfo(collected):
+    with open("/proc/cpuinfo") as f:
+        text = f.read()
+    cpu = collected["cpu"]
+    if "vendor_id" in text:
+        assert f"vendor_id\t: {cpu['vendor']}" in text
+        assert f"model name\t: {cpu['model_name']}" in text
+        assert cpu["family"] and cpu["model"]
+    flags = set(next(line for line in text.splitlines() if line.startswith(("flags", "Features"))).split(":")[1].split())
+    assert set(cpu["flags_of_interest"]) <= flags
+    assert {f for f in flags if f.startswith("avx512")} <= set(cpu["flags_of_interest"])
+    assert ("constant_tsc" in flags) == ("constant_tsc" in cpu["flags_of_interest"])
+
+
+def test_topology_and_system_facts_match_the_os(collected):
+    topo = collected["topology"]
+    assert topo["allowed_cpus"] == sorted(os.sched_getaffinity(0))
+    assert topo["logical_cpus"] == os.cpu_count()
+    assert 1 <= topo["cores"] <= topo["logical_cpus"]
+    assert topo["cores"] * topo["threads_per_core"] >= topo["logical_cpus"]
+    assert collected["kernel"]["release"] == platform.release()
+    assert collected["python"]["version"] == platform.python_version()
+    assert len(collected["load_average"]) == 3
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        assert collected["clocksource"]["current"] == f.read().strip()
+    for key in ("governors", "turbo", "cpufreq_visible"):
+        assert key in collected["frequency"]
+    assert "isolated" in collected["isolation"]
+
+
+def test_libraries_torch_and_threadpools(collected):
+    pkgs = collected["packages"]
+    assert pkgs["torch_runtime_version"] == torch.__version__
+    assert pkgs["torchvision"] is not None
+    assert pkgs["torch_parallel_info"] == torch.__config__.parallel_info()
+    assert pkgs["torch_num_threads"] == torch.get_num_threads()
+    assert collected["libc"]["gnu_libc_version"] in (None, os.confstr("CS_GNU_LIBC_VERSION"))
+    from threadpoolctl import threadpool_info
+    assert {p["filepath"] for p in collected["threadpools"]} <= {p["filepath"] for p in threadpool_info()}
+    if "OpenMP" in pkgs["torch_parallel_info"]:
+        assert any(p["user_api"] == "openmp" for p in collected["threadpools"])
+
+
+def test_clock_and_counters_are_described(collected):
+    from benchctl import clock
+    assert collected["clock"]["source"] == clock.info()["source"]
+    counters = collected["counters"]
+    assert set(counters["available"]) >= {"minor_faults", "cycles"}
+    assert all(name in counters["unavailable"] for name, ok in counters["available"].items() if not ok)
+
+
+def test_environment_keeps_only_relevant_variables(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967296")
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    monkeypatch.setenv("BENCHCTL_UNRELATED_TEST_VAR", "x")
+    monkeypatch.setenv("HOME_SOMETHING_ELSE", "y")
+    env = metadata.environment()
+    assert env["OMP_NUM_THREADS"] == "3"
+    assert env["GLIBC_TUNABLES"].startswith("glibc.malloc")
+    assert env["MALLOC_ARENA_MAX"] == "2"
+    assert "HOME_SOMETHING_ELSE" not in env
+
+
+def test_git_revision_of_the_checkout():
+    here = os.path.dirname(os.path.realpath(metadata.__file__))
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    head = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True)
+    rev = metadata.git_revision()
+    if head.returncode != 0:
+        assert rev is None
+    else:
+        assert rev["commit"] == head.stdout.strip()
+        assert isinstance(rev["dirty"], bool)
+
+
+def test_a_failing_section_is_recorded_not_raised(monkeypatch):
+    def broken():
+        raise OSError("sysfs is gone")
+    monkeypatch.setitem(metadata.SECTIONS, "frequency", broken)
+    out = metadata.collect()
+    assert out["frequency"] == {"error": "OSError: sysfs is gone"}
+    assert "model_name" in out["cpu"]
+
+
+@pytest.mark.parametrize("text,cpus", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("", []),
+                                       (None, []), ("5", [5]), ("0-1\n", [0, 1])])
+def test_parse_cpu_list(text, cpus):
+    assert metadata.parse_cpu_list(text) == cpus
