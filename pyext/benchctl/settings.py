@@ -149,14 +149,21 @@ class ThreadCount(Setting):
 
 
 class Pinning(Setting):
-    """``pin``: place the OpenMP team (launch environment + in-process pinning, census read back)."""
+    """``pin``: place the OpenMP team from the worker's start, census read back after the run.
+
+    The placement is given through :func:`benchctl.threads.launch_env`
+    (``OMP_PLACES``/``OMP_PROC_BIND`` or ``KMP_AFFINITY``), so the OpenMP
+    runtime binds each team thread as it creates it and the initial thread at
+    start-up. Pinning again in-process would be wrong here: the bound initial
+    thread sees a one-CPU mask, so every policy would collapse onto one CPU.
+    """
 
     name = "pin"
-    help = "off | compact | scatter | [cpu,cpu,...]: pin torch's OpenMP team with benchctl.threads"
+    help = "off | compact | scatter | [cpu,cpu,...]: place torch's OpenMP team (benchctl.threads.launch_env)"
     order = 20
     needs_torch = True
     POLICIES = ("off", "compact", "scatter")
-    # Count variables launch_env may return: a pin cell must not change the
+    # Count variables launch_env returns: a pin cell must not change the
     # thread count (that is the threads setting's job), or pin=off vs compact
     # would compare two things at once.
     _COUNT_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -186,19 +193,19 @@ class Pinning(Setting):
         from . import threads
 
         n = cell.get("threads")
-        # Without a threads setting the placement covers every allowed CPU and
-        # the count variables are dropped, leaving torch's own default count.
-        placement = threads.launch_env(value, n if n is not None else len(os.sched_getaffinity(0)))
+        if n is None:
+            # Places for every allowed (or listed) CPU; the count variables are
+            # dropped below, leaving torch's own default thread count.
+            count = len(value) if isinstance(value, list) else len(os.sched_getaffinity(0))
+        else:
+            count = n
+        try:
+            placement = threads.launch_env(value, count)
+        except ValueError as e:
+            raise SettingError(f"pin={format_value(value)}: {e}") from None
         if n is None:
             placement = {k: v for k, v in placement.items() if k not in self._COUNT_VARS}
         return {**env, **placement}
-
-    def apply(self, value: Any) -> Any:
-        if value == "off":
-            return None
-        from . import threads
-
-        return threads.pin(value)
 
     def readback(self, value: Any) -> Any:
         from . import threads
