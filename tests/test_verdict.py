@@ -116,3 +116,11 @@ def test_missing_cells_are_skipped_not_invented():
 def test_unknown_focus():
     with pytest.raises(ValueError, match="focus 'batch' is not a matrix key"):
         verdict.findings(allocator_story(), focus="batch")
+
+
+def test_pairs_stats_refuses_are_reported_not_dropped():
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 0.0 if c["order"] == "eval_only" else 1.0)
+    found = runner.analyse(doc, focus="order")["verdict"]
+    (refused,) = found
+    assert refused["rule"] == "not_comparable" and refused["ratio"] is None
+    assert refused["message"].startswith("cannot compare order=eval_only with order=train_then_eval: median")

@@ -75,7 +75,10 @@ def _ratio_cell(doc: dict, phase: str, cell: dict, base: dict) -> str:
     b, _ = _summary.steady_samples(doc, phase, base)
     if not len(a) or not len(b):
         return "n/a"
-    cmp = stats.compare(a, b, seed=0)
+    try:
+        cmp = stats.compare(a, b, seed=0)
+    except ValueError:  # e.g. medians of 0 ns: no ratio exists
+        return "n/a"
     lo, hi = cmp["ci95"]
     mark = "*" if cmp["significant"] else " (n.s.)"
     return f"{cmp['ratio']:.3f} [{lo:.3f}, {hi:.3f}]{mark}"
@@ -149,7 +152,12 @@ def format_comparison(a: dict, b: dict, a_name: str = "A", b_name: str = "B") ->
             continue
         xa, _ = _summary.steady_samples(a, ea["phase"], ea["cell"])
         xb, _ = _summary.steady_samples(b, ea["phase"], ea["cell"])
-        cmp = stats.compare(xb, xa, seed=0)
+        try:
+            cmp = stats.compare(xb, xa, seed=0)
+        except ValueError as e:
+            rows.append([ea["phase"], _settings.cell_label(ea["cell"]), _ms(ea["median_ms"]),
+                         _ms(eb["median_ms"]), "n/a", str(e)])
+            continue
         lo, hi = cmp["ci95"]
         rows.append([ea["phase"], _settings.cell_label(ea["cell"]), _ms(ea["median_ms"]), _ms(eb["median_ms"]),
                      f"{cmp['ratio']:.3f} [{lo:.3f}, {hi:.3f}]",

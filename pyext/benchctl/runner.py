@@ -165,8 +165,9 @@ def _check_resumable(doc: dict, workload: str, args: dict, matrix: dict, path: s
 def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True) -> dict:
     """Fill ``doc['summary']`` (and ``doc['verdict']``) from its runs, in place; returns doc.
 
-    Both need :mod:`benchctl.stats`; without it they stay empty and
-    ``metadata['analysis_error']`` says why.
+    Both need :mod:`benchctl.stats`. When the analysis cannot be done (stats
+    missing, samples it rejects) the measurements still stand: summary and
+    verdict stay empty and ``metadata['analysis_error']`` says why.
     """
     try:
         doc["summary"] = _summary.summarize(doc)
@@ -177,6 +178,9 @@ def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True) -> d
     except ImportError as e:
         doc["summary"], doc["verdict"] = [], []
         doc["metadata"]["analysis_error"] = f"summary and verdict need benchctl.stats: {e}"
+    except ValueError as e:
+        doc["summary"], doc["verdict"] = [], []
+        doc["metadata"]["analysis_error"] = f"summary or verdict failed: {e}"
     else:
         doc["metadata"].pop("analysis_error", None)
     return doc

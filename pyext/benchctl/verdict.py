@@ -71,6 +71,8 @@ class Context:
         self.matrix = doc["matrix"]
         self.baseline = {k: v[0] for k, v in self.matrix.items()}
         self._cache: dict[tuple[str, str], dict | None] = {}
+        #: Pairs stats.compare refused (e.g. medians of 0 ns), with its reason.
+        self.refused: dict[tuple[str, str], tuple[dict, dict, str]] = {}
 
     def cell(self, **changes: Any) -> dict:
         return {**self.baseline, **changes}
@@ -86,7 +88,13 @@ class Context:
 
             a_ns, _ = _summary.steady_samples(self.doc, self.phase, a)
             b_ns, _ = _summary.steady_samples(self.doc, self.phase, b)
-            self._cache[key] = stats.compare(a_ns, b_ns, seed=0) if len(a_ns) and len(b_ns) else None
+            result = None
+            if len(a_ns) and len(b_ns):
+                try:
+                    result = stats.compare(a_ns, b_ns, seed=0)
+                except ValueError as e:
+                    self.refused[key] = (a, b, str(e))
+            self._cache[key] = result
         return self._cache[key]
 
 
@@ -330,4 +338,15 @@ def findings(doc: dict, focus: str | None = None, rules=RULES) -> list[dict]:
         ctx = Context(doc, phase, focus)
         for rule in rules:
             out += rule(ctx)
+        out += not_comparable(ctx)
+    return out
+
+
+def not_comparable(ctx: Context) -> list[dict]:
+    """Pairs the rules wanted but stats.compare refused: said, not silently dropped."""
+    out = []
+    for a, b, reason in ctx.refused.values():
+        out.append({"rule": "not_comparable", "phase": ctx.phase, "a": a, "b": b, "ratio": None, "ci95": None,
+                    "significant": False, "p_value": None, "setting": None, "explains": False, "evidence": {},
+                    "message": f"cannot compare {_settings.cell_label(a)} with {_settings.cell_label(b)}: {reason}"})
     return out
