@@ -1,9 +1,11 @@
 """The settings a matrix cell can have, and how each one is applied and read back.
 
-A setting is a small class with four duties:
+A setting is a small class with five duties:
 
 * ``canonical(value)``: validate a value (from the CLI's text or from Python)
   and return its canonical JSON form, or raise :class:`SettingError`;
+* ``check_available()``: runner side, before any worker: raise
+  :class:`SettingError` if this build or machine cannot apply it at all;
 * ``environment(value, env, cell)``: runner side, before the worker starts:
   edit the worker's environment (thread-pool sizes, allocator, extra vars);
 * ``apply(value)``: worker side, after ``import torch``: change process
@@ -122,11 +124,13 @@ class ThreadCount(Setting):
     needs_torch = True
 
     def canonical(self, value: Any) -> int:
-        try:
-            n = int(str(value).strip()) if not isinstance(value, int) or isinstance(value, bool) else value
-        except ValueError:
-            raise SettingError(f"threads={value!r}: expected a positive integer") from None
-        if isinstance(n, bool) or n < 1:
+        if isinstance(value, int) and not isinstance(value, bool):
+            n = value
+        elif isinstance(value, str) and value.strip().isdigit():
+            n = int(value)
+        else:
+            n = 0
+        if n < 1:
             raise SettingError(f"threads={value!r}: expected a positive integer")
         return n
 
