@@ -7,4 +7,5 @@ PYBIND11_MODULE(_native, m) {
   benchctl::bind_affinity(m);
   benchctl::bind_cuda(m);
   benchctl::bind_counters(m);
+  benchctl::bind_fpenv(m);
 }

@@ -10,4 +10,5 @@ void bind_omp(pybind11::module_& m);
 void bind_affinity(pybind11::module_& m);
 void bind_cuda(pybind11::module_& m);
 void bind_counters(pybind11::module_& m);
+void bind_fpenv(pybind11::module_& m);
 }  // namespace benchctl

@@ -15,6 +15,7 @@ import sys
 COMMAND_MODULES = (
     "benchctl.commands.clock_info",
     "benchctl.commands.doctor",
+    "benchctl.commands.penalty",
     "benchctl.commands.run",
     "benchctl.commands.report",
     "benchctl.commands.compare",

@@ -1,0 +1,59 @@
+// Read or change the FP control state of every thread of the process, also
+// threads that no library API reaches (pools that are not OpenMP, threads
+// that other libraries started): a real-time signal is queued to each task in
+// /proc/self/task, and its SA_SIGINFO handler edits the FP state saved in the
+// ucontext, which the kernel reloads on sigreturn. glibc changes credentials
+// on every thread the same way (its SIGSETXID broadcast).
+//
+// Guarantees: a deadline bounds the wait; a thread that does not answer in
+// time (it blocks the signal, or never gets scheduled) is reported unreached
+// and is not changed later; the signal used is one whose disposition was
+// SIG_DFL, so no handler of the application is replaced. See the .cpp for
+// why the handler can stay installed after a broadcast.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+#include <unordered_map>
+#include <vector>
+
+#include "fpenv.hpp"
+
+namespace benchctl {
+
+struct TaskFpChange {
+  pid_t tid = 0;
+  bool reached = false;  // the thread answered and its state was read back
+  bool changed = false;  // the change was applied (possibly without a readback)
+  uint64_t before = 0;   // register value before the change (valid if changed or reached)
+  uint64_t after = 0;    // register value read back after the change (valid if reached)
+  std::string name;      // /proc/self/task/<tid>/comm at the time of the broadcast
+};
+
+struct FpBroadcast {
+  int signal = 0;  // the real-time signal used (0 for a single-threaded process)
+  std::vector<TaskFpChange> tasks;  // every live task, the caller included
+  bool handler_kept = false;        // a signal of ours may still be pending somewhere
+};
+
+// Apply per_tid[tid] (else default_target) to every task of the process and
+// read each one back after the change. The calling thread is handled directly. Tasks that appear while the broadcast
+// runs are picked up in further rounds. Returns by deadline_s at the latest
+// (plus scheduling delays). Throws std::runtime_error where unsupported or
+// when no real-time signal is free.
+FpBroadcast fp_broadcast(const FpTarget& default_target,
+                         const std::unordered_map<pid_t, FpTarget>& per_tid, double deadline_s);
+
+struct BroadcastHandlerState {
+  int signal = 0;      // 0: no handler of ours is installed
+  bool installed = false;
+  std::vector<pid_t> maybe_pending;  // tasks that may still hold a signal of ours
+};
+BroadcastHandlerState fp_broadcast_handler_state();
+
+// Disposition of `sig` now: "default", "ignore", "benchctl" (our broadcast
+// handler) or "other".
+std::string signal_disposition(int sig);
+
+}  // namespace benchctl

@@ -1,0 +1,44 @@
+"""``python -m benchctl penalty``: what subnormal numbers cost on this CPU, op by op."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+NAME = "penalty"
+HELP = ("measure the cost of subnormal inputs per op (normal/zero/subnormal, FTZ/DAZ off/on, "
+        "1 and all threads) and classify each op")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=_positive_int, default=None,
+                        help="thread count of the 'all threads' runs (default: torch's current count)")
+    parser.add_argument("--json", metavar="FILE", default=None, help="also write the full result as JSON to FILE")
+    parser.add_argument("--numel", type=_positive_int, default=None,
+                        help="elements per elementwise op (default 1048576)")
+    parser.add_argument("--ops", default=None,
+                        help="comma-separated subset of add,mul,addcmul,div,sqrt,rsqrt,exp,matmul,conv2d")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import penalty
+
+    options = {}
+    if args.numel is not None:
+        options["numel"] = args.numel
+    if args.ops:
+        options["ops"] = [name.strip() for name in args.ops.split(",") if name.strip()]
+    result = penalty.profile(args.threads, **options)
+    print(penalty.format_table(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+    return 0

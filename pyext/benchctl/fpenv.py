@@ -1,0 +1,271 @@
+"""Denormal flushing (FTZ/DAZ) that reaches every thread, and proves it.
+
+``torch.set_flush_denormal(True)`` changes the FP control register of the
+calling thread only: OpenMP workers that already exist keep their own, so a
+parallel op still produces (and pays for) subnormals. Here every change is
+made on the threads of a *scope* and read back from each of them:
+
+* ``"thread"``: the calling thread.
+* ``"openmp"``: every thread of the OpenMP team torch uses (native code runs on
+  each team thread through the runtime's own fork entry point).
+* ``"process"``: every thread of the process. A real-time signal is queued to
+  each task; its handler rewrites the FP state saved for ``sigreturn``. Threads
+  that do not answer within ``deadline_s`` (they block the signal, or are never
+  scheduled) are reported ``reached=False`` and are left unchanged. The signal
+  used is a free one (disposition SIG_DFL), highest first; a thread blocked in
+  a system call that ``SA_RESTART`` does not resume (``poll``, ``nanosleep``...)
+  sees ``EINTR``, as with any signal.
+
+Threads inherit the state of the thread that creates them, so threads started
+after a process-wide change are flushed too; a pool created *before* the change
+is exactly what ``torch.set_flush_denormal`` misses.
+
+Registers: x86-64 MXCSR (FTZ bit 15 flushes subnormal results, DAZ bit 6 reads
+subnormal inputs as zero); aarch64 FPCR.FZ (flushes inputs and results; there
+is no separate DAZ control, so ``daz`` is reported as ``None``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import warnings
+from typing import Optional
+
+from . import _native
+from . import omp
+
+SCOPES = ("thread", "openmp", "process")
+DEFAULT_DEADLINE_S = 1.0
+
+_REGISTER = _native.fp_control_register()  # "MXCSR" | "FPCR" | ""
+_FTZ_MASK, _DAZ_MASK = _native.fp_masks()
+
+# A target is what the native layer applies to one thread: None (only read)
+# or (ftz, daz).
+_Target = Optional[tuple]
+
+
+def supported() -> tuple[bool, str]:
+    """Whether FTZ/DAZ can be read and set here, and what that rests on."""
+    machine = platform.machine()
+    if not _REGISTER:
+        return False, f"no floating-point control register is implemented for {machine}"
+    if _REGISTER == "MXCSR":
+        daz = "DAZ bit 6" if _DAZ_MASK else "no DAZ (MXCSR_MASK lacks bit 6 on this CPU)"
+        return True, f"{machine} MXCSR: FTZ bit 15, {daz}"
+    return True, f"{machine} FPCR.FZ (bit 24) flushes subnormal inputs and results; no separate DAZ control"
+
+
+def _require_supported() -> None:
+    ok, reason = supported()
+    if not ok:
+        raise RuntimeError(f"benchctl.fpenv is unsupported here: {reason}")
+
+
+def _check_scope(scope: str) -> None:
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(repr(s) for s in SCOPES)}; got {scope!r}")
+
+
+def _check_flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _check_deadline(deadline_s) -> float:
+    if isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float)) or not deadline_s > 0:
+        raise ValueError(f"deadline_s must be a number of seconds > 0, got {deadline_s!r}")
+    return float(deadline_s)
+
+
+def _decode(raw: int) -> dict:
+    return {
+        "ftz": bool(raw & _FTZ_MASK),
+        "daz": bool(raw & _DAZ_MASK) if _DAZ_MASK else None,
+        "raw": raw,
+    }
+
+
+def _bits(raw: int) -> tuple:
+    """The (ftz, daz) target that puts a thread back to the state ``raw``."""
+    return bool(raw & _FTZ_MASK), bool(raw & _DAZ_MASK)
+
+
+def _task_name(tid: int) -> str | None:
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().rstrip("\n")
+    except OSError:
+        return None  # the thread has exited
+
+
+def _state(raw: int | None) -> dict:
+    return _decode(raw) if raw is not None else {"ftz": None, "daz": None, "raw": None}
+
+
+def _record(tid: int, raw: int | None, reached: bool, **extra) -> dict:
+    return {"tid": tid, "name": _task_name(tid), **_state(raw), "reached": reached, **extra}
+
+
+def thread_state() -> dict:
+    """The calling thread's state: ``{"ftz", "daz", "raw"}`` (``daz`` None where no DAZ exists)."""
+    _require_supported()
+    before, _ = _native.fp_thread_apply(None)
+    return _decode(before)
+
+
+def set_thread_state(ftz: bool, daz: bool) -> dict:
+    """Set FTZ and DAZ separately on the calling thread; return the state read back.
+
+    ``daz=True`` raises ValueError where the CPU has no DAZ control.
+    """
+    _require_supported()
+    _check_flag("ftz", ftz)
+    _check_flag("daz", daz)
+    if daz and not _DAZ_MASK:
+        raise ValueError(f"this CPU has no separate DAZ control ({supported()[1]})")
+    _, after = _native.fp_thread_apply((ftz, daz))
+    return _decode(after)
+
+
+# -- one operation per scope. A target is None (read only) or (ftz, daz);
+# per_tid overrides the default for the threads it names. Each returns
+# ({tid: register before, for each thread the operation changed}, census records).
+
+def _apply_thread(default: _Target, per_tid: dict) -> tuple[dict, list[dict]]:
+    tid = threading.get_native_id()
+    before, after = _native.fp_thread_apply(per_tid.get(tid, default))
+    return {tid: before}, [_record(tid, after, True)]
+
+
+def _apply_openmp(default: _Target, per_tid: dict) -> tuple[dict, list[dict]]:
+    rt = omp.resolve_runtime()
+    team = _native.fp_omp_team_apply(rt["kind"], rt["path"], 0, default, per_tid)
+    # Each team thread read its register back itself after writing it.
+    before = {tid: b for _, tid, _, b, _ in team}
+    return before, [_record(tid, after, True, omp_thread=n) for n, tid, _, _, after in team]
+
+
+def _apply_process(default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, list[dict]]:
+    # Each thread answers twice: the change, then a readback of the state its
+    # sigreturn loaded. A thread changed but not read back in time counts as
+    # changed (it is restored) yet unreached.
+    _, tasks, _ = _native.fp_broadcast(default, per_tid, deadline_s)
+    before = {tid: b for tid, _, changed, b, _, _ in tasks if changed}
+    records = [
+        {"tid": tid, "name": name or None, **_state(after if reached else None), "reached": reached}
+        for tid, reached, _, _, after, name in tasks
+    ]
+    return before, records
+
+
+def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, list[dict]]:
+    if scope == "thread":
+        return _apply_thread(default, per_tid)
+    if scope == "openmp":
+        return _apply_openmp(default, per_tid)
+    return _apply_process(default, per_tid, deadline_s)
+
+
+def census(scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> list[dict]:
+    """Read every thread of ``scope``: ``[{"tid", "name", "ftz", "daz", "raw", "reached"}]``.
+
+    ``"openmp"`` records also carry ``omp_thread``. Unreached threads have
+    ``ftz``/``daz``/``raw`` None.
+    """
+    _check_scope(scope)
+    _require_supported()
+    return _apply(scope, None, {}, _check_deadline(deadline_s))[1]
+
+
+def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> list[dict]:
+    """Turn FTZ and DAZ on (or off) on every thread of ``scope``.
+
+    Returns the census read back after the change. ``reached`` is False for a
+    thread the change did not reach (it was left as it was) or that the
+    readback could not observe.
+    """
+    _check_flag("on", on)
+    _check_scope(scope)
+    _require_supported()
+    return _apply(scope, (on, on), {}, _check_deadline(deadline_s))[1]
+
+
+class flush_denormals:
+    """Context manager: FTZ/DAZ ``on`` for the block, then every thread back to its own state.
+
+    ``with flush_denormals(True, "process") as census: ...`` gives the readback
+    after the change. On exit, also after an exception, each thread the change
+    reached gets back the FTZ/DAZ bits it had before (its other register bits
+    stay as the block left them); a thread the change missed is left alone; a
+    thread started inside the block gets the state the entering thread had
+    before, which is what it would have inherited without the block. Threads
+    the restore cannot reach are named in a RuntimeWarning.
+    """
+
+    def __init__(self, on: bool = True, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S):
+        self.on = _check_flag("on", on)
+        _check_scope(scope)
+        self.scope = scope
+        self.deadline_s = _check_deadline(deadline_s)
+        self._before: dict | None = None
+
+    def __enter__(self) -> list[dict]:
+        _require_supported()
+        if self._before is not None:
+            raise RuntimeError("this flush_denormals is already active; use a new one to nest")
+        self._caller = threading.get_native_id()
+        before, records = _apply(self.scope, (self.on, self.on), {}, self.deadline_s)
+        self._before = before
+        # Threads the change missed; a thread born since (absent from before
+        # yet reached) is not among them and gets the newborn default on exit.
+        self._missed = {r["tid"] for r in records if not r["reached"] and r["tid"] not in before}
+        return records
+
+    def __exit__(self, *exc) -> bool:
+        before, self._before = self._before, None
+        if self.scope == "thread" and threading.get_native_id() != self._caller:
+            raise RuntimeError("a thread-scope flush_denormals must exit on the thread that entered it")
+        per_tid: dict = {tid: None for tid in self._missed}
+        per_tid.update({tid: _bits(raw) for tid, raw in before.items()})
+        newborn_default = _bits(before[self._caller])
+        _, records = _apply(self.scope, newborn_default, per_tid, self.deadline_s)
+        failed = sorted(
+            r["tid"]
+            for r in records
+            if r["tid"] in before
+            and (r["reached"] and _bits(r["raw"]) != _bits(before[r["tid"]]) or not r["reached"] and _alive(r["tid"]))
+        )
+        if failed:
+            warnings.warn(
+                f"flush_denormals could not restore threads {failed} (no answer within {self.deadline_s} s, "
+                f"or the readback differs): they may keep FTZ/DAZ={self.on}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return False
+
+
+def _alive(tid: int) -> bool:
+    return os.path.exists(f"/proc/self/task/{tid}")
+
+
+def broadcast_handler() -> dict:
+    """The process-scope signal handler: ``{"signal", "installed", "maybe_pending"}``.
+
+    The handler is installed for a broadcast and put back to the previous
+    disposition (SIG_DFL) afterwards, unless a thread may still hold one of its
+    signals pending (it blocked it): then it stays installed, doing nothing for
+    stale signals, because SIG_DFL would kill the process when that thread
+    unblocks. ``maybe_pending`` lists those threads.
+    """
+    sig, installed, pending = _native.fp_broadcast_handler_state()
+    return {"signal": sig or None, "installed": installed, "maybe_pending": list(pending)}
+
+
+def signal_disposition(sig: int) -> str:
+    """``"default"``, ``"ignore"``, ``"benchctl"`` (the broadcast handler) or ``"other"``."""
+    return _native.signal_disposition(int(sig))

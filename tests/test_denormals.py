@@ -1,0 +1,129 @@
+"""Counting subnormals in tensors and models, by bit pattern."""
+
+import pytest
+import torch
+from torch import nn
+
+from benchctl import denormals, fpenv
+
+# (dtype, integer view, planted subnormal bit patterns, other patterns: zeros, normals, inf, nan)
+CASES = [
+    (torch.float16, torch.int16, [0x0001, 0x03FF, -0x7FFF, 0x0200], [0x0000, -0x8000, 0x0400, 0x3C00, 0x7C00, 0x7E00]),
+    (torch.bfloat16, torch.int16, [0x0001, 0x007F, -0x7FC0], [0x0000, 0x0080, 0x3F80, 0x7F80, 0x7FC0]),
+    (torch.float32, torch.int32, [0x00000001, 0x007FFFFF, 0x00100000, -0x7FFFFFFB],
+     [0x00000000, 0x00800000, 0x3F800000, 0x7F800000, 0x7FC00000]),
+    (torch.float64, torch.int64, [1, 0x000FFFFFFFFFFFFF, -0x7FFFFFFFFFFFFFFF],
+     [0, 0x0010000000000000, 0x3FF0000000000000, 0x7FF0000000000000]),
+]
+
+
+def planted(dtype, int_dtype, subnormal_bits, other_bits, repeat=5):
+    bits = torch.tensor((subnormal_bits + other_bits) * repeat, dtype=int_dtype)
+    return bits.view(dtype), len(subnormal_bits) * repeat
+
+
+@pytest.mark.parametrize("dtype,int_dtype,sub,other", CASES, ids=lambda c: str(c))
+def test_count_subnormal_finds_exactly_the_planted_values(dtype, int_dtype, sub, other):
+    t, expected = planted(dtype, int_dtype, sub, other)
+    assert t.dtype == dtype
+    assert denormals.count_subnormal(t) == expected
+    every_other = sum(1 for bits in ((sub + other) * 5)[::2] if bits in sub)
+    assert denormals.count_subnormal(t[::2]) == every_other  # a strided view
+    assert denormals.count_subnormal(t.reshape(-1, 5).t()) == expected  # a transposed one
+    assert denormals.count_subnormal(t[:0]) == 0
+
+
+@pytest.mark.skipif(fpenv.thread_state()["daz"] is None, reason="this CPU has no separate DAZ control")
+def test_counting_is_right_under_daz_where_float_comparisons_are_not():
+    t, expected = planted(*CASES[2])
+    try:
+        fpenv.set_thread_state(ftz=False, daz=True)
+        naive = int(((t != 0) & (t.abs() < torch.finfo(torch.float32).tiny)).sum())
+        assert denormals.count_subnormal(t) == expected
+        assert naive < expected  # DAZ reads the subnormals as zero
+    finally:
+        fpenv.set_thread_state(False, False)
+
+
+def test_count_subnormal_refuses_what_it_cannot_count():
+    with pytest.raises(TypeError, match="float16, bfloat16, float32, float64"):
+        denormals.count_subnormal(torch.zeros(3, dtype=torch.int32))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        denormals.count_subnormal([0.0, 1e-40])
+
+
+def set_bits(t, flat_indices, bits):
+    view = t.detach().view(-1).view(torch.int32)
+    for i in flat_indices:
+        view[i] = bits
+
+
+class SmallConvNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.copy = nn.Conv2d(1, 1, 1, bias=False)  # weight 1: output = input, bit for bit
+        self.bn = nn.BatchNorm2d(1)
+        self.act = nn.ReLU()
+        self.head = nn.Conv2d(1, 2, 3)
+
+    def forward(self, x):
+        return self.head(self.act(self.copy(x)))
+
+
+def make_net():
+    torch.manual_seed(0)
+    net = SmallConvNet().eval()
+    with torch.no_grad():
+        net.copy.weight.fill_(1.0)
+        net.head.weight.fill_(0.25)
+        net.head.bias.fill_(1.0)
+        set_bits(net.head.weight, [0, 5, 17], 0x00000010)  # 3 subnormal weights
+        set_bits(net.head.bias, [1], 0x00000200)  # 1 subnormal bias
+        set_bits(net.bn.running_mean, [0], 0x00000003)  # 1 subnormal buffer
+    return net
+
+
+def test_model_census_counts_planted_parameters_and_buffers():
+    census = denormals.model_census(make_net())
+    assert census["parameters"]["head.weight"]["subnormal"] == 3
+    assert census["parameters"]["head.weight"]["numel"] == 18
+    assert census["parameters"]["head.weight"]["fraction"] == pytest.approx(3 / 18)
+    assert census["parameters"]["head.bias"]["subnormal"] == 1
+    assert census["parameters"]["copy.weight"]["subnormal"] == 0
+    assert census["buffers"]["bn.running_mean"]["subnormal"] == 1
+    assert "bn.num_batches_tracked" not in census["buffers"]  # integer: nothing to count
+    assert census["totals"]["parameters"]["subnormal"] == 4
+    assert census["totals"]["buffers"]["subnormal"] == 1
+    assert "activations" not in census
+
+
+def test_model_census_counts_layer_outputs_and_removes_its_hooks():
+    assert not fpenv.thread_state()["ftz"]
+    net = make_net()
+    x = torch.full((1, 1, 6, 6), 1.0)
+    set_bits(x, [0, 1, 2, 3, 4], 0x00000100)  # 5 positive subnormals
+    set_bits(x, [10, 11], -0x7FFFFF00)  # 2 negative ones: ReLU makes them zero
+    census = denormals.model_census(net, x)
+    acts = census["activations"]
+    assert set(acts) == {"copy", "bn", "act", "head"}
+    assert acts["copy"] == {"type": "Conv2d", "calls": 1, "numel": 36, "subnormal": 7, "fraction": 7 / 36}
+    assert acts["act"]["subnormal"] == 5
+    assert acts["bn"]["calls"] == 0  # defined but not used by forward
+    assert acts["head"]["numel"] == 2 * 4 * 4
+    assert census["totals"]["activations"]["subnormal"] == 12 + acts["head"]["subnormal"]
+    assert all(not m._forward_hooks for m in net.modules())
+
+
+def test_model_census_removes_its_hooks_when_forward_fails():
+    net = make_net()
+    with pytest.raises(RuntimeError):
+        denormals.model_census(net, torch.zeros(1, 3, 6, 6))  # wrong channel count
+    assert all(not m._forward_hooks for m in net.modules())
+
+
+def test_model_census_accepts_argument_tuples_and_rejects_non_modules():
+    lin = nn.Bilinear(2, 2, 1)
+    census = denormals.model_census(lin, (torch.ones(1, 2), torch.ones(1, 2)))
+    assert census["activations"][""]["calls"] == 1
+    with pytest.raises(TypeError, match="nn.Module"):
+        denormals.model_census(lambda x: x)

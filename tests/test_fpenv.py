@@ -1,0 +1,352 @@
+"""FTZ/DAZ control per thread, per OpenMP team and per process, with readback."""
+
+import os
+import queue
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from benchctl import _native, denormals, flush_scopes, fpenv, omp
+
+pytestmark = pytest.mark.skipif(not fpenv.supported()[0], reason=fpenv.supported()[1])
+
+RT_SIGNALS = range(signal.SIGRTMIN, signal.SIGRTMAX + 1)
+NUMEL = 4 << 20  # the issue's 4M subnormals
+
+
+class Worker:
+    """A thread that runs the callables it is given and returns their results."""
+
+    def __init__(self):
+        self._jobs: queue.Queue = queue.Queue()
+        self._results: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+        self.tid = self.call(threading.get_native_id)
+
+    def _loop(self):
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                self._results.put((True, job()))
+            except BaseException as e:  # handed back to the caller
+                self._results.put((False, e))
+
+    def call(self, fn, timeout=20.0):
+        self._jobs.put(fn)
+        ok, value = self._results.get(timeout=timeout)
+        if not ok:
+            raise value
+        return value
+
+    def stop(self):
+        self._jobs.put(None)
+        self.thread.join(20.0)
+
+
+@pytest.fixture
+def workers():
+    made = []
+
+    def make():
+        w = Worker()
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w.stop()
+
+
+@pytest.fixture(autouse=True)
+def clean_state():
+    """Every test starts and ends with FTZ/DAZ off everywhere and torch at 2 threads."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    fpenv.set_flush_denormal(False, "process")
+    yield
+    torch.set_flush_denormal(False)
+    fpenv.set_flush_denormal(False, "process")
+    torch.set_num_threads(threads)
+
+
+def subnormals(numel=NUMEL):
+    return (torch.arange(numel, dtype=torch.int32) % 4096 + 0x00100000).view(torch.float32)
+
+
+def nonzero_outputs(t):
+    return int(((t.view(torch.int32) & 0x7FFFFFFF) != 0).sum())
+
+
+def flushed(record):
+    return record["reached"] and record["ftz"] and record["daz"] is not False
+
+
+# -- the calling thread, bit by bit ------------------------------------------
+
+def test_supported_names_the_register_and_thread_state_reads_it():
+    ok, reason = fpenv.supported()
+    assert ok and ("MXCSR" in reason or "FPCR" in reason)
+    state = fpenv.thread_state()
+    assert set(state) == {"ftz", "daz", "raw"} and isinstance(state["raw"], int)
+    assert state["ftz"] is False
+
+
+def test_ftz_flushes_subnormal_results_to_zero():
+    tiny = np.array([2.0 ** -70], dtype=np.float32)  # normal; tiny*tiny = 2**-140 is subnormal
+    with np.errstate(all="ignore"):
+        try:
+            assert fpenv.set_thread_state(ftz=True, daz=False) == {**fpenv.thread_state(), "ftz": True}
+            assert (tiny * tiny)[0] == 0.0
+            assert fpenv.set_thread_state(ftz=False, daz=False)["ftz"] is False
+            assert (tiny * tiny)[0] == np.float32(2.0 ** -140) != 0.0
+        finally:
+            fpenv.set_thread_state(False, False)
+
+
+@pytest.mark.skipif(fpenv.thread_state()["daz"] is None, reason="this CPU has no separate DAZ control")
+def test_daz_reads_subnormal_inputs_as_zero():
+    sub = np.array([0x00100000], dtype=np.int32).view(np.float32)  # 2**-129
+    big = np.float32(2.0 ** 100)  # the product 2**-29 is normal: FTZ cannot touch it
+    try:
+        assert fpenv.set_thread_state(ftz=False, daz=True)["daz"] is True
+        assert (sub * big)[0] == 0.0
+        fpenv.set_thread_state(ftz=False, daz=False)
+        assert (sub * big)[0] == np.float32(2.0 ** -29)
+    finally:
+        fpenv.set_thread_state(False, False)
+
+
+def test_bad_arguments_are_refused_with_the_valid_choices():
+    with pytest.raises(ValueError, match="'thread', 'openmp', 'process'"):
+        fpenv.set_flush_denormal(True, scope="everything")
+    with pytest.raises(ValueError, match="'thread', 'openmp', 'process'"):
+        fpenv.census("threads")
+    with pytest.raises(ValueError, match="'thread', 'openmp', 'process'"):
+        fpenv.flush_denormals(True, scope="omp")
+    with pytest.raises(TypeError, match="True or False"):
+        fpenv.set_flush_denormal(1)
+    with pytest.raises(ValueError, match="deadline_s"):
+        fpenv.census("process", deadline_s=0)
+    assert not any(r["ftz"] for r in fpenv.census())  # nothing half-applied
+
+
+# -- scopes ------------------------------------------------------------------
+
+def test_census_scopes_cover_the_caller_the_team_and_every_task(workers):
+    workers()
+    me = threading.get_native_id()
+    assert [r["tid"] for r in fpenv.census("thread")] == [me]
+    team = fpenv.census("openmp")
+    assert [r["tid"] for r in team] == [m["tid"] for m in omp.team_census()]
+    assert [r["omp_thread"] for r in team] == list(range(len(team))) and len(team) == 2
+    listed = {int(t) for t in os.listdir("/proc/self/task")}
+    process = fpenv.census("process")
+    assert {r["tid"] for r in process} >= listed and me in listed
+    assert all(r["reached"] for r in process)
+    for r in process:
+        assert set(r) == {"tid", "name", "ftz", "daz", "raw", "reached"}
+        with open(f"/proc/self/task/{r['tid']}/comm") as f:
+            assert r["name"] == f.read().strip()
+
+
+def test_process_scope_flushes_every_thread_and_switching_off_restores_subnormals():
+    x = subnormals()
+    out = torch.empty_like(x)
+    torch.mul(x, 0.5, out=out)  # the team exists before the change, as in real programs
+    records = fpenv.set_flush_denormal(True, "process")
+    assert len(records) >= 2 and all(flushed(r) for r in records)
+    assert all(flushed(r) for r in fpenv.census("process"))
+    torch.mul(x, 0.5, out=out)
+    assert nonzero_outputs(out) == 0
+    records = fpenv.set_flush_denormal(False, "process")
+    assert all(r["reached"] and not r["ftz"] and not r["daz"] for r in records)
+    torch.mul(x, 0.5, out=out)
+    assert denormals.count_subnormal(out) == NUMEL
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs for a 2-thread team to matter")
+def test_torch_set_flush_denormal_leaves_the_openmp_workers_unflushed():
+    x = subnormals()
+    out = torch.empty_like(x)
+    torch.mul(x, 0.5, out=out)
+    torch.set_flush_denormal(True)
+    team = fpenv.census("openmp")
+    assert team[0]["ftz"]  # the calling thread is omp thread 0 and is flushed ...
+    assert any(not r["ftz"] for r in team)  # ... its workers are not
+    torch.mul(x, 0.5, out=out)
+    assert nonzero_outputs(out) > 0
+
+
+def test_openmp_scope_reaches_the_team_but_not_other_threads(workers):
+    other = workers()
+    x = subnormals()
+    out = torch.empty_like(x)
+    torch.mul(x, 0.5, out=out)
+    team = fpenv.set_flush_denormal(True, "openmp")
+    assert len(team) == 2 and all(flushed(r) for r in team)
+    torch.mul(x, 0.5, out=out)
+    assert nonzero_outputs(out) == 0
+    assert other.call(fpenv.thread_state)["ftz"] is False
+    by_tid = {r["tid"]: r for r in fpenv.census("process")}
+    assert by_tid[other.tid]["ftz"] is False
+
+
+def test_a_thread_started_after_a_process_wide_change_inherits_it(workers):
+    fpenv.set_flush_denormal(True, "process")
+    born_after = workers()
+    assert born_after.call(fpenv.thread_state)["ftz"] is True
+    assert born_after.call(fpenv.thread_state)["daz"] is not False
+    fpenv.set_flush_denormal(False, "process")
+    assert workers().call(fpenv.thread_state)["ftz"] is False
+
+
+def test_a_thread_blocking_the_signal_is_unreached_in_time_and_never_changed_late(workers):
+    blocker = workers()
+    blocker.call(lambda: signal.pthread_sigmask(signal.SIG_BLOCK, RT_SIGNALS))
+    deadline = 0.3
+    start = time.monotonic()
+    records = fpenv.set_flush_denormal(True, "process", deadline_s=deadline)
+    elapsed = time.monotonic() - start
+    assert elapsed < deadline + 3.0  # returns; slack for a loaded machine
+    by_tid = {r["tid"]: r for r in records}
+    assert by_tid[blocker.tid]["reached"] is False and by_tid[blocker.tid]["ftz"] is None
+    assert all(flushed(r) for t, r in by_tid.items() if t != blocker.tid)
+    # Its signal is still pending, so the handler must stay: SIG_DFL would kill us.
+    handler = fpenv.broadcast_handler()
+    assert handler["installed"] and blocker.tid in handler["maybe_pending"]
+    assert fpenv.signal_disposition(handler["signal"]) == "benchctl"
+    # Unblocking delivers the stale signal: the process survives and the thread
+    # stays as the report said, not flushed behind its back.
+    blocker.call(lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, RT_SIGNALS))
+    assert blocker.call(fpenv.thread_state)["ftz"] is False
+    fpenv.set_flush_denormal(False, "process")
+    assert fpenv.broadcast_handler() == {"signal": None, "installed": False, "maybe_pending": []}
+    assert fpenv.signal_disposition(handler["signal"]) == "default"
+
+
+def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(workers):
+    workers()
+    sig, tasks, kept = _native.fp_broadcast(None, {}, 1.0)
+    assert signal.SIGRTMIN <= sig <= signal.SIGRTMAX and not kept and len(tasks) >= 2
+    assert fpenv.signal_disposition(sig) == "default"
+
+    def app_handler(signum, frame):
+        pass
+
+    previous = signal.signal(sig, app_handler)
+    try:
+        sig2, tasks, _ = _native.fp_broadcast((True, True), {}, 1.0)
+        assert sig2 != sig and all(t[1] for t in tasks)
+        assert signal.getsignal(sig) is app_handler and fpenv.signal_disposition(sig) == "other"
+    finally:
+        signal.signal(sig, previous)
+
+
+# -- the context manager -----------------------------------------------------
+
+def test_flush_denormals_restores_each_threads_own_state_after_an_exception(workers):
+    own_flush, plain = workers(), workers()
+    own_flush.call(lambda: fpenv.set_thread_state(True, fpenv.thread_state()["daz"] is not None))
+    with pytest.raises(KeyError):
+        with fpenv.flush_denormals(True, "process") as records:
+            assert all(flushed(r) for r in records)
+            raise KeyError("inside the block")
+    by_tid = {r["tid"]: r for r in fpenv.census("process")}
+    assert by_tid[own_flush.tid]["ftz"] is True
+    assert by_tid[plain.tid]["ftz"] is False
+    assert by_tid[threading.get_native_id()]["ftz"] is False
+    with fpenv.flush_denormals(False, "process") as records:
+        assert not any(r["ftz"] for r in records)
+    assert own_flush.call(fpenv.thread_state)["ftz"] is True
+
+
+def test_a_thread_born_inside_the_block_gets_the_state_it_would_have_inherited(workers):
+    with fpenv.flush_denormals(True, "process"):
+        born_inside = workers()
+        assert born_inside.call(fpenv.thread_state)["ftz"] is True
+    assert born_inside.call(fpenv.thread_state)["ftz"] is False
+
+
+@pytest.mark.parametrize("scope", ["thread", "openmp"])
+def test_narrow_scopes_restore_on_exit(scope):
+    with pytest.raises(RuntimeError):
+        with fpenv.flush_denormals(True, scope) as records:
+            assert records and all(flushed(r) for r in records)
+            raise RuntimeError("inside the block")
+    assert not any(r["ftz"] for r in fpenv.census(scope))
+
+
+# -- the benchmark's library, at a small size --------------------------------
+
+def test_scope_comparison_shows_process_scope_flushing_everything_torch_not():
+    result = flush_scopes.compare(numel=1 << 18, threads=2, repeats=2)
+    m = {e["method"]: e for e in result["methods"]}
+    assert m["none"]["outputs_flushed"] == 0.0 and m["none"]["threads_flushed"] == 0.0
+    assert m["torch"]["team_flushed"] < 1.0 and m["torch"]["outputs_flushed"] < 1.0
+    assert m["openmp"]["team_flushed"] == 1.0 and m["openmp"]["outputs_flushed"] == 1.0
+    assert m["process"]["threads_flushed"] == 1.0 and m["process"]["outputs_flushed"] == 1.0
+    assert not any(r["ftz"] for r in fpenv.census("process"))
+
+
+def test_toggle_cost_reaches_every_idle_thread():
+    result = flush_scopes.toggle_cost(idle_threads=8, toggles=4)
+    assert result["all_reached"] and result["threads"] >= 9 and result["ms_min"] > 0
+    assert not any(r["ftz"] for r in fpenv.census("process"))
+
+
+# -- architectures without an implementation ---------------------------------
+
+UNSUPPORTED_DRIVER = r"""
+#include <cstdio>
+#include <stdexcept>
+#include "fpenv.hpp"
+#include "signal_broadcast.hpp"
+int main() {
+  using namespace benchctl;
+  int refused = 0;
+  try { fp_read(); } catch (const std::runtime_error&) { ++refused; }
+  try { fp_broadcast(FpTarget{true, true, true}, {}, 0.1); } catch (const std::runtime_error&) { ++refused; }
+  std::printf("register=[%s] ftz_mask=%llu refused=%d\n", fp_control_register(),
+              static_cast<unsigned long long>(fp_ftz_mask()), refused);
+}
+"""
+
+
+def test_an_architecture_without_fp_control_builds_and_says_so(tmp_path):
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on PATH")
+    csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc")
+    (tmp_path / "driver.cpp").write_text(UNSUPPORTED_DRIVER)
+    exe = tmp_path / "driver"
+    sources = [str(tmp_path / "driver.cpp")] + [
+        os.path.join(csrc, f) for f in ("fpenv.cpp", "signal_broadcast.cpp", "omp_team.cpp")
+    ]
+    build = subprocess.run(
+        [compiler, "-std=c++17", "-O0", "-Wall", "-Wextra", "-Werror", "-DBENCHCTL_NO_FP_CONTROL",
+         "-I", csrc, *sources, "-o", str(exe), "-ldl", "-pthread"],
+        capture_output=True, text=True,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=30)
+    assert run.stdout.strip() == "register=[] ftz_mask=0 refused=2"
+
+
+def test_python_reports_unsupported_and_refuses(monkeypatch):
+    monkeypatch.setattr(fpenv, "_REGISTER", "")
+    ok, reason = fpenv.supported()
+    assert not ok and "no floating-point control register" in reason
+    with pytest.raises(RuntimeError, match="unsupported"):
+        fpenv.thread_state()
+    with pytest.raises(RuntimeError, match="unsupported"):
+        fpenv.set_flush_denormal(True)
