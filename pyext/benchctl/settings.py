@@ -53,6 +53,19 @@ class Setting:
     def readback(self, value: Any) -> Any:
         return None
 
+    #: Per-iteration counter (summary field) that moves when this setting is the cause, if any.
+    evidence_counter: str | None = None
+    #: What the slowdown is when this setting closes a gap (completes "the slowdown is ...").
+    mechanism: str | None = None
+
+    def facts(self, observed: Any) -> Any:
+        """The part of a readback that evidence needs (the full readback stays in the run)."""
+        return observed
+
+    def facts_phrase(self, facts: Any) -> str:
+        """A few words proving the setting took effect, e.g. "FTZ/DAZ read back on 4/4 threads"."""
+        return ""
+
     def _choice(self, value: Any, choices: tuple[str, ...]) -> str:
         text = str(value).strip().lower()
         if text not in choices:
@@ -98,6 +111,14 @@ class FlushDenormals(Setting):
         if value == "off":
             return None  # a fresh process starts with FTZ/DAZ clear; the readback shows it
         return fpenv.set_flush_denormal(True, scope=value)
+
+    mechanism = "arithmetic on subnormal (denormal) numbers, which FTZ/DAZ removes"
+
+    def facts(self, observed: dict) -> dict:
+        return {"flushed": observed.get("flushed"), "threads": observed.get("threads")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return f"FTZ/DAZ read back on {facts['flushed']}/{facts['threads']} threads" if facts.get("threads") else ""
 
     def readback(self, value: str) -> dict:
         from . import fpenv
@@ -145,6 +166,9 @@ class ThreadCount(Setting):
         from . import threads
 
         return threads.set_num_threads(value)
+
+    evidence_counter = "context_switches_per_iter"
+    mechanism = "more threads than the CPUs can run at once"
 
     def readback(self, value: int) -> Any:
         from . import threads
@@ -211,6 +235,15 @@ class Pinning(Setting):
             placement = {k: v for k, v in placement.items() if k not in self._COUNT_VARS}
         return {**env, **placement}
 
+    evidence_counter = "cpu_migrations_per_iter"
+    mechanism = "threads migrating between CPUs"
+
+    def facts(self, observed: dict) -> dict:
+        return {"team_single_cpu": observed.get("team_single_cpu")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return "each team thread read back on one CPU" if facts.get("team_single_cpu") else ""
+
     def readback(self, value: Any) -> Any:
         from . import threads
 
@@ -237,6 +270,17 @@ class Allocator(Setting):
             return _alloc.get(value).environment(env)
         except _alloc.AllocatorError as e:
             raise SettingError(str(e)) from None
+
+    evidence_counter = "minor_faults_per_iter"
+    mechanism = "memory being returned to the OS and faulted back in"
+
+    def facts(self, observed: dict) -> dict:
+        return {"large_block_mapping": observed.get("large_block_mapping"),
+                "preload_mapped": observed.get("preload_mapped")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        where = facts.get("large_block_mapping")
+        return f"a 64 MiB malloc read back from {where}" if where else ""
 
     def readback(self, value: str) -> dict:
         return _alloc.observe()

@@ -24,7 +24,14 @@ The rules:
   ``reverses_gap``, ``opens_gap``, ``no_gap``), with the counters and
   readback that move along;
 * :func:`setting_effect`: each setting value against the first value of its
-  key, everything else at baseline, including "no significant difference".
+  key, everything else at baseline, including "no significant difference";
+* :func:`not_comparable`: pairs :func:`benchctl.stats.compare` refused, said
+  rather than dropped.
+
+What a setting contributes (the readback facts that prove it took effect,
+the counter that carries its evidence, the mechanism it names) lives with the
+setting in :mod:`benchctl.settings`, so a new setting needs no new rule.
+Callers may pass extra rules: ``findings(doc, focus, rules=RULES + (mine,))``.
 """
 
 from __future__ import annotations
@@ -50,14 +57,6 @@ COUNTER_WORDS = {
     "major_faults_per_iter": "major page faults/iter",
     "context_switches_per_iter": "context switches/iter",
     "cpu_migrations_per_iter": "CPU migrations/iter",
-}
-
-#: setting -> (counter that carries its evidence, the mechanism it reveals).
-MECHANISMS = {
-    "alloc": ("minor_faults_per_iter", "memory being returned to the OS and faulted back in"),
-    "pin": ("cpu_migrations_per_iter", "threads migrating between CPUs"),
-    "threads": ("context_switches_per_iter", "more threads than the CPUs can run at once"),
-    "ftz": (None, "arithmetic on subnormal (denormal) numbers, which FTZ/DAZ removes"),
 }
 
 
@@ -176,21 +175,10 @@ def _differ(x: float | None, y: float | None) -> bool:
 
 
 def _readback_facts(doc: dict, cell: dict, name: str) -> dict | None:
-    """The observed state of setting ``name`` in ``cell``'s successful runs, condensed."""
-    facts = []
-    for run in _summary.ok_runs(doc, cell):
-        observed = (run.get("readback", {}).get(name) or {}).get("observed")
-        if observed is None:
-            continue
-        if name == "ftz":
-            facts.append({"flushed": observed.get("flushed"), "threads": observed.get("threads")})
-        elif name == "alloc":
-            facts.append({"large_block_mapping": observed.get("large_block_mapping"),
-                          "preload_mapped": observed.get("preload_mapped")})
-        elif name == "pin":
-            facts.append({"team_single_cpu": observed.get("team_single_cpu")})
-        else:
-            facts.append(observed)
+    """The observed state of setting ``name`` in ``cell``'s successful runs, condensed by the setting."""
+    setting = _settings.SETTINGS[name]
+    facts = [setting.facts(observed) for run in _summary.ok_runs(doc, cell)
+             if (observed := (run.get("readback", {}).get(name) or {}).get("observed")) is not None]
     if not facts:
         return None
     return facts[0] if all(f == facts[0] for f in facts) else {"varies": facts}
@@ -199,11 +187,8 @@ def _readback_facts(doc: dict, cell: dict, name: str) -> dict | None:
 def _readback_text(name: str, facts: dict | None) -> str:
     if not facts or "varies" in facts:
         return ""
-    if name == "ftz" and facts.get("threads"):
-        return f" (FTZ/DAZ read back on {facts['flushed']}/{facts['threads']} threads)"
-    if name == "alloc" and facts.get("large_block_mapping"):
-        return f" (a 64 MiB malloc read back from {facts['large_block_mapping']})"
-    return ""
+    phrase = _settings.SETTINGS[name].facts_phrase(facts)
+    return f" ({phrase})" if phrase else ""
 
 
 def gap(ctx: Context) -> list[dict]:
@@ -290,7 +275,8 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
 
 
 def _mechanism_text(key: str, counters: dict, moved: list[str]) -> str:
-    field, mechanism = MECHANISMS.get(key, (None, None))
+    setting = _settings.SETTINGS.get(key)
+    field, mechanism = (setting.evidence_counter, setting.mechanism) if setting else (None, None)
     parts = []
     for f in moved:
         v = counters[f]
