@@ -90,7 +90,8 @@ def format_report(doc: dict, baseline: Any = None) -> str:
     keys = list(doc["matrix"])
     runs = doc["runs"]
     ok = sum(r["status"] == "ok" for r in runs)
-    lines = [f"workload {doc['workload']}  args {doc['args']}",
+    fixed = {k: v for k, v in doc["args"].items() if k not in doc["matrix"]}  # matrix keys vary per cell
+    lines = [f"workload {doc['workload']}  args {fixed}",
              f"{len(runs)} worker runs ({ok} ok, {len(runs) - ok} failed), "
              f"{len(_summary.cells(doc))} cells; ratios are against {_settings.cell_label(base) if keys else 'the only cell'}"
              f" (* = significant)"]
