@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 # Modules whose import registers the workloads shipped with benchctl.
 _BUILTIN_MODULES: tuple[str, ...] = (
+    "benchctl.workloads.builtin",
     "benchctl.workloads.resnet_order",
     "benchctl.workloads.zero_weights",
 )
