@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 BUDGET_S = 120.0
+# Every op of the penalty profile: the answer names which ones special values slow down.
+PENALTY_OPS = ("conv2d", "matmul", "addcmul", "sqrt", "rsqrt", "exp", "div", "mul", "add")
 
 
 def default_matrix(devices: list[str]) -> dict[str, list]:
@@ -55,10 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     cell_s = zero_weights.estimate_cell_seconds({**zero_weights.PARAMS, **args}, forward_s, forward_backward_s,
                                                 seed_runs.measure_interpreter_seconds())
     cells = seed_runs.count_cells(matrix)
-    repeat = opts.repeat or seed_runs.fit_repeat(cell_s, cells, BUDGET_S)
+    penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(PENALTY_OPS)
+    repeat = opts.repeat or seed_runs.fit_repeat(cell_s, cells, BUDGET_S - penalty_s)
     seed_runs.run_and_explain("zero_weights", args, matrix, repeat=repeat, json_path=opts.json_path,
                               plot_path=opts.plot, focus="init", seed_rules=seed_verdicts.zero_weights_findings,
-                              penalty_ops=("conv2d", "matmul", "addcmul", "sqrt", "rsqrt", "exp", "div", "mul", "add"),
+                              penalty_ops=PENALTY_OPS,
                               cell_seconds=cell_s, measure_penalty=not opts.skip_penalty)
     return 0
 

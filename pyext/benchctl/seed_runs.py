@@ -18,8 +18,9 @@ import time
 from typing import Any, Callable
 
 RESULTS_DIR = "results"
-# Planning figure for penalty_profile_evidence(): the penalty profile's own target (issue 3).
-PENALTY_SECONDS = 20.0
+# Planning figure for penalty_profile_evidence(): about 0.5 s per op was measured
+# on the 2-core development machine; twice that leaves room for a busy one.
+PENALTY_SECONDS_PER_OP = 1.0
 MAX_DEFAULT_REPEAT = 3
 
 
@@ -61,7 +62,7 @@ def measure_interpreter_seconds() -> float:
 
 def fit_repeat(cell_seconds: float, cells: int, budget_s: float) -> int:
     """Repetitions per cell that fit ``budget_s`` (at least 1, at most MAX_DEFAULT_REPEAT)."""
-    room = (budget_s - PENALTY_SECONDS) / max(cell_seconds * cells, 1e-9)
+    room = budget_s / max(cell_seconds * cells, 1e-9)
     return max(1, min(MAX_DEFAULT_REPEAT, int(room)))
 
 
@@ -114,7 +115,8 @@ def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
     explaining = [f for f in doc["verdict"] if f.get("explains") and f["rule"] not in seed_rules]
     seeds = [f for f in doc["verdict"] if f["rule"] in seed_rules]
     if not explaining and not seeds:
-        return "Answer: no finding (too few successful runs to compare?)"
+        return ("Answer: no finding: no two cells to compare (a one-value matrix, "
+                "or too few successful runs)")
     lines = ["Answer:"]
     lines += [f" * [{f['phase']}] {f['message']}" for f in explaining]
     lines += [f" {'*' if f.get('explains') else '-'} {f['message']}" for f in seeds]
@@ -134,7 +136,7 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     print(f"{workload}: {cells} cells × {repeat} repetition(s), each in a fresh process; matrix "
           + ", ".join(f"{k}={{{','.join(map(str, v))}}}" for k, v in matrix.items()), file=out)
     if cell_seconds is not None:
-        penalty_s = PENALTY_SECONDS if measure_penalty else 0.0
+        penalty_s = PENALTY_SECONDS_PER_OP * len(penalty_ops) if measure_penalty else 0.0
         expected = cells * repeat * cell_seconds + penalty_s
         print(f"expected duration ≈ {_fmt_duration(expected)}: {cells * repeat} workers × ~{cell_seconds:.0f} s "
               f"(probed in this process)" + (f" + ~{penalty_s:.0f} s penalty profile" if penalty_s else ""),

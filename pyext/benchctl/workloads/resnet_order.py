@@ -144,11 +144,17 @@ def resnet_order(args: dict[str, Any], rec) -> None:
 TRAIN_COST_IN_FORWARDS = 3.0
 
 
-def probe_costs(args: dict[str, Any], probe_batch: int = 2) -> dict[str, float]:
+# Largest batch the probe runs: per-image cost barely falls beyond it, and a
+# seed-sized batch (128) would make the probe itself take most of a minute.
+PROBE_MAX_BATCH = 16
+
+
+def probe_costs(args: dict[str, Any]) -> dict[str, float]:
     """What a cell's parts cost on this machine now, measured in this process:
     ``build_s`` (model and weights init), ``loader_s`` (first batch of a
     one-worker DataLoader: the worker process start) and ``per_image_s``
-    (one eval forward per image; one warm-up call, then the best of two)."""
+    (one eval forward per image at the run's batch size up to
+    PROBE_MAX_BATCH, after one warm-up call)."""
     import torch
     from torchvision import models
 
@@ -160,15 +166,14 @@ def probe_costs(args: dict[str, Any], probe_batch: int = 2) -> dict[str, float]:
         warnings.filterwarnings("ignore", message=".*pin_memory.*")
         next(iter(make_loader({**args, "num_data": 1, "batch_size": 1})))
     loader_s = time.perf_counter() - started
+    probe_batch = min(args["batch_size"], PROBE_MAX_BATCH)
     x = torch.randn(probe_batch, 3, args["image_size"], args["image_size"])
     with torch.no_grad():
         model(x)
-        best = float("inf")
-        for _ in range(2):
-            started = time.perf_counter()
-            model(x)
-            best = min(best, time.perf_counter() - started)
-    return {"build_s": build_s, "loader_s": loader_s, "per_image_s": best / probe_batch}
+        started = time.perf_counter()
+        model(x)
+        forward_s = time.perf_counter() - started
+    return {"build_s": build_s, "loader_s": loader_s, "per_image_s": forward_s / probe_batch}
 
 
 def estimate_cell_seconds(args: dict[str, Any], order: str, costs: dict[str, float], interpreter_s: float) -> float:
