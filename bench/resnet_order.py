@@ -55,9 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 5 minutes)")
     p.add_argument("--json", dest="json_path", help="results file (default results/resnet_order-<time>.json)")
     p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    p.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
     p.add_argument("--skip-penalty", action="store_true",
                    help="do not measure the CPU's penalty profile (faster; the verdict then lacks that evidence)")
     opts = p.parse_args(argv)
+    if opts.resume and not opts.json_path:
+        p.error("--resume needs --json FILE: the results file to continue")
 
     from benchctl import seed_runs, seed_verdicts
     from benchctl.workloads import resnet_order, weights
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     seed_runs.run_and_explain("resnet_order", args, matrix, repeat=repeat, json_path=opts.json_path,
                               plot_path=opts.plot, focus="order", seed_rules=seed_verdicts.resnet_order_findings,
                               penalty_ops=PENALTY_OPS, cell_seconds=cell_s,
-                              measure_penalty=not opts.skip_penalty)
+                              measure_penalty=not opts.skip_penalty, resume=opts.resume)
     return 0
 
 

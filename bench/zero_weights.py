@@ -37,9 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 2 minutes)")
     p.add_argument("--json", dest="json_path", help="results file (default results/zero_weights-<time>.json)")
     p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    p.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
     p.add_argument("--skip-penalty", action="store_true",
                    help="do not measure the CPU's penalty profile (faster; the verdict then lacks that evidence)")
     opts = p.parse_args(argv)
+    if opts.resume and not opts.json_path:
+        p.error("--resume needs --json FILE: the results file to continue")
 
     import torch
 
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     seed_runs.run_and_explain("zero_weights", args, matrix, repeat=repeat, json_path=opts.json_path,
                               plot_path=opts.plot, focus="init", seed_rules=seed_verdicts.zero_weights_findings,
                               penalty_ops=PENALTY_OPS,
-                              cell_seconds=cell_s, measure_penalty=not opts.skip_penalty)
+                              cell_seconds=cell_s, measure_penalty=not opts.skip_penalty, resume=opts.resume)
     return 0
 
 

@@ -120,6 +120,14 @@ def test_zero_weights_script_answers(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["summary"] and doc["evidence"]["penalty"] is None
     assert any(f["rule"] == "seed_naive_timing" for f in doc["verdict"])
+    # Resuming a finished file starts no worker and answers again from the same runs.
+    again = bench("zero_weights.py", "--iterations", "3", "--naive-trials", "3", "--set", "threads=1",
+                  "--set", "ftz=off", "--set", "init=uniform", "--repeat", "1", "--skip-penalty",
+                  "--json", str(out), "--resume")
+    assert again.returncode == 0, again.stderr
+    resumed = json.loads(out.read_text())
+    assert [r["worker"]["pid"] for r in resumed["runs"]] == [r["worker"]["pid"] for r in doc["runs"]]
+    assert "never runs" in again.stdout
 
 
 def test_resnet_order_script_runs_one_cell(tmp_path):

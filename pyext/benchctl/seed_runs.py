@@ -126,10 +126,15 @@ def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
 def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repeat: int, json_path: str | None,
                     plot_path: str | None, focus: str, seed_rules: Callable[[dict], list[dict]],
                     penalty_ops: tuple[str, ...], cell_seconds: float | None, measure_penalty: bool = True,
-                    out=sys.stdout) -> dict:
-    """Run, explain, save and print; returns the results document."""
+                    resume: bool = False, out=sys.stdout) -> dict:
+    """Run, explain, save and print; returns the results document.
+
+    ``resume`` continues ``json_path`` left by an interrupted run (same
+    workload, arguments and matrix): only the missing runs are started."""
     from . import report, results, runner
 
+    if resume and not json_path:
+        raise ValueError("--resume needs --json FILE: the results file to continue")
     json_path = json_path or default_json_path(workload)
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
     cells = count_cells(matrix)
@@ -141,10 +146,12 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
         print(f"expected duration ≈ {_fmt_duration(expected)}: {cells * repeat} workers × ~{cell_seconds:.0f} s "
               f"(probed in this process)" + (f" + ~{penalty_s:.0f} s penalty profile" if penalty_s else ""),
               file=out)
-    print(f"results: {json_path} (rewritten after every cell; --resume continues it)", file=out, flush=True)
+    print(f"results: {json_path} (rewritten after every cell; after an interruption "
+          f"--resume --json {json_path} continues it)", file=out, flush=True)
 
     started = time.perf_counter()
-    doc = runner.run_matrix(workload, args, matrix, repeat=repeat, json_path=json_path, focus=focus)
+    doc = runner.run_matrix(workload, args, matrix, repeat=repeat, json_path=json_path, focus=focus,
+                            resume=resume)
     doc["evidence"] = (penalty_profile_evidence(penalty_ops) if measure_penalty else
                        {"penalty": None, "penalty_unavailable": "skipped (--skip-penalty)"})
     seed_findings = seed_rules(doc)
