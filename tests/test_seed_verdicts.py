@@ -110,7 +110,7 @@ def test_denormal_case_names_ftz_with_its_evidence():
     [ftz] = sv.resnet_order_findings(intel_denormal_doc())
     assert ftz["explains"] and ftz["significant"] and ftz["ratio"] == pytest.approx(1000 / 1450)
     assert ftz["message"].startswith("FTZ explains a speed-up")
-    assert "this CPU penalises subnormal multiply-adds (conv2d 5.0×" in ftz["message"]
+    assert "this CPU penalises subnormal multiply-adds and FTZ/DAZ removes it (conv2d 5.0×" in ftz["message"]
     assert "the values hold subnormals (census: weights 1,000,000 of 25,557,032" in ftz["message"]
 
 
@@ -119,6 +119,7 @@ def test_penalty_that_ftz_does_not_remove_does_not_predict_an_ftz_effect():
     doc["evidence"]["penalty"] = penalty(5.0, ftz_removes=False)
     [ftz] = sv.resnet_order_findings(doc)
     assert not ftz["explains"] and "not explained by denormals" in ftz["message"]
+    assert "is a slow path FTZ/DAZ does not remove (conv2d 5.0×" in ftz["message"]
 
 
 def test_penalty_and_subnormals_without_an_effect_say_to_check_the_readback():

@@ -209,15 +209,16 @@ def _why_ftz_cannot_matter(penalty: dict | None, weights_sub: int | None, weight
     cpu_penalises = None
     if penalty:
         # Only a penalty that FTZ/DAZ removes can make FTZ matter.
-        hits = {op: v for op, v in penalised_ops(penalty, FMA_OPS, "subnormal").items()
-                if penalty[op].get("ftz_removes")}
-        cpu_penalises = bool(hits)
-        ratios = _ratios_text(penalty, FMA_OPS, "subnormal_ratio")
-        reasons.append(
-            f"this CPU penalises subnormal multiply-adds ({ratios} on subnormal inputs, penalty profile)"
-            if cpu_penalises else
-            f"this CPU does not penalise subnormal multiply-adds ({ratios} on subnormal inputs, penalty profile)"
-        )
+        penalised = penalised_ops(penalty, FMA_OPS, "subnormal")
+        cpu_penalises = any(penalty[op].get("ftz_removes") for op in penalised)
+        ratios = f"{_ratios_text(penalty, FMA_OPS, 'subnormal_ratio')} on subnormal inputs, penalty profile"
+        if cpu_penalises:
+            reasons.append(f"this CPU penalises subnormal multiply-adds and FTZ/DAZ removes it ({ratios})")
+        elif penalised:
+            reasons.append(f"this CPU's penalty on subnormal multiply-adds is a slow path FTZ/DAZ does not "
+                           f"remove ({ratios})")
+        else:
+            reasons.append(f"this CPU does not penalise subnormal multiply-adds ({ratios})")
     has_subnormals = None
     if weights_sub is not None:
         has_subnormals = weights_sub > 0 or bool(act_sub)
