@@ -191,3 +191,13 @@ def test_resnet_order_sizes_default_and_seed_exact():
     assert script.sizes(128, 1024, None) == (128, 1024, None)
     assert script.sizes(None, None, 0) == (16, 128, None)
     assert script.sizes(32, None, 2) == (32, 128, 2)
+
+
+def test_answer_says_what_explains_and_what_did_not():
+    seed = {"rule": "ftz_explained", "phase": "eval", "explains": False, "message": "FTZ has no effect"}
+    closes = {"rule": "closes_gap", "phase": "eval", "explains": True, "message": "alloc=retain closes the gap"}
+    keeps = {"rule": "keeps_gap", "phase": "eval", "explains": False, "message": "ftz=process does not"}
+    answer = seed_runs.format_answer({"verdict": [keeps, closes, seed]}, ("ftz_explained",))
+    assert answer.splitlines() == ["Answer:", " * [eval] alloc=retain closes the gap", " - FTZ has no effect"]
+    assert "no setting explains" in seed_runs.format_answer({"verdict": [keeps]}, ())
+    assert "no two cells to compare" in seed_runs.format_answer({"verdict": []}, ())

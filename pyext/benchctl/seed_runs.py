@@ -115,6 +115,9 @@ def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
     explaining = [f for f in doc["verdict"] if f.get("explains") and f["rule"] not in seed_rules]
     seeds = [f for f in doc["verdict"] if f["rule"] in seed_rules]
     if not explaining and not seeds:
+        if doc["verdict"]:
+            return ("Answer: no setting explains a significant difference (see the verdict above); with few "
+                    "iterations per cell the tests cannot resolve one: raise --repeat or --num-data")
         return ("Answer: no finding: no two cells to compare (a one-value matrix, "
                 "or too few successful runs)")
     lines = ["Answer:"]
