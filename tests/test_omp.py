@@ -46,8 +46,11 @@ def test_team_is_the_pool_torch_computes_on():
 
 
 def test_bad_arguments_and_unloaded_runtime_raise():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="num_threads must be >= 0"):
         omp.team_census(-1)
+    for bad in (2.5, True, "2"):
+        with pytest.raises(TypeError, match="num_threads must be an integer"):
+            omp.team_census(bad)
     with pytest.raises(RuntimeError, match="not loaded"):
         _native.omp_team_members("libgomp", "/nonexistent/libgomp.so.1", 1)
     with pytest.raises(RuntimeError, match="unknown OpenMP runtime kind"):

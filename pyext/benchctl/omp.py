@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import _native
+from . import _native, _validate
 
 
 def runtimes() -> list[dict]:
@@ -67,8 +67,7 @@ def team_census(num_threads: int = 0, runtime: dict | None = None) -> list[dict]
     ``num_threads=0`` uses the runtime's current default (torch sets it with
     ``torch.set_num_threads``). ``runtime`` defaults to :func:`torch_runtime`.
     """
-    if num_threads < 0:
-        raise ValueError(f"num_threads must be >= 0, got {num_threads}")
+    num_threads = _validate.count("num_threads", num_threads, 0)
     rt = resolve_runtime(runtime)
     members = _native.omp_team_members(rt["kind"], rt["path"], num_threads)
     return [{"omp_thread": n, "tid": tid, "cpu": cpu} for n, tid, cpu in members]
