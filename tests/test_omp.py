@@ -21,6 +21,29 @@ def test_torch_bundled_runtime_is_found():
     assert os.path.exists(rt["path"])
 
 
+@pytest.mark.parametrize("path,kind", [
+    ("/x/torch/lib/libgomp.so.1", "libgomp"),
+    ("/x/torch.libs/libgomp-a34b3233.so.1", "libgomp"),
+    ("/opt/intel/lib/libiomp5.so", "libiomp5"),
+    ("/usr/lib/x86_64-linux-gnu/libomp.so.5", "libomp"),
+    ("/usr/lib/llvm-14/lib/libomp-8c2b.so", "libomp"),
+    ("/usr/lib/llvm-14/lib/libomptarget.so", None),
+    ("/usr/lib/libgomp-plugin-nvptx.so.1", None),
+    ("/usr/lib/libgompwrapper.so", None),
+    ("/lib/x86_64-linux-gnu/libc.so.6", None),
+])
+def test_runtime_kind_by_file_name(path, kind):
+    assert omp.runtime_kind(path) == kind
+
+
+def test_loaded_libraries_are_what_runtimes_classifies():
+    loaded = _native.loaded_libraries()
+    assert any(os.path.basename(p).startswith("libc.so") for p in loaded), loaded
+    torch_lib = os.path.dirname(os.path.realpath(torch.__file__))
+    assert any(os.path.realpath(p).startswith(torch_lib) for p in loaded), "torch's own libraries are loaded"
+    assert omp.runtimes() == [{"kind": omp.runtime_kind(p), "path": p} for p in loaded if omp.runtime_kind(p)]
+
+
 def test_team_census_reaches_distinct_threads_of_this_process():
     members = omp.team_census(3)
     assert [m["omp_thread"] for m in members] == [0, 1, 2]
