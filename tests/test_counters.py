@@ -147,6 +147,58 @@ def test_inherit_scope_counts_a_thread_created_after_opening():
     assert PAGES * 0.9 <= counted <= PAGES * 1.1, counted
 
 
+def test_combine_sums_threads_and_extrapolates_multiplexed_counts():
+    from benchctl.counters import combine
+    readings = [
+        (0, 100, 1000, 1000),  # event 0, thread 1: counted all the time
+        (0, 50, 400, 400),     # event 0, thread 2
+        (1, 300, 1000, 250),   # event 1: on the PMU a quarter of the time -> 1200
+        (2, 0, 1000, 0),       # event 2: enabled, never scheduled -> unknown
+        (2, 70, 1000, 1000),   # ... even if another thread's reading ran
+        (3, 0, 0, 0),          # event 3: not yet enabled for any time: a true 0
+    ]
+    assert combine(readings, 5) == [150, 1200, None, 0, None]  # event 4: no reading at all
+
+
+def test_native_readings_are_raw_kernel_values_with_times():
+    group = _native.PerfCounterGroup(["task_clock_ns", "minor_faults"], [], [False, False])
+    try:
+        if not all(opened for _, opened, _, _ in group.status()):
+            pytest.skip(f"software perf events unavailable: {group.status()}")
+        readings = group.read()
+    finally:
+        group.close()
+    assert sorted(event for event, *_ in readings) == [0, 1]
+    for event, value, enabled, running in readings:
+        assert 0 < running <= enabled, "software events run whenever enabled"
+    task_clock = next(value for event, value, *_ in readings if event == 0)
+    assert task_clock > 0, "the calling thread has run since opening"
+
+
+def test_exclude_kernel_reaches_the_kernel():
+    # Context switches happen in the kernel: counted in user space only, there are none.
+    counts = {}
+    for exclude in (False, True):
+        group = _native.PerfCounterGroup(["context_switches"], [], [exclude])
+        try:
+            (_, opened, err, _), = group.status()
+            if not opened:
+                pytest.skip(f"context switches not countable with exclude_kernel={exclude}: errno {err}")
+            before = combine_one(group)
+            for _ in range(5):
+                time.sleep(0.002)
+            counts[exclude] = combine_one(group) - before
+        finally:
+            group.close()
+    assert counts[False] >= 5 and counts[True] == 0, counts
+
+
+def combine_one(group):
+    from benchctl.counters import combine
+    (value,) = combine(group.read(), 1)
+    return value
+
+
 def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="scope"):
         CounterGroup("system")
@@ -159,7 +211,9 @@ def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="at least one"):
         CounterGroup(events=[])
     with pytest.raises(ValueError):
-        _native.PerfCounterGroup(["no_such_event"], [])
+        _native.PerfCounterGroup(["no_such_event"], [], [False])
+    with pytest.raises(ValueError, match="one flag per event"):
+        _native.PerfCounterGroup(["minor_faults", "task_clock_ns"], [], [True])
     with pytest.raises(ValueError):
         delta({"a": 1}, {"b": 2})
 
@@ -220,17 +274,17 @@ def test_unprivileged_user_gets_user_space_counts_and_fallbacks():
 class _NoPerf:
     """Stands in for the native group where perf_event_open is missing (ENOSYS)."""
 
-    def __init__(self, events, tids):
+    def __init__(self, events, tids, exclude_kernel):
         self.events, self.closed = list(events), False
 
     def status(self):
-        return [(name, False, errno.ENOSYS, 0, False) for name in self.events]
+        return [(name, False, errno.ENOSYS, 0) for name in self.events]
 
     def threads(self):
         return [0]
 
     def read(self):
-        return [0] * len(self.events), [0.0] * len(self.events)
+        return []
 
     def close(self):
         self.closed = True
