@@ -199,6 +199,19 @@ def combine_one(group):
     return value
 
 
+@pytest.mark.parametrize("scope", SCOPES)
+def test_a_read_costs_little_next_to_an_iteration(scope):
+    # Reading around every iteration must stay cheap: well under the 50 µs a
+    # small iteration takes. The minimum of many reads is robust to a busy machine.
+    with CounterGroup(scope) as group:
+        cost = group.read_cost_ns(repeats=50)
+        with pytest.raises(ValueError, match="repeats must be >= 1"):
+            group.read_cost_ns(0)
+    assert cost["repeats"] == 50
+    assert 0 < cost["min_ns"] <= cost["median_ns"]
+    assert cost["min_ns"] < 50_000, cost
+
+
 def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="scope"):
         CounterGroup("system")

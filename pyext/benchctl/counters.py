@@ -41,7 +41,9 @@ import resource
 import time
 from typing import Callable, Iterable, Optional
 
-from . import _native, _procfs
+import numpy as np
+
+from . import _native, _procfs, _validate
 
 SCOPES = ("inherit", "process")
 
@@ -205,6 +207,20 @@ class CounterGroup:
             for name, getter in self._fallbacks:
                 out[name] = getter(ru)
         return out
+
+    def read_cost_ns(self, repeats: int = 50) -> dict:
+        """What one :meth:`read` costs here: ``{"min_ns", "median_ns", "repeats"}``.
+
+        Times ``repeats`` back-to-back reads with :func:`benchctl.clock.time_calls`
+        (one untimed read first). The minimum is the cost itself; the median
+        adds what a busy machine adds. Compare it with the iteration time
+        before reading around every iteration.
+        """
+        from . import clock
+
+        repeats = _validate.count("repeats", repeats, 1)
+        ns = clock.to_ns(clock.time_calls(self.read, repeats, warmup=1))
+        return {"min_ns": float(ns.min()), "median_ns": float(np.median(ns)), "repeats": repeats}
 
     def describe(self) -> dict:
         """What this group counts and how, as JSON-serialisable data."""
