@@ -91,17 +91,40 @@ def test_environment_keeps_only_relevant_variables(monkeypatch):
     assert "HOME_SOMETHING_ELSE" not in env
 
 
+def git(cwd, *args):
+    return subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def test_git_revision_of_the_checkout():
-    here = os.path.dirname(os.path.realpath(metadata.__file__))
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    head = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True)
+    here = os.path.dirname(os.path.realpath(metadata.__file__))
+    top = subprocess.run(["git", "-C", here, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     rev = metadata.git_revision()
-    if head.returncode != 0:
-        assert rev is None
+    if top.returncode != 0 or os.path.realpath(os.path.join(top.stdout.strip(), "pyext", "benchctl")) != here:
+        assert rev is None, "installed outside a benchctl checkout"
     else:
-        assert rev["commit"] == head.stdout.strip()
+        assert rev["commit"] == git(here, "rev-parse", "HEAD")
         assert isinstance(rev["dirty"], bool)
+
+
+def test_git_revision_only_of_benchctls_own_checkout(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git(tmp_path, "init", "-q")
+    own = tmp_path / "pyext" / "benchctl"
+    installed = tmp_path / "venv" / "lib" / "site-packages" / "benchctl"
+    for package in (own, installed):
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+    git(tmp_path, "add", "pyext")
+    git(tmp_path, "commit", "-q", "-m", "x")
+    rev = metadata.git_revision(str(own))
+    assert rev["commit"] == git(tmp_path, "rev-parse", "HEAD") and rev["dirty"] is False
+    # A copy installed somewhere inside another project's checkout is not that project.
+    assert metadata.git_revision(str(installed)) is None
+    assert metadata.git_revision(str(tmp_path)) is None
 
 
 def test_a_failing_section_is_recorded_not_raised(monkeypatch):

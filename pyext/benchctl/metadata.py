@@ -223,9 +223,16 @@ def counter_availability() -> dict[str, Any]:
         return group.describe()
 
 
-def git_revision() -> Optional[dict[str, Any]]:
-    """Revision of the checkout benchctl runs from (None when it is not a git checkout)."""
-    here = os.path.dirname(os.path.realpath(__file__))
+def git_revision(package_dir: Optional[str] = None) -> Optional[dict[str, Any]]:
+    """Revision of benchctl's own git checkout, when benchctl runs from one.
+
+    ``package_dir`` (default: this package's directory) counts as a checkout
+    only if it is ``pyext/benchctl`` under the repository's top level: an
+    installed copy that merely sits inside some other project's checkout
+    (a virtual environment in it, say) must not record that project's HEAD.
+    None otherwise, or without git.
+    """
+    here = os.path.realpath(package_dir or os.path.dirname(os.path.abspath(__file__)))
 
     def git(*args: str) -> Optional[str]:
         try:
@@ -234,6 +241,9 @@ def git_revision() -> Optional[dict[str, Any]]:
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or os.path.realpath(os.path.join(top, "pyext", "benchctl")) != here:
+        return None
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return None
