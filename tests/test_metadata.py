@@ -127,6 +127,30 @@ def test_git_revision_only_of_benchctls_own_checkout(tmp_path):
     assert metadata.git_revision(str(tmp_path)) is None
 
 
+def test_cores_are_sibling_sets_not_core_ids(tmp_path):
+    # One socket of two dies whose core_ids both run 0, 1 (as on multi-die
+    # parts): four cores, which a count of (package, core_id) calls two.
+    cpu_dir = tmp_path / "devices" / "system" / "cpu"
+    for cpu in range(4):
+        topo = cpu_dir / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text("0\n")
+        (topo / "core_id").write_text(f"{cpu % 2}\n")
+        (topo / "thread_siblings_list").write_text(f"{cpu}\n")
+    (cpu_dir / "online").write_text("0-3\n")
+    topo = metadata.topology(str(tmp_path))
+    assert (topo["logical_cpus"], topo["cores"], topo["sockets"], topo["threads_per_core"]) == (4, 4, 1, 1)
+
+
+def test_cpu_model_is_the_cpu_sections_model():
+    with open("/proc/cpuinfo") as f:
+        text = f.read()
+    model = metadata.cpu_model()
+    assert model == metadata.cpu()["model_name"]
+    if "model name" in text:
+        assert f"model name\t: {model}\n" in text
+
+
 def test_a_failing_section_is_recorded_not_raised(monkeypatch):
     def broken():
         raise OSError("sysfs is gone")
@@ -136,7 +160,3 @@ def test_a_failing_section_is_recorded_not_raised(monkeypatch):
     assert "model_name" in out["cpu"]
 
 
-@pytest.mark.parametrize("text,cpus", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("", []),
-                                       (None, []), ("5", [5]), ("0-1\n", [0, 1])])
-def test_parse_cpu_list(text, cpus):
-    assert metadata.parse_cpu_list(text) == cpus
