@@ -344,12 +344,9 @@ def test_without_perf_every_fallback_counts_and_the_rest_is_none(monkeypatch):
         assert counted[name] is None
 
 
-def test_the_build_without_perf_event_open_compiles():
+def test_the_build_without_perf_event_open_compiles(cxx_compiler):
     # Off Linux, counters.cpp reports ENOSYS for every event instead of failing the build.
-    import shutil
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if compiler is None:
-        pytest.skip("no C++ compiler on PATH")
+    compiler = cxx_compiler
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc", "counters.cpp")
     done = subprocess.run([compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
                            "-U__linux__", "-U__linux", "-Ulinux", src], capture_output=True, text=True)

@@ -89,13 +89,8 @@ def test_no_torch_team_without_torch():
     assert "import torch first" in out.stdout
 
 
-LLVM_OMP = ["/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/aarch64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5"]
-
-
-def test_llvm_openmp_runtime_team():
-    path = next((p for p in LLVM_OMP if os.path.exists(p)), None)
-    if path is None:
-        pytest.skip("LLVM libomp is not installed (apt-get install libomp5); .ci/run installs it")
+def test_llvm_openmp_runtime_team(llvm_libomp):
+    path = llvm_libomp
     code = textwrap.dedent(
         f"""
         import ctypes, json

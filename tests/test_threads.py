@@ -311,15 +311,10 @@ def test_census_lists_every_thread_team_first():
         assert isinstance(r["name"], str)
 
 
-LLVM_OMP = ["/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/aarch64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5"]
-
-
 @needs_two_cpus
-def test_llvm_runtime_pinning_and_its_launch_env():
+def test_llvm_runtime_pinning_and_its_launch_env(llvm_libomp):
     """The __kmpc_fork_call path pins too, and KMP_AFFINITY / OMP_PLACES bind a fresh libomp team."""
-    path = next((p for p in LLVM_OMP if os.path.exists(p)), None)
-    if path is None:
-        pytest.skip("LLVM libomp is not installed (apt-get install libomp5); .ci/run installs it")
+    path = llvm_libomp
     code = f"""
         import ctypes, json, os, sys
         ctypes.CDLL({path!r}, mode=ctypes.RTLD_GLOBAL)
