@@ -447,3 +447,24 @@ def test_a_failed_call_leaves_the_interop_count_unset():
         """
     )
     assert result_of(proc) == 2
+
+
+def test_pinning_benchmark_runs_at_a_tiny_size(tmp_path):
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "pinning.py")
+    out = tmp_path / "pinning.json"
+    n = min(2, len(ALLOWED))
+    done = subprocess.run(
+        [sys.executable, script, "--batch", "1", "--channels", "4", "--size", "8", "--iters", "5",
+         "--rounds", "2", "--warmup", "1", "--threads", str(n), "--json", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["compact_placement"] == [[i, [cpu]] for i, cpu in enumerate(placement("compact", n, cpu_topology(allowed=ALLOWED)))]
+    for mode in ("unpinned", "compact"):
+        summary = result["modes"][mode]
+        assert summary["n"] + summary["warmup"] == 2 * 5
+        assert 0 < summary["ci95_ms"][0] <= summary["median_ms"] <= summary["ci95_ms"][1]
+        assert mode in done.stdout
+        assert (summary["migrations_per_iter"] is None) == result["migrations_source"].startswith("unavailable")
+    assert result["threads"]["torch"] == n and result["threads"]["mismatches"] == []
