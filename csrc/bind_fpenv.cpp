@@ -71,6 +71,7 @@ void bind_fpenv(py::module_& m) {
         return py::make_tuple(b.signal, tasks, b.handler_kept);
       },
       py::arg("default_target"), py::arg("per_tid"), py::arg("deadline_s"));
+  m.attr("FP_BROADCAST_MAX_DEADLINE_S") = kMaxBroadcastDeadlineS;
   m.def("fp_broadcast_handler_state", []() {
     BroadcastHandlerState s = fp_broadcast_handler_state();
     return py::make_tuple(s.signal, s.installed, s.maybe_pending);

@@ -287,7 +287,10 @@ FpBroadcast fp_broadcast(const FpTarget& default_target,
                          const std::unordered_map<pid_t, FpTarget>& per_tid, double deadline_s) {
   if (*fp_control_register() == '\0')
     throw std::runtime_error("no floating-point control register is implemented for this architecture");
-  if (!(deadline_s > 0)) throw std::invalid_argument("deadline_s must be > 0");
+  // Also refuses NaN and infinity, which the comparisons below never pass.
+  if (!(deadline_s > 0 && deadline_s <= kMaxBroadcastDeadlineS))
+    throw std::invalid_argument("deadline_s must be > 0 and <= " + std::to_string(kMaxBroadcastDeadlineS) +
+                                " seconds, got " + std::to_string(deadline_s));
   const auto target_for = [&](pid_t tid) {
     auto it = per_tid.find(tid);
     return it != per_tid.end() ? it->second : default_target;

@@ -37,11 +37,17 @@ struct FpBroadcast {
   bool handler_kept = false;        // a signal of ours may still be pending somewhere
 };
 
+// The longest wait a broadcast accepts. A bound keeps the deadline
+// arithmetic far from overflow, and nobody means to stall a process longer.
+constexpr double kMaxBroadcastDeadlineS = 60.0;
+
 // Apply per_tid[tid] (else default_target) to every task of the process and
-// read each one back after the change. The calling thread is handled directly. Tasks that appear while the broadcast
-// runs are picked up in further rounds. Returns by deadline_s at the latest
-// (plus scheduling delays). Throws std::runtime_error where unsupported or
-// when no real-time signal is free.
+// read each one back after the change. The calling thread is handled
+// directly. Tasks that appear while the broadcast runs are picked up in
+// further rounds. Returns by deadline_s at the latest (plus scheduling
+// delays). Throws std::invalid_argument unless 0 < deadline_s <=
+// kMaxBroadcastDeadlineS; std::runtime_error where unsupported or when no
+// real-time signal is free.
 FpBroadcast fp_broadcast(const FpTarget& default_target,
                          const std::unordered_map<pid_t, FpTarget>& per_tid, double deadline_s);
 

@@ -137,6 +137,18 @@ def test_bad_arguments_are_refused_with_the_valid_choices():
     assert not any(r["ftz"] for r in fpenv.census())  # nothing half-applied
 
 
+@pytest.mark.parametrize("deadline", [float("inf"), 1e300, float("nan"), 60.5, -1.0])
+def test_a_deadline_must_be_finite_and_at_most_a_minute(deadline):
+    with pytest.raises(ValueError, match="deadline_s"):
+        fpenv.set_flush_denormal(True, "process", deadline_s=deadline)
+    with pytest.raises(ValueError, match="deadline_s"):
+        fpenv.flush_denormals(True, "process", deadline_s=deadline)
+    # The native layer refuses too: a huge duration overflows its clock arithmetic.
+    with pytest.raises(ValueError, match="deadline_s"):
+        _native.fp_broadcast((True, True), {}, deadline)
+    assert not any(r["ftz"] for r in fpenv.census())
+
+
 # -- scopes ------------------------------------------------------------------
 
 def test_census_scopes_cover_the_caller_the_team_and_every_task(workers):

@@ -38,6 +38,7 @@ from . import omp
 
 SCOPES = ("thread", "openmp", "process")
 DEFAULT_DEADLINE_S = 1.0
+MAX_DEADLINE_S = _native.FP_BROADCAST_MAX_DEADLINE_S
 
 _REGISTER = _native.fp_control_register()  # "MXCSR" | "FPCR" | ""
 _FTZ_MASK, _DAZ_MASK = _native.fp_masks()
@@ -76,8 +77,11 @@ def _check_flag(name: str, value) -> bool:
 
 
 def _check_deadline(deadline_s) -> float:
-    if isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float)) or not deadline_s > 0:
-        raise ValueError(f"deadline_s must be a number of seconds > 0, got {deadline_s!r}")
+    # The comparison also refuses NaN; infinity and huge values are refused
+    # because no caller means them and the native clock arithmetic overflows.
+    if (isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float))
+            or not 0 < deadline_s <= MAX_DEADLINE_S):
+        raise ValueError(f"deadline_s must be a number of seconds > 0 and <= {MAX_DEADLINE_S}, got {deadline_s!r}")
     return float(deadline_s)
 
 
