@@ -326,19 +326,28 @@ FpBroadcast fp_broadcast(const FpTarget& default_target,
       req->slots[i].target = target_for(fresh[i]);
     }
     req->remaining.store(static_cast<int>(fresh.size()));
+    // Allocated before the request is published: a throw after publishing
+    // would free a request that handlers can still find.
+    std::vector<int> send_error(fresh.size(), 0);
     g_open_request.store(req.get());
 
-    std::vector<int> send_error(fresh.size(), 0);
     for (size_t i = 0; i < fresh.size(); ++i) {
       const Phase first = req->slots[i].target.change ? kChange : kObserve;
       send_error[i] = queue_signal(pid, fresh[i], out.signal, encode_payload(req->generation, first, i));
       if (send_error[i] != 0) req->remaining.fetch_sub(1);  // never queued: nobody will answer
     }
     wait_for_answers(*req, deadline);
-    const bool drained = close_request();
+    // A handler that never drained may still touch the request: leak it, and
+    // keep the handler installed for good. Decided before anything below
+    // can throw and free it.
+    Request& closed = *req;
+    if (!close_request()) {
+      (void)req.release();
+      g_request_leaked = true;
+    }
 
     for (size_t i = 0; i < fresh.size(); ++i) {
-      const Slot& s = req->slots[i];
+      const Slot& s = closed.slots[i];
       const int state = s.state.load();
       const bool changed = s.target.change && (state == kChanged || state == kObserved);
       if (state == kObserved) {
@@ -348,12 +357,6 @@ FpBroadcast fp_broadcast(const FpTarget& default_target,
       if (send_error[i] == ESRCH || !task_alive(s.tid)) continue;  // exited: not part of the process now
       out.tasks.push_back({s.tid, false, changed, s.before, 0, task_name(s.tid)});
       if (send_error[i] == 0 && state != kNoFpState) g_maybe_pending.insert(s.tid);
-    }
-    // A handler that never drained may still touch the request: leak it, and
-    // keep the handler installed for good.
-    if (!drained) {
-      (void)req.release();
-      g_request_leaked = true;
     }
     if (Clock::now() >= deadline) break;
   }
