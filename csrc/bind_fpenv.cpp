@@ -68,7 +68,7 @@ void bind_fpenv(py::module_& m) {
         py::list tasks;
         for (const auto& t : b.tasks)
           tasks.append(py::make_tuple(t.tid, t.reached, t.changed, t.before, t.after, t.name));
-        return py::make_tuple(b.signal, tasks, b.handler_kept);
+        return py::make_tuple(b.signal, tasks, b.handler_kept, b.incomplete);
       },
       py::arg("default_target"), py::arg("per_tid"), py::arg("deadline_s"));
   m.attr("FP_BROADCAST_MAX_DEADLINE_S") = kMaxBroadcastDeadlineS;

@@ -35,6 +35,7 @@ struct FpBroadcast {
   int signal = 0;  // the real-time signal used (0 for a single-threaded process)
   std::vector<TaskFpChange> tasks;  // every live task, the caller included
   bool handler_kept = false;        // a signal of ours may still be pending somewhere
+  std::string incomplete;           // why tasks born during the broadcast may be missing ("" if none)
 };
 
 // The longest wait a broadcast accepts. A bound keeps the deadline
@@ -47,7 +48,9 @@ constexpr double kMaxBroadcastDeadlineS = 60.0;
 // further rounds. Returns by deadline_s at the latest (plus scheduling
 // delays). Throws std::invalid_argument unless 0 < deadline_s <=
 // kMaxBroadcastDeadlineS; std::runtime_error where unsupported or when no
-// real-time signal is free.
+// real-time signal is free. A throw leaves every thread unchanged: the
+// steps that can fail come before the first change; a failure after it
+// (listing tasks born meanwhile) is reported in `incomplete` instead.
 FpBroadcast fp_broadcast(const FpTarget& default_target,
                          const std::unordered_map<pid_t, FpTarget>& per_tid, double deadline_s);
 

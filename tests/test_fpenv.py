@@ -245,8 +245,8 @@ def test_a_thread_blocking_the_signal_is_unreached_in_time_and_never_changed_lat
 
 def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(workers):
     workers()
-    sig, tasks, kept = _native.fp_broadcast(None, {}, 1.0)
-    assert signal.SIGRTMIN <= sig <= signal.SIGRTMAX and not kept and len(tasks) >= 2
+    sig, tasks, kept, incomplete = _native.fp_broadcast(None, {}, 1.0)
+    assert signal.SIGRTMIN <= sig <= signal.SIGRTMAX and not kept and len(tasks) >= 2 and incomplete == ""
     assert fpenv.signal_disposition(sig) == "default"
 
     def app_handler(signum, frame):
@@ -254,11 +254,43 @@ def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(wor
 
     previous = signal.signal(sig, app_handler)
     try:
-        sig2, tasks, _ = _native.fp_broadcast((True, True), {}, 1.0)
+        sig2, tasks, _, _ = _native.fp_broadcast((True, True), {}, 1.0)
         assert sig2 != sig and all(t[1] for t in tasks)
         assert signal.getsignal(sig) is app_handler and fpenv.signal_disposition(sig) == "other"
     finally:
         signal.signal(sig, previous)
+
+
+@pytest.fixture
+def every_rt_signal_taken():
+    """Give every free real-time signal a handler of the application's, for the test's duration."""
+    assert not fpenv.broadcast_handler()["installed"], "a stale broadcast handler would be reused"
+
+    def app_handler(signum, frame):
+        pass
+
+    taken = {}
+    try:
+        for sig in RT_SIGNALS:
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                taken[sig] = signal.signal(sig, app_handler)
+        yield
+    finally:
+        for sig, previous in taken.items():
+            signal.signal(sig, previous)
+
+
+def test_a_change_that_cannot_start_leaves_every_thread_as_it_was(workers, every_rt_signal_taken):
+    other = workers()
+    with pytest.raises(RuntimeError, match="no free real-time signal"):
+        fpenv.set_flush_denormal(True, "process")
+    with pytest.raises(RuntimeError, match="no free real-time signal"):
+        with fpenv.flush_denormals(True, "process"):
+            pytest.fail("the block must not run")
+    # Neither the caller (which the broadcast handles directly) nor anyone else changed.
+    assert fpenv.thread_state()["ftz"] is False and fpenv.thread_state()["daz"] is not True
+    assert other.call(fpenv.thread_state)["ftz"] is False
+    assert not fpenv.broadcast_handler()["installed"]
 
 
 # -- the context manager -----------------------------------------------------

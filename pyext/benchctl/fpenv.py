@@ -157,7 +157,9 @@ def _apply_process(default: _Target, per_tid: dict, deadline_s: float) -> tuple[
     # Each thread answers twice: the change, then a readback of the state its
     # sigreturn loaded. A thread changed but not read back in time counts as
     # changed (it is restored) yet unreached.
-    _, tasks, _ = _native.fp_broadcast(default, per_tid, deadline_s)
+    _, tasks, _, incomplete = _native.fp_broadcast(default, per_tid, deadline_s)
+    if incomplete:
+        warnings.warn(f"process-wide FP state broadcast: {incomplete}", RuntimeWarning, stacklevel=3)
     before = {tid: b for tid, _, changed, b, _, _ in tasks if changed}
     records = [
         {"tid": tid, "name": name or None, **_state(after if reached else None), "reached": reached}
