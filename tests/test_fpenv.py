@@ -327,6 +327,26 @@ def test_narrow_scopes_restore_on_exit(scope):
     assert not any(r["ftz"] for r in fpenv.census(scope))
 
 
+
+def test_exiting_on_the_wrong_thread_keeps_the_blocks_exception_and_the_manager_active(workers):
+    other = workers()
+    manager = fpenv.flush_denormals(True, "thread")
+    manager.__enter__()
+    assert fpenv.thread_state()["ftz"] is True
+    inflight = KeyError("the block's own error")
+    # With an exception in flight: a warning, never a replacement of the exception.
+    with pytest.warns(RuntimeWarning, match="thread that entered it"):
+        assert other.call(lambda: manager.__exit__(KeyError, inflight, None)) is False
+    # Without one: a clear error. Either way nothing was restored, so it stays active ...
+    with pytest.raises(RuntimeError, match="thread that entered it"):
+        other.call(lambda: manager.__exit__(None, None, None))
+    assert fpenv.thread_state()["ftz"] is True
+    # ... and the entering thread can still put its state back.
+    assert manager.__exit__(None, None, None) is False
+    assert fpenv.thread_state()["ftz"] is False
+    with pytest.raises(RuntimeError, match="not active"):
+        manager.__exit__(None, None, None)
+
 # -- the benchmark's library, at a small size --------------------------------
 
 def test_scope_comparison_shows_process_scope_flushing_everything_torch_not():

@@ -210,6 +210,12 @@ class flush_denormals:
     thread started inside the block gets the state the entering thread had
     before, which is what it would have inherited without the block. Threads
     the restore cannot reach are named in a RuntimeWarning.
+
+    A restore that cannot run (no free signal; a ``"thread"`` scope exited on
+    another thread than the one that entered) raises when the block
+    succeeded and is a RuntimeWarning when the block raised, whose exception
+    is never replaced; either way the manager stays active, so ``__exit__``
+    can be retried.
     """
 
     def __init__(self, on: bool = True, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S):
@@ -223,22 +229,37 @@ class flush_denormals:
         _require_supported()
         if self._before is not None:
             raise RuntimeError("this flush_denormals is already active; use a new one to nest")
-        self._caller = threading.get_native_id()
+        caller = threading.get_native_id()
+        # A change that raises has changed nothing (see set_flush_denormal).
         before, records = _apply(self.scope, (self.on, self.on), {}, self.deadline_s)
-        self._before = before
         # Threads the change missed; a thread born since (absent from before
         # yet reached) is not among them and gets the newborn default on exit.
         self._missed = {r["tid"] for r in records if not r["reached"] and r["tid"] not in before}
+        self._caller, self._before = caller, before
         return records
 
-    def __exit__(self, *exc) -> bool:
-        before, self._before = self._before, None
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._before is None:
+            raise RuntimeError("this flush_denormals is not active")
+        try:
+            self._restore()
+        except Exception as error:
+            # Never replace the block's own exception; the manager stays
+            # active, so that the restore can be retried.
+            if exc_type is None:
+                raise
+            warnings.warn(f"flush_denormals did not restore FTZ/DAZ: {error}", RuntimeWarning, stacklevel=2)
+        return False
+
+    def _restore(self) -> None:
         if self.scope == "thread" and threading.get_native_id() != self._caller:
             raise RuntimeError("a thread-scope flush_denormals must exit on the thread that entered it")
+        before = self._before
         per_tid: dict = {tid: None for tid in self._missed}
         per_tid.update({tid: _bits(raw) for tid, raw in before.items()})
         newborn_default = _bits(before[self._caller])
         _, records = _apply(self.scope, newborn_default, per_tid, self.deadline_s)
+        self._before = None
         failed = sorted(
             r["tid"]
             for r in records
@@ -250,9 +271,8 @@ class flush_denormals:
                 f"flush_denormals could not restore threads {failed} (no answer within {self.deadline_s} s, "
                 f"or the readback differs): they may keep FTZ/DAZ={self.on}",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return False
 
 
 def _alive(tid: int) -> bool:
