@@ -287,11 +287,13 @@ bool handler_still_ours() {
   return g_signal != 0 && sigaction(g_signal, nullptr, &now) == 0 && is_our_handler(now);
 }
 
-// Tasks of the process not in `handled`, which they join.
-std::vector<pid_t> unhandled_tasks(std::set<pid_t>& handled) {
+using Wanted = std::function<bool(pid_t)>;
+
+// Wanted tasks of the process not in `handled`, which they join.
+std::vector<pid_t> unhandled_tasks(std::set<pid_t>& handled, const Wanted& wanted) {
   std::vector<pid_t> fresh;
   for (pid_t tid : list_tasks())
-    if (handled.count(tid) == 0) fresh.push_back(tid);
+    if (handled.count(tid) == 0 && wanted(tid)) fresh.push_back(tid);
   handled.insert(fresh.begin(), fresh.end());
   return fresh;
 }
@@ -352,8 +354,8 @@ void run_round(std::unique_ptr<Request> req, int sig, Clock::time_point deadline
 
 }  // namespace
 
-FpBroadcast fp_broadcast(const FpTarget& default_target,
-                         const std::unordered_map<pid_t, FpTarget>& per_tid, double deadline_s) {
+FpBroadcast fp_broadcast(const FpTarget& default_target, const std::unordered_map<pid_t, FpTarget>& per_tid,
+                         double deadline_s, bool only_listed) {
   if (*fp_control_register() == '\0')
     throw std::runtime_error("no floating-point control register is implemented for this architecture");
   // Also refuses NaN and infinity, which the comparisons below never pass.
@@ -364,6 +366,7 @@ FpBroadcast fp_broadcast(const FpTarget& default_target,
     auto it = per_tid.find(tid);
     return it != per_tid.end() ? it->second : default_target;
   };
+  const Wanted wanted = [&](pid_t tid) { return !only_listed || per_tid.count(tid) != 0; };
 
   std::lock_guard<std::mutex> lock(g_mutex);
   const auto deadline =
@@ -378,22 +381,24 @@ FpBroadcast fp_broadcast(const FpTarget& default_target,
   std::set<pid_t> handled{self};
   std::unique_ptr<Request> req;
   try {
-    const std::vector<pid_t> fresh = unhandled_tasks(handled);
+    const std::vector<pid_t> fresh = unhandled_tasks(handled, wanted);
     if (!fresh.empty()) {
       out.signal = install_handler();
       req = make_request(pid, fresh, target_for);
     }
     out.tasks.reserve(fresh.size() + 1);
-    out.tasks.push_back({self, true, false, 0, 0, task_name(self)});
+    if (wanted(self)) out.tasks.push_back({self, true, false, 0, 0, task_name(self)});
   } catch (...) {
     restore_handler_if_safe();
     throw;
   }
-  const FpTarget self_target = target_for(self);
-  const FpChange mine = fp_thread_apply(self_target);
-  out.tasks.back().changed = self_target.change;
-  out.tasks.back().before = mine.before;
-  out.tasks.back().after = mine.after;
+  if (wanted(self)) {
+    const FpTarget self_target = target_for(self);
+    const FpChange mine = fp_thread_apply(self_target);
+    out.tasks.back().changed = self_target.change;
+    out.tasks.back().before = mine.before;
+    out.tasks.back().after = mine.after;
+  }
 
   for (int round = 1; req != nullptr; ++round) {
     run_round(std::move(req), out.signal, deadline, out);
@@ -401,7 +406,7 @@ FpBroadcast fp_broadcast(const FpTarget& default_target,
     // Tasks born meanwhile. Threads are already changed by now, so a failure
     // here ends the broadcast with a report rather than an exception.
     try {
-      const std::vector<pid_t> fresh = unhandled_tasks(handled);
+      const std::vector<pid_t> fresh = unhandled_tasks(handled, wanted);
       if (fresh.empty()) break;
       if (!handler_still_ours())
         throw std::runtime_error("the application installed its own handler on signal " +

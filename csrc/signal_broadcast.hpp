@@ -43,16 +43,16 @@ struct FpBroadcast {
 constexpr double kMaxBroadcastDeadlineS = 60.0;
 
 // Apply per_tid[tid] (else default_target) to every task of the process and
-// read each one back after the change. The calling thread is handled
-// directly. Tasks that appear while the broadcast runs are picked up in
+// read each one back after the change; with only_listed, to the tasks
+// per_tid names and no others. The calling thread is handled directly. Tasks that appear while the broadcast runs are picked up in
 // further rounds. Returns by deadline_s at the latest (plus scheduling
 // delays). Throws std::invalid_argument unless 0 < deadline_s <=
 // kMaxBroadcastDeadlineS; std::runtime_error where unsupported or when no
 // real-time signal is free. A throw leaves every thread unchanged: the
 // steps that can fail come before the first change; a failure after it
 // (listing tasks born meanwhile) is reported in `incomplete` instead.
-FpBroadcast fp_broadcast(const FpTarget& default_target,
-                         const std::unordered_map<pid_t, FpTarget>& per_tid, double deadline_s);
+FpBroadcast fp_broadcast(const FpTarget& default_target, const std::unordered_map<pid_t, FpTarget>& per_tid,
+                         double deadline_s, bool only_listed = false);
 
 struct BroadcastHandlerState {
   int signal = 0;      // 0: no handler of ours is installed

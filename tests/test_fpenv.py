@@ -5,6 +5,7 @@ import queue
 import signal
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -261,6 +262,13 @@ def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(wor
         signal.signal(sig, previous)
 
 
+def test_a_broadcast_can_be_limited_to_the_threads_it_names(workers):
+    named, other = workers(), workers()
+    _, tasks, _, _ = _native.fp_broadcast(None, {named.tid: (True, True)}, 1.0, only_listed=True)
+    assert [(t[0], t[1], t[2]) for t in tasks] == [(named.tid, True, True)]  # tid, reached, changed
+    assert named.call(fpenv.thread_state)["ftz"] is True
+    assert other.call(fpenv.thread_state)["ftz"] is False and fpenv.thread_state()["ftz"] is False
+
 @pytest.fixture
 def every_rt_signal_taken():
     """Give every free real-time signal a handler of the application's, for the test's duration."""
@@ -327,6 +335,48 @@ def test_narrow_scopes_restore_on_exit(scope):
     assert not any(r["ftz"] for r in fpenv.census(scope))
 
 
+
+def _entry_team_restored(entry_tids):
+    """Each entry thread still alive reads back with FTZ off."""
+    by_tid = {r["tid"]: r for r in fpenv.census("process")}
+    return all(by_tid[t]["reached"] and by_tid[t]["ftz"] is False for t in entry_tids if t in by_tid)
+
+
+def test_openmp_exit_restores_a_thread_that_left_the_team_inside_the_block():
+    x = subnormals(1 << 16)
+    torch.mul(x, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a thread not restored would warn
+        with fpenv.flush_denormals(True, "openmp") as records:
+            entry = [r["tid"] for r in records]
+            torch.set_num_threads(1)
+            torch.mul(x, 0.5)
+    assert len(entry) == 2 and _entry_team_restored(entry)
+
+
+def test_openmp_exit_on_another_thread_restores_the_entry_team(workers):
+    torch.mul(subnormals(1 << 16), 0.5)
+    manager = fpenv.flush_denormals(True, "openmp")
+    entry = [r["tid"] for r in manager.__enter__()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # That thread's parallel regions run its own team, not the entry team.
+        workers().call(lambda: manager.__exit__(None, None, None))
+    assert len(entry) == 2 and _entry_team_restored(entry)
+
+
+def test_openmp_exit_names_a_live_thread_it_could_not_restore(monkeypatch):
+    torch.mul(subnormals(1 << 16), 0.5)
+    manager = fpenv.flush_denormals(True, "openmp")
+    entry = [r["tid"] for r in manager.__enter__()]
+    torch.set_num_threads(1)
+    # Every later way of reaching the parked worker fails to answer.
+    monkeypatch.setattr(fpenv, "_apply_openmp", lambda default, per_tid, num_threads=0: ({}, []))
+    monkeypatch.setattr(fpenv, "_apply_process", lambda *args, **kwargs: ({}, []))
+    with pytest.warns(RuntimeWarning, match=r"could not restore threads \[.*%d" % entry[1]):
+        manager.__exit__(None, None, None)
+    monkeypatch.undo()
+    fpenv.set_flush_denormal(False, "process")
 
 def test_exiting_on_the_wrong_thread_keeps_the_blocks_exception_and_the_manager_active(workers):
     other = workers()

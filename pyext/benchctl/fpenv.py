@@ -145,19 +145,20 @@ def _apply_thread(default: _Target, per_tid: dict) -> tuple[dict, list[dict]]:
     return {tid: before}, [_record(tid, after, True)]
 
 
-def _apply_openmp(default: _Target, per_tid: dict) -> tuple[dict, list[dict]]:
+def _apply_openmp(default: _Target, per_tid: dict, num_threads: int = 0) -> tuple[dict, list[dict]]:
     rt = omp.resolve_runtime()
-    team = _native.fp_omp_team_apply(rt["kind"], rt["path"], 0, default, per_tid)
+    team = _native.fp_omp_team_apply(rt["kind"], rt["path"], num_threads, default, per_tid)
     # Each team thread read its register back itself after writing it.
     before = {tid: b for _, tid, _, b, _ in team}
     return before, [_record(tid, after, True, omp_thread=n) for n, tid, _, _, after in team]
 
 
-def _apply_process(default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, list[dict]]:
+def _apply_process(default: _Target, per_tid: dict, deadline_s: float,
+                   only_listed: bool = False) -> tuple[dict, list[dict]]:
     # Each thread answers twice: the change, then a readback of the state its
     # sigreturn loaded. A thread changed but not read back in time counts as
     # changed (it is restored) yet unreached.
-    _, tasks, _, incomplete = _native.fp_broadcast(default, per_tid, deadline_s)
+    _, tasks, _, incomplete = _native.fp_broadcast(default, per_tid, deadline_s, only_listed)
     if incomplete:
         warnings.warn(f"process-wide FP state broadcast: {incomplete}", RuntimeWarning, stacklevel=3)
     before = {tid: b for tid, _, changed, b, _, _ in tasks if changed}
@@ -258,14 +259,12 @@ class flush_denormals:
         per_tid: dict = {tid: None for tid in self._missed}
         per_tid.update({tid: _bits(raw) for tid, raw in before.items()})
         newborn_default = _bits(before[self._caller])
-        _, records = _apply(self.scope, newborn_default, per_tid, self.deadline_s)
+        if self.scope == "openmp":
+            records = _restore_team(before, newborn_default, per_tid, self.deadline_s)
+        else:
+            _, records = _apply(self.scope, newborn_default, per_tid, self.deadline_s)
         self._before = None
-        failed = sorted(
-            r["tid"]
-            for r in records
-            if r["tid"] in before
-            and (r["reached"] and _bits(r["raw"]) != _bits(before[r["tid"]]) or not r["reached"] and _alive(r["tid"]))
-        )
+        failed = _not_restored(before, records)
         if failed:
             warnings.warn(
                 f"flush_denormals could not restore threads {failed} (no answer within {self.deadline_s} s, "
@@ -273,6 +272,45 @@ class flush_denormals:
                 RuntimeWarning,
                 stacklevel=3,
             )
+
+
+def _restore_team(before: dict, default: _Target, per_tid: dict, deadline_s: float) -> list[dict]:
+    """Put back every thread of the entry team, also those that have left it.
+
+    The team as it is now first (threads born in the block get ``default``).
+    Entry threads still missing are tried in a region as large as the entry
+    team, which reuses the pool threads a shrink parked
+    (``torch.set_num_threads(1)`` inside the block), then by a broadcast to
+    those threads alone, which reaches them in any pool (an exit on another
+    thread runs that thread's own team). Returns the last record per thread.
+    """
+    by_tid: dict = {}
+
+    def missing() -> list[int]:
+        return [tid for tid in before if tid not in by_tid and _alive(tid)]
+
+    by_tid.update((r["tid"], r) for r in _apply_openmp(default, per_tid)[1])
+    if missing():
+        by_tid.update((r["tid"], r) for r in _apply_openmp(default, per_tid, num_threads=len(before))[1])
+    left = missing()
+    if left:
+        targets = {tid: per_tid[tid] for tid in left}
+        by_tid.update((r["tid"], r) for r in _apply_process(None, targets, deadline_s, only_listed=True)[1])
+    return list(by_tid.values())
+
+
+def _not_restored(before: dict, records: list[dict]) -> list[int]:
+    """Threads in ``before`` still alive but not read back with their entry bits."""
+    by_tid = {r["tid"]: r for r in records}
+    failed = []
+    for tid, raw in before.items():
+        record = by_tid.get(tid)
+        if record is not None and record["reached"]:
+            if _bits(record["raw"]) != _bits(raw):
+                failed.append(tid)
+        elif _alive(tid):
+            failed.append(tid)
+    return sorted(failed)
 
 
 def _alive(tid: int) -> bool:
