@@ -32,8 +32,8 @@
 // exited or no longer shows the signal in /proc/<tid>/status SigPnd. Otherwise
 // the handler stays installed ("kept") and the check is repeated after the
 // next broadcast. A signal that arrives after its broadcast has closed finds
-// no open request with its generation and does nothing: a late thread is
-// never changed behind the report that called it unreached.
+// no open request with its generation and does nothing: a thread reported
+// unchanged is not changed behind the report's back.
 
 namespace benchctl {
 

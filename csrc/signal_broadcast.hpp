@@ -5,9 +5,13 @@
 // ucontext, which the kernel reloads on sigreturn. glibc changes credentials
 // on every thread the same way (its SIGSETXID broadcast).
 //
-// Guarantees: a deadline bounds the wait; a thread that does not answer in
-// time (it blocks the signal, or never gets scheduled) is reported unreached
-// and is not changed later; the signal used is one whose disposition was
+// Guarantees: a deadline bounds the wait. A thread that does not answer in
+// time (it blocks the signal, or never gets scheduled) is reported
+// unreached, with `changed` telling a change that came in time but whose
+// readback did not from a thread left as it was; a change signal delivered
+// after the broadcast does nothing, so the report stays true. (The one
+// exception: a handler still running a second after the deadline, see
+// close_request in the .cpp.) The signal used is one whose disposition was
 // SIG_DFL, so no handler of the application is replaced. See the .cpp for
 // why the handler can stay installed after a broadcast.
 #pragma once
@@ -25,7 +29,7 @@ namespace benchctl {
 struct TaskFpChange {
   pid_t tid = 0;
   bool reached = false;  // the thread answered and its state was read back
-  bool changed = false;  // the change was applied (possibly without a readback)
+  bool changed = false;  // the change was applied (also when unreached: its readback came late)
   uint64_t before = 0;   // register value before the change (valid if changed or reached)
   uint64_t after = 0;    // register value read back after the change (valid if reached)
   std::string name;      // /proc/self/task/<tid>/comm at the time of the broadcast

@@ -1,5 +1,6 @@
 """FTZ/DAZ control per thread, per OpenMP team and per process, with readback."""
 
+import json
 import os
 import queue
 import signal
@@ -159,6 +160,7 @@ def test_census_scopes_cover_the_caller_the_team_and_every_task(workers):
     team = fpenv.census("openmp")
     assert [r["tid"] for r in team] == [m["tid"] for m in omp.team_census()]
     assert [r["omp_thread"] for r in team] == list(range(len(team))) and len(team) == 2
+    assert all(isinstance(r["cpu"], int) and r["cpu"] >= 0 for r in team)  # where each ran the region
     listed = {int(t) for t in os.listdir("/proc/self/task")}
     process = fpenv.census("process")
     assert {r["tid"] for r in process} >= listed and me in listed
@@ -230,6 +232,9 @@ def test_a_thread_blocking_the_signal_is_unreached_in_time_and_never_changed_lat
     assert elapsed < deadline + 3.0  # returns; slack for a loaded machine
     by_tid = {r["tid"]: r for r in records}
     assert by_tid[blocker.tid]["reached"] is False and by_tid[blocker.tid]["ftz"] is None
+    # Left alone, not changed-but-unconfirmed; the others read back as asked.
+    assert records.unreached == [blocker.tid] and records.unconfirmed == [] and records.mismatched == []
+    assert records.deadline_s == deadline and signal.SIGRTMIN <= records.signal <= signal.SIGRTMAX
     assert all(flushed(r) for t, r in by_tid.items() if t != blocker.tid)
     # Its signal is still pending, so the handler must stay: SIG_DFL would kill us.
     handler = fpenv.broadcast_handler()
@@ -268,6 +273,31 @@ def test_a_broadcast_can_be_limited_to_the_threads_it_names(workers):
     assert [(t[0], t[1], t[2]) for t in tasks] == [(named.tid, True, True)]  # tid, reached, changed
     assert named.call(fpenv.thread_state)["ftz"] is True
     assert other.call(fpenv.thread_state)["ftz"] is False and fpenv.thread_state()["ftz"] is False
+
+def test_the_result_is_the_census_list_and_says_which_signal_carried_it(workers):
+    workers()
+    records = fpenv.set_flush_denormal(True, "process")
+    assert isinstance(records, list) and json.loads(json.dumps(records)) == list(records)
+    assert signal.SIGRTMIN <= records.signal <= signal.SIGRTMAX and records.scope == "process"
+    assert records.unreached == records.unconfirmed == records.mismatched == []
+    team = fpenv.set_flush_denormal(True, "openmp")
+    assert team.scope == "openmp" and team.signal is None and team.mismatched == []
+
+
+def test_readback_is_compared_and_unconfirmed_changes_are_told_apart(monkeypatch):
+    ftz_daz = fpenv._FTZ_MASK | fpenv._DAZ_MASK
+    tasks = [  # tid, reached, changed, before, after, name: what the native broadcast reports
+        (101, True, True, 0, ftz_daz, "as asked"),
+        (102, False, True, 0, 0, "changed, readback late"),
+        (103, False, False, 0, 0, "never answered"),
+        (104, True, True, 0, 0, "read back unflushed"),
+    ]
+    monkeypatch.setattr(_native, "fp_broadcast", lambda *args: (62, tasks, False, ""))
+    with pytest.warns(RuntimeWarning, match=r"threads \[104\] read back"):
+        records = fpenv.set_flush_denormal(True, "process")
+    assert [r["reached"] for r in records] == [True, False, False, True]
+    assert (records.unconfirmed, records.unreached, records.mismatched) == ([102], [103], [104])
+    assert records.signal == 62
 
 @pytest.fixture
 def every_rt_signal_taken():

@@ -9,12 +9,20 @@ made on the threads of a *scope* and read back from each of them:
 * ``"openmp"``: every thread of the OpenMP team torch uses (native code runs on
   each team thread through the runtime's own fork entry point).
 * ``"process"``: every thread of the process. A real-time signal is queued to
-  each task; its handler rewrites the FP state saved for ``sigreturn``. Threads
-  that do not answer within ``deadline_s`` (they block the signal, or are never
-  scheduled) are reported ``reached=False`` and are left unchanged. The signal
-  used is a free one (disposition SIG_DFL), highest first; a thread blocked in
-  a system call that ``SA_RESTART`` does not resume (``poll``, ``nanosleep``...)
-  sees ``EINTR``, as with any signal.
+  each task; its handler rewrites the FP state saved for ``sigreturn``, and a
+  second signal the thread sends itself reads back the state it then runs
+  with. A thread that does not answer within ``deadline_s`` (it blocks the
+  signal, or is never scheduled) is reported ``reached=False``: either left as
+  it was (``Census.unreached``; its signal, if delivered later, does nothing)
+  or changed in time but not read back in time (``Census.unconfirmed``). The
+  signal used is a free one (disposition SIG_DFL), highest first, named in
+  ``Census.signal``; a thread blocked in a system call that ``SA_RESTART``
+  does not resume (``poll``, ``nanosleep``...) sees ``EINTR``, as with any
+  signal.
+
+Every call returns a :class:`Census`: the list of per-thread records, which
+also lists the threads read back with other bits than asked for
+(``mismatched``).
 
 Threads inherit the state of the thread that creates them, so threads started
 after a process-wide change are flushed too; a pool created *before* the change
@@ -135,30 +143,81 @@ def set_thread_state(ftz: bool, daz: bool) -> dict:
     return _decode(after)
 
 
+class Census(list):
+    """The per-thread records of one call (a plain list of dicts), plus what the call saw.
+
+    * ``scope``: the scope read or changed.
+    * ``signal``: the real-time signal a ``"process"`` call queued (None for
+      the other scopes, or when the caller was the only thread).
+    * ``deadline_s``: the wait a ``"process"`` call allowed (else None).
+    * ``unreached``: threads the change did not reach: left exactly as they
+      were (their signal, if it comes later, does nothing).
+    * ``unconfirmed``: threads that were changed but whose readback did not
+      come in time; ``reached`` is False for them too.
+    * ``mismatched``: threads read back with FTZ/DAZ bits other than the
+      ones asked for.
+    """
+
+    scope: str
+    signal: int | None = None
+    deadline_s: float | None = None
+    unreached: list
+    unconfirmed: list
+    mismatched: list
+
+    def __init__(self, records, scope: str, signal: int | None = None, deadline_s: float | None = None,
+                 unconfirmed=(), mismatched=()):
+        super().__init__(records)
+        self.scope, self.signal, self.deadline_s = scope, signal, deadline_s
+        self.unconfirmed = sorted(unconfirmed)
+        self.unreached = sorted(r["tid"] for r in self if not r["reached"] and r["tid"] not in self.unconfirmed)
+        self.mismatched = sorted(mismatched)
+
+    def __repr__(self) -> str:
+        return (f"Census({list.__repr__(self)}, scope={self.scope!r}, signal={self.signal!r}, "
+                f"unreached={self.unreached}, unconfirmed={self.unconfirmed}, mismatched={self.mismatched})")
+
+
+def _mismatched(records: list[dict], default: _Target, per_tid: dict) -> list[int]:
+    """Threads read back with bits other than their target (DAZ compared only where it exists)."""
+    out = []
+    for r in records:
+        target = per_tid.get(r["tid"], default)
+        if target is None or not r["reached"]:
+            continue
+        ftz, daz = target
+        if r["ftz"] != ftz or (_DAZ_MASK and r["daz"] != daz):
+            out.append(r["tid"])
+    return out
+
+
 # -- one operation per scope. A target is None (read only) or (ftz, daz);
 # per_tid overrides the default for the threads it names. Each returns
-# ({tid: register before, for each thread the operation changed}, census records).
+# ({tid: register before, for each thread the operation changed}, Census).
 
-def _apply_thread(default: _Target, per_tid: dict) -> tuple[dict, list[dict]]:
+def _apply_thread(default: _Target, per_tid: dict) -> tuple[dict, Census]:
     tid = threading.get_native_id()
     before, after = _native.fp_thread_apply(per_tid.get(tid, default))
-    return {tid: before}, [_record(tid, after, True)]
+    records = [_record(tid, after, True)]
+    return {tid: before}, Census(records, "thread", mismatched=_mismatched(records, default, per_tid))
 
 
-def _apply_openmp(default: _Target, per_tid: dict, num_threads: int = 0) -> tuple[dict, list[dict]]:
+def _apply_openmp(default: _Target, per_tid: dict, num_threads: int = 0) -> tuple[dict, Census]:
     rt = omp.resolve_runtime()
     team = _native.fp_omp_team_apply(rt["kind"], rt["path"], num_threads, default, per_tid)
-    # Each team thread read its register back itself after writing it.
+    # Each team thread read its register back itself after writing it, and
+    # said which CPU it ran on.
     before = {tid: b for _, tid, _, b, _ in team}
-    return before, [_record(tid, after, True, omp_thread=n) for n, tid, _, _, after in team]
+    records = [_record(tid, after, True, omp_thread=n, cpu=cpu) for n, tid, cpu, _, after in team]
+    return before, Census(records, "openmp", mismatched=_mismatched(records, default, per_tid))
 
 
 def _apply_process(default: _Target, per_tid: dict, deadline_s: float,
-                   only_listed: bool = False) -> tuple[dict, list[dict]]:
+                   only_listed: bool = False) -> tuple[dict, Census]:
     # Each thread answers twice: the change, then a readback of the state its
     # sigreturn loaded. A thread changed but not read back in time counts as
-    # changed (it is restored) yet unreached.
-    _, tasks, _, incomplete = _native.fp_broadcast(default, per_tid, deadline_s, only_listed)
+    # changed (it is restored) yet unreached: "unconfirmed".
+    sig, tasks, _, incomplete = _native.fp_broadcast(default, per_tid, deadline_s, only_listed)
     if incomplete:
         warnings.warn(f"process-wide FP state broadcast: {incomplete}", RuntimeWarning, stacklevel=3)
     before = {tid: b for tid, _, changed, b, _, _ in tasks if changed}
@@ -166,10 +225,12 @@ def _apply_process(default: _Target, per_tid: dict, deadline_s: float,
         {"tid": tid, "name": name or None, **_state(after if reached else None), "reached": reached}
         for tid, reached, _, _, after, name in tasks
     ]
-    return before, records
+    unconfirmed = [tid for tid, reached, changed, _, _, _ in tasks if changed and not reached]
+    return before, Census(records, "process", signal=sig or None, deadline_s=deadline_s, unconfirmed=unconfirmed,
+                          mismatched=_mismatched(records, default, per_tid))
 
 
-def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, list[dict]]:
+def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, Census]:
     if scope == "thread":
         return _apply_thread(default, per_tid)
     if scope == "openmp":
@@ -177,28 +238,36 @@ def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tu
     return _apply_process(default, per_tid, deadline_s)
 
 
-def census(scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> list[dict]:
+def census(scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Census:
     """Read every thread of ``scope``: ``[{"tid", "name", "ftz", "daz", "raw", "reached"}]``.
 
-    ``"openmp"`` records also carry ``omp_thread``. Unreached threads have
-    ``ftz``/``daz``/``raw`` None.
+    ``"openmp"`` records also carry ``omp_thread`` and ``cpu`` (where that
+    thread ran the region). Unreached threads have ``ftz``/``daz``/``raw``
+    None. The list is a :class:`Census`: ``.signal``, ``.unreached`` and the
+    rest say how the threads were read.
     """
     _check_scope(scope)
     _require_supported()
     return _apply(scope, None, {}, _check_deadline(deadline_s))[1]
 
 
-def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> list[dict]:
+def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Census:
     """Turn FTZ and DAZ on (or off) on every thread of ``scope``.
 
-    Returns the census read back after the change. ``reached`` is False for a
-    thread the change did not reach (it was left as it was) or that the
-    readback could not observe.
+    Returns the census read back after the change, a :class:`Census`:
+    ``reached`` is False for a thread the change did not reach (listed in
+    ``.unreached``: left as it was) or that was changed but not read back in
+    time (``.unconfirmed``). A thread read back with other bits than asked
+    for is listed in ``.mismatched``, and named in a RuntimeWarning.
     """
     _check_flag("on", on)
     _check_scope(scope)
     _require_supported()
-    return _apply(scope, (on, on), {}, _check_deadline(deadline_s))[1]
+    result = _apply(scope, (on, on), {}, _check_deadline(deadline_s))[1]
+    if result.mismatched:
+        warnings.warn(f"threads {result.mismatched} read back with FTZ/DAZ other than {on}", RuntimeWarning,
+                      stacklevel=2)
+    return result
 
 
 class flush_denormals:
