@@ -75,6 +75,11 @@ def test_unknown_ops_and_bad_sizes_are_refused():
         penalty.profile(0)
 
 
+def test_an_input_that_is_not_subnormal_is_refused_even_under_python_O(monkeypatch):
+    monkeypatch.setattr(penalty, "count_subnormal", lambda t: t.numel() - 1)
+    with pytest.raises(RuntimeError, match="4095 subnormals out of 4096"):
+        penalty.profile(1, numel=4096, ops=["add"], target_s=0.001, rounds=1)
+
 def test_cli_prints_the_table_and_writes_json(tmp_path, capsys):
     path = tmp_path / "penalty.json"
     rc = cli.main(["penalty", "--threads", "1", "--ops", "add", "--numel", "4096", "--json", str(path)])
