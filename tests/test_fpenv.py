@@ -213,6 +213,12 @@ def test_openmp_scope_reaches_the_team_but_not_other_threads(workers):
     assert by_tid[other.tid]["ftz"] is False
 
 
+def test_openmp_scope_from_another_python_thread_reaches_that_threads_own_team(workers):
+    main_team = {r["tid"] for r in fpenv.census("openmp")}
+    other = workers()
+    team = other.call(lambda: fpenv.census("openmp"))
+    assert team[0]["tid"] == other.tid and not main_team & {r["tid"] for r in team}
+
 def test_a_thread_started_after_a_process_wide_change_inherits_it(workers):
     fpenv.set_flush_denormal(True, "process")
     born_after = workers()

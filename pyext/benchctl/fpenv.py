@@ -6,8 +6,12 @@ parallel op still produces (and pays for) subnormals. Here every change is
 made on the threads of a *scope* and read back from each of them:
 
 * ``"thread"``: the calling thread.
-* ``"openmp"``: every thread of the OpenMP team torch uses (native code runs on
-  each team thread through the runtime's own fork entry point).
+* ``"openmp"``: every thread of the calling thread's team in the OpenMP
+  runtime torch uses (native code runs on each team thread through the
+  runtime's own fork entry point). From the main thread that is the team
+  torch's ops on the main thread run on; from another Python thread it is
+  that thread's own pool (the runtime keeps one per thread that starts
+  parallel regions), not the main thread's.
 * ``"process"``: every thread of the process. A real-time signal is queued to
   each task; its handler rewrites the FP state saved for ``sigreturn``, and a
   second signal the thread sends itself reads back the state it then runs
