@@ -445,6 +445,17 @@ def test_scope_comparison_shows_process_scope_flushing_everything_torch_not():
     assert not any(r["ftz"] for r in fpenv.census("process"))
 
 
+def test_the_benchmark_library_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="numel must be >= 1"):
+        flush_scopes.compare(numel=0)
+    with pytest.raises(TypeError, match="threads must be an integer"):
+        flush_scopes.compare(numel=16, threads=2.0)
+    with pytest.raises(ValueError, match="idle_threads must be >= 0"):
+        flush_scopes.toggle_cost(idle_threads=-1)
+    with pytest.raises(ValueError, match="toggles must be >= 1"):
+        flush_scopes.toggle_cost(toggles=0)
+
+
 def test_toggle_cost_reaches_every_idle_thread():
     result = flush_scopes.toggle_cost(idle_threads=8, toggles=4)
     assert result["all_reached"] and result["threads"] >= 9 and result["ms_min"] > 0

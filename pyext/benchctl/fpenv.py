@@ -45,8 +45,7 @@ import threading
 import warnings
 from typing import Optional
 
-from . import _native
-from . import omp
+from . import _native, _procfs, omp
 
 SCOPES = ("thread", "openmp", "process")
 DEFAULT_DEADLINE_S = 1.0
@@ -110,20 +109,12 @@ def _bits(raw: int) -> tuple:
     return bool(raw & _FTZ_MASK), bool(raw & _DAZ_MASK)
 
 
-def _task_name(tid: int) -> str | None:
-    try:
-        with open(f"/proc/self/task/{tid}/comm") as f:
-            return f.read().rstrip("\n")
-    except OSError:
-        return None  # the thread has exited
-
-
 def _state(raw: int | None) -> dict:
     return _decode(raw) if raw is not None else {"ftz": None, "daz": None, "raw": None}
 
 
 def _record(tid: int, raw: int | None, reached: bool, **extra) -> dict:
-    return {"tid": tid, "name": _task_name(tid), **_state(raw), "reached": reached, **extra}
+    return {"tid": tid, "name": _procfs.task_name(tid), **_state(raw), "reached": reached, **extra}
 
 
 def thread_state() -> dict:
@@ -387,7 +378,7 @@ def _not_restored(before: dict, records: list[dict]) -> list[int]:
 
 
 def _alive(tid: int) -> bool:
-    return os.path.exists(f"/proc/self/task/{tid}")
+    return os.path.exists(f"{_procfs.TASK_DIR}/{tid}")
 
 
 def broadcast_handler() -> dict:
