@@ -462,6 +462,24 @@ def test_toggle_cost_reaches_every_idle_thread():
     assert not any(r["ftz"] for r in fpenv.census("process"))
 
 
+def test_the_benchmark_script_runs_at_a_tiny_size_and_prints_all_four_methods(tmp_path):
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "ftz_scope.py")
+    out = tmp_path / "ftz_scope.json"
+    run = subprocess.run(
+        [sys.executable, script, "--numel", "65536", "--threads", "2", "--repeats", "2",
+         "--idle-threads", "4", "--toggles", "2", "--json", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line.split()[0] for line in run.stdout.splitlines()[2:6]]
+    assert rows == list(flush_scopes.METHODS) == ["none", "torch", "openmp", "process"]
+    assert "process-wide toggle" in run.stdout
+    doc = json.loads(out.read_text())
+    assert [m["method"] for m in doc["scopes"]["methods"]] == rows and doc["toggle"]["toggles"] == 2
+
 # -- architectures without an implementation ---------------------------------
 
 UNSUPPORTED_DRIVER = r"""
