@@ -48,9 +48,9 @@ constexpr double kMaxBroadcastDeadlineS = 60.0;
 
 // Apply per_tid[tid] (else default_target) to every task of the process and
 // read each one back after the change; with only_listed, to the tasks
-// per_tid names and no others. The calling thread is handled directly. Tasks that appear while the broadcast runs are picked up in
-// further rounds. Returns by deadline_s at the latest (plus scheduling
-// delays). Throws std::invalid_argument unless 0 < deadline_s <=
+// per_tid names and no others. The calling thread is handled directly.
+// Tasks that appear while the broadcast runs are picked up in further
+// rounds. Returns by deadline_s at the latest (plus scheduling delays). Throws std::invalid_argument unless 0 < deadline_s <=
 // kMaxBroadcastDeadlineS; std::runtime_error where unsupported or when no
 // real-time signal is free. A throw leaves every thread unchanged: the
 // steps that can fail come before the first change; a failure after it
