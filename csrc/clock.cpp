@@ -94,6 +94,8 @@ Anchor anchor_counter_to_monotonic() {
 
 Calibration calibrate_counter(uint64_t duration_ns) {
 #if BENCHCTL_HAS_CYCLE_COUNTER
+  // Shorter spans leave the pairing error above ~100 ppm.
+  if (duration_ns < 1000000) throw std::invalid_argument("calibration needs duration_ns >= 1 ms");
   Anchor start = anchor_counter_to_monotonic();
   timespec req{time_t(duration_ns / 1000000000ull), long(duration_ns % 1000000000ull)};
   while (nanosleep(&req, &req) != 0) {
@@ -115,6 +117,7 @@ namespace {
 // Minimum over `samples` of Second() - First() read back to back.
 template <uint64_t (*First)(), uint64_t (*Second)()>
 uint64_t min_back_to_back(int samples) {
+  if (samples < 1) throw std::invalid_argument("samples must be >= 1");
   uint64_t best = UINT64_MAX;
   for (int i = 0; i < samples; ++i) {
     uint64_t t0 = First();

@@ -16,6 +16,9 @@ COMMAND_MODULES = (
     "benchctl.commands.clock_info",
     "benchctl.commands.doctor",
     "benchctl.commands.penalty",
+    "benchctl.commands.run",
+    "benchctl.commands.report",
+    "benchctl.commands.compare",
 )
 
 
@@ -28,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        # argparse %-formats help strings: a literal '%' (as in "95% CI") must be doubled.
+        p = sub.add_parser(module.NAME, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.configure(p)
         p.set_defaults(_run=module.run)
     return parser

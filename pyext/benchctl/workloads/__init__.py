@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 # Modules whose import registers the workloads shipped with benchctl.
-_BUILTIN_MODULES: tuple[str, ...] = ()
+_BUILTIN_MODULES: tuple[str, ...] = ("benchctl.workloads.builtin",)
 
 
 @dataclass(frozen=True)

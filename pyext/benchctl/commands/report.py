@@ -1,0 +1,45 @@
+"""``python -m benchctl report FILE``: tables, verdict, figure and pyperf export of a results file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+NAME = "report"
+HELP = "print a results file's tables and verdict; --plot a figure; --export pyperf"
+
+EXPORT_FORMATS = ("pyperf",)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="results JSON written by `benchctl run --json`")
+    parser.add_argument("--baseline", metavar="NAME=V,...", help="cell the ratios are against (default: first values)")
+    parser.add_argument("--focus", metavar="NAME", help="recompute the verdict for this matrix key's contrast")
+    parser.add_argument("--plot", metavar="PNG", help="write per-iteration times and box plots per cell")
+    parser.add_argument("--export", choices=EXPORT_FORMATS, help="also write the results in another format")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="where --export writes (default: FILE with .pyperf.json)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import report, results, runner
+
+    try:
+        doc = results.load(args.file)
+        if args.focus:
+            runner.analyse(doc, focus=args.focus)
+        print(report.format_report(doc, baseline=args.baseline))
+        if args.plot:
+            report.plot(doc, args.plot)
+            print(f"plot written to {args.plot}")
+        if args.export == "pyperf":
+            from .. import pyperf_export
+
+            out = args.output or os.path.splitext(args.file)[0] + ".pyperf.json"
+            pyperf_export.export(doc, out)
+            print(f"pyperf file written to {out} (python -m pyperf stats {out})")
+    except (results.ResultsError, ValueError, RuntimeError) as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,101 @@
+"""``python -m benchctl run WORKLOAD``: a settings matrix, each cell in a fresh process."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "run"
+HELP = "run a workload over a settings matrix, each cell and repetition in a fresh worker process"
+
+_EPILOG = """\
+settings (--set NAME=V1,V2,...; brackets group a list value):
+  ftz      off | thread | openmp | process
+  threads  N
+  pin      off | compact | scatter | [0,1,...]
+  alloc    default | retain | jemalloc | tcmalloc
+  env      NAME=VALUE | [A=1,B=2] | none
+any other NAME is a workload parameter: --set init=normal,zero
+example: python -m benchctl run matmul --set alloc=default,retain --set n=64,128 --repeat 3 --json out.json
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument("workload", nargs="?", help="registered workload name (--list shows them)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
+                        help="a matrix axis: a setting or a workload parameter and its values (repeatable)")
+    parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
+                        help="a fixed workload parameter (repeatable)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="R",
+                        help="fresh processes per cell, interleaved across cells (default 1)")
+    parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                        help="shuffle the cell order within each round with this seed")
+    parser.add_argument("--json", dest="json_path", metavar="FILE",
+                        help="results file, rewritten atomically after every worker")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted --json FILE")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="kill a worker after S seconds")
+    parser.add_argument("--focus", metavar="NAME", help="matrix key whose contrast the verdict explains")
+    parser.add_argument("--baseline", metavar="NAME=V,...", help="cell the report's ratios are against")
+    parser.add_argument("--plot", metavar="PNG", help="also write a matplotlib figure")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--list", action="store_true", help="list the registered workloads and exit")
+
+
+def _assignments(items: list[str], multi: bool) -> dict:
+    from ..settings import SettingError, parse_assignment
+
+    out: dict = {}
+    for item in items:
+        key, values = parse_assignment(item)
+        if key in out:
+            raise SettingError(f"{key!r} given twice")
+        if not multi:
+            if len(values) != 1:
+                raise SettingError(f"--arg {item!r}: one value only (use --set for several)")
+            out[key] = values[0]
+        else:
+            out[key] = values
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import report, results, runner, workloads
+    from ..settings import SettingError
+
+    if args.list:
+        for name in workloads.names():
+            wl = workloads.get(name)
+            print(f"{name:16s} {wl.help}\n{'':16s} params: {wl.params}")
+        return 0
+    if not args.workload:
+        print("run: name a workload (python -m benchctl run --list)", file=sys.stderr)
+        return 2
+    try:
+        matrix = _assignments(args.sets, multi=True)
+        fixed = _assignments(args.args, multi=False)
+        if args.json_path is None:
+            print("note: results are not saved (no --json FILE)", file=sys.stderr)
+        doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,
+                                resume=args.resume, shuffle_seed=args.shuffle,
+                                progress=not args.no_progress, worker_timeout_s=args.timeout,
+                                focus=args.focus)
+    except (SettingError, results.ResultsError, ValueError) as e:
+        print(f"run: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if args.json_path:
+            print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",
+                  file=sys.stderr)
+        raise
+    try:
+        print(report.format_report(doc, baseline=args.baseline))
+        if args.plot:
+            report.plot(doc, args.plot)
+            print(f"plot written to {args.plot}")
+    except (ValueError, RuntimeError) as e:
+        print(f"run: {e}", file=sys.stderr)
+        return 2
+    # Non-zero when a worker failed, so scripts notice; the file still holds everything.
+    return 1 if runner.failed_runs(doc) else 0

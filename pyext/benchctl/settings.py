@@ -1,0 +1,469 @@
+"""The settings a matrix cell can have, and how each one is applied and read back.
+
+A setting is a small class with five duties:
+
+* ``canonical(value)``: validate a value (from the CLI's text or from Python)
+  and return its canonical JSON form, or raise :class:`SettingError`;
+* ``check_available()``: runner side, before any worker: raise
+  :class:`SettingError` if this build or machine cannot apply it at all;
+* ``environment(value, env, cell)``: runner side, before the worker starts:
+  edit the worker's environment (thread-pool sizes, allocator, extra vars);
+* ``apply(value)``: worker side, after ``import torch``: change process
+  state and return what was observed right after the change;
+* ``readback(value)``: worker side, after the workload: the state the
+  workload actually ran under (threads created during the run included).
+
+Cells hold setting values and workload parameters side by side; a matrix key
+that is not a setting name is a workload parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import alloc as _alloc
+
+
+class SettingError(ValueError):
+    """A setting value that is invalid or cannot be applied on this machine."""
+
+
+class Setting:
+    name = ""
+    help = ""
+    #: Worker applies settings in increasing ``order`` (threads before pin: pin pins the sized team).
+    order = 0
+    #: Whether ``apply``/``readback`` need torch imported first (its thread pools must exist).
+    needs_torch = False
+
+    def canonical(self, value: Any) -> Any:
+        raise NotImplementedError
+
+    def check_available(self) -> None:
+        """Raise SettingError when this machine or build cannot apply the setting at all."""
+
+    def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return env
+
+    def apply(self, value: Any) -> Any:
+        return None
+
+    def readback(self, value: Any) -> Any:
+        return None
+
+    #: Per-iteration counter (summary field) that moves when this setting is the cause, if any.
+    evidence_counter: str | None = None
+    #: What the slowdown is when this setting closes a gap (completes "the slowdown is ...").
+    mechanism: str | None = None
+
+    def facts(self, observed: Any) -> Any:
+        """The part of a readback that evidence needs (the full readback stays in the run)."""
+        return observed
+
+    def facts_phrase(self, facts: Any) -> str:
+        """A few words proving the setting took effect, e.g. "FTZ/DAZ read back on 4/4 threads"."""
+        return ""
+
+    def _choice(self, value: Any, choices: tuple[str, ...]) -> str:
+        text = str(value).strip().lower()
+        if text not in choices:
+            raise SettingError(f"{self.name}={value!r}: choose one of {', '.join(choices)}")
+        return text
+
+
+def _control_module(module: str, setting: str):
+    """Import ``benchctl.<module>``, or say which setting needs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"benchctl.{module}")
+    except ImportError as e:
+        raise SettingError(f"the {setting} setting needs benchctl.{module}, which this build lacks: {e}") from None
+
+
+class FlushDenormals(Setting):
+    """``ftz``: flush denormals (FTZ+DAZ) with benchctl.fpenv, census of every thread."""
+
+    name = "ftz"
+    help = "off | thread | openmp | process: FTZ/DAZ via benchctl.fpenv, per-thread census read back"
+    order = 30
+    needs_torch = True
+    SCOPES = ("thread", "openmp", "process")
+
+    def canonical(self, value: Any) -> str:
+        if value is False:
+            return "off"
+        if value is True:
+            return "process"
+        return self._choice(value, ("off",) + self.SCOPES)
+
+    def check_available(self) -> None:
+        fpenv = _control_module("fpenv", self.name)
+        ok, reason = fpenv.supported()
+        if not ok:
+            raise SettingError(f"ftz cannot be applied here: {reason}")
+
+    def apply(self, value: str) -> Any:
+        from . import fpenv
+
+        if value == "off":
+            return None  # a fresh process starts with FTZ/DAZ clear; the readback shows it
+        return fpenv.set_flush_denormal(True, scope=value)
+
+    mechanism = "arithmetic on subnormal (denormal) numbers, which FTZ/DAZ removes"
+
+    def facts(self, observed: dict) -> dict:
+        return {"flushed": observed.get("flushed"), "threads": observed.get("threads")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return f"FTZ/DAZ read back on {facts['flushed']}/{facts['threads']} threads" if facts.get("threads") else ""
+
+    def readback(self, value: str) -> dict:
+        from . import fpenv
+
+        census = fpenv.census(scope="process")
+        reached = [t for t in census if t.get("reached", True)]
+        flushed = [t for t in reached if t.get("ftz") and t.get("daz")]
+        return {
+            "census": census,
+            "threads": len(census),
+            "reached": len(reached),
+            "flushed": len(flushed),
+            "all_flushed": bool(reached) and len(flushed) == len(census),
+            "none_flushed": not flushed,
+        }
+
+
+class ThreadCount(Setting):
+    """``threads``: intra-op thread count for torch and every BLAS/OpenMP pool."""
+
+    name = "threads"
+    help = "N: intra-op threads (OMP_NUM_THREADS/MKL_NUM_THREADS at start, benchctl.threads after import)"
+    order = 10
+    needs_torch = True
+
+    def canonical(self, value: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            n = value
+        elif isinstance(value, str) and value.strip().isdigit():
+            n = int(value)
+        else:
+            n = 0
+        if n < 1:
+            raise SettingError(f"threads={value!r}: expected a positive integer")
+        return n
+
+    def check_available(self) -> None:
+        _control_module("threads", self.name)
+
+    def environment(self, value: int, env: dict[str, str], cell: dict) -> dict[str, str]:
+        # Sized at start as well: pools created before our call then agree.
+        return {**env, "OMP_NUM_THREADS": str(value), "MKL_NUM_THREADS": str(value)}
+
+    def apply(self, value: int) -> Any:
+        from . import threads
+
+        return threads.set_num_threads(value)
+
+    evidence_counter = "context_switches_per_iter"
+    mechanism = "more threads than the CPUs can run at once"
+
+    def readback(self, value: int) -> Any:
+        from . import threads
+
+        return threads.get_num_threads()
+
+
+class Pinning(Setting):
+    """``pin``: place the OpenMP team from the worker's start, census read back after the run.
+
+    The placement is given through :func:`benchctl.threads.launch_env`
+    (``OMP_PLACES``/``OMP_PROC_BIND`` or ``KMP_AFFINITY``), so the OpenMP
+    runtime binds each team thread as it creates it and the initial thread at
+    start-up. Pinning again in-process would be wrong here: the bound initial
+    thread sees a one-CPU mask, so every policy would collapse onto one CPU.
+    """
+
+    name = "pin"
+    help = "off | compact | scatter | [cpu,cpu,...]: place torch's OpenMP team (benchctl.threads.launch_env)"
+    order = 20
+    needs_torch = True
+    POLICIES = ("off", "compact", "scatter")
+    # Count variables launch_env returns: a pin cell must not change the
+    # thread count (that is the threads setting's job), or pin=off vs compact
+    # would compare two things at once.
+    _COUNT_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+    def canonical(self, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            cpus = value
+        elif isinstance(value, str) and value.strip().startswith("["):
+            try:
+                cpus = json.loads(value)
+            except json.JSONDecodeError:
+                raise SettingError(f"pin={value!r}: a CPU list is written [0,1,...]") from None
+        else:
+            return self._choice(value, self.POLICIES)
+        if not cpus or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus):
+            raise SettingError(f"pin={value!r}: a CPU list must hold non-negative integers")
+        if len(set(cpus)) != len(cpus):
+            raise SettingError(f"pin={value!r}: CPU ids repeat")
+        return list(cpus)
+
+    def check_available(self) -> None:
+        _control_module("threads", self.name)
+
+    def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
+        if value == "off":
+            return env
+        from . import threads
+
+        n = cell.get("threads")
+        if n is None:
+            # Places for every allowed (or listed) CPU; the count variables are
+            # dropped below, leaving torch's own default thread count.
+            count = len(value) if isinstance(value, list) else len(os.sched_getaffinity(0))
+        else:
+            count = n
+        try:
+            placement = threads.launch_env(value, count)
+        except ValueError as e:
+            raise SettingError(f"pin={format_value(value)}: {e}") from None
+        if n is None:
+            placement = {k: v for k, v in placement.items() if k not in self._COUNT_VARS}
+        return {**env, **placement}
+
+    evidence_counter = "cpu_migrations_per_iter"
+    mechanism = "threads migrating between CPUs"
+
+    def facts(self, observed: dict) -> dict:
+        return {"team_single_cpu": observed.get("team_single_cpu")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return "each team thread read back on one CPU" if facts.get("team_single_cpu") else ""
+
+    def readback(self, value: Any) -> Any:
+        from . import threads
+
+        census = threads.census()
+        team = [t for t in census if t.get("omp_thread") is not None]
+        return {
+            "census": census,
+            "team_single_cpu": bool(team) and all(len(t.get("allowed_cpus") or []) == 1 for t in team),
+        }
+
+
+class Allocator(Setting):
+    """``alloc``: which malloc the worker runs with (environment only), observed from inside."""
+
+    name = "alloc"
+    help = "default | retain | jemalloc | tcmalloc: glibc tunables or LD_PRELOAD of a system allocator"
+    order = 0
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, tuple(_alloc.ALLOCATORS))
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        try:
+            return _alloc.get(value).environment(env)
+        except _alloc.AllocatorError as e:
+            raise SettingError(str(e)) from None
+
+    evidence_counter = "minor_faults_per_iter"
+    mechanism = "memory being returned to the OS and faulted back in"
+
+    def facts(self, observed: dict) -> dict:
+        return {"large_block_mapping": observed.get("large_block_mapping"),
+                "preload_mapped": observed.get("preload_mapped")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        where = facts.get("large_block_mapping")
+        return f"a 64 MiB malloc read back from {where}" if where else ""
+
+    def readback(self, value: str) -> dict:
+        return _alloc.observe()
+
+
+class ExtraEnvironment(Setting):
+    """``env``: extra environment variables for the worker, read back from inside it."""
+
+    name = "env"
+    help = "NAME=VALUE or [A=1,B=2] or none: extra environment variables"
+    order = 0
+
+    def canonical(self, value: Any) -> dict[str, str]:
+        if isinstance(value, dict):
+            pairs = value
+        else:
+            text = str(value).strip()
+            if text.lower() in ("", "none", "{}"):
+                return {}
+            items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
+            pairs = {}
+            for item in items:
+                name, sep, val = item.partition("=")
+                if not sep:
+                    raise SettingError(f"env={value!r}: write NAME=VALUE (or [A=1,B=2] for several)")
+                pairs[name.strip()] = val
+        for name, val in pairs.items():
+            if not name or "=" in name or "\0" in name or not isinstance(val, str):
+                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', string values)")
+        return dict(sorted(pairs.items()))
+
+    def environment(self, value: dict, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, **value}
+
+    def readback(self, value: dict) -> dict:
+        return {name: os.environ.get(name) for name in value}
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment())
+}
+
+
+def is_setting(name: str) -> bool:
+    return name in SETTINGS
+
+
+def split_values(text: str) -> list[str]:
+    """Split on commas that are not inside [...] (so ``pin=[0,1],compact`` is two values)."""
+    values, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise SettingError(f"unbalanced ']' in {text!r}")
+        elif ch == "," and depth == 0:
+            values.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise SettingError(f"unbalanced '[' in {text!r}")
+    values.append(text[start:])
+    return [v.strip() for v in values]
+
+
+def parse_assignment(text: str) -> tuple[str, list[str]]:
+    """``"k=v1,v2"`` -> ``("k", ["v1", "v2"])`` (brackets group: ``pin=[0,1],off``)."""
+    key, sep, rest = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise SettingError(f"--set {text!r}: write NAME=VALUE[,VALUE...]")
+    # An empty value is kept: it is a valid string parameter ("pause_file=,/tmp/p").
+    return key, split_values(rest)
+
+
+def _coerce_param(name: str, value: Any, default: Any) -> Any:
+    """A workload parameter from the CLI's text, typed like its default."""
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # 1 and 1.0 must be the same cell (resume matches cells exactly)
+    if not isinstance(value, str) or isinstance(default, str):
+        return value
+    try:
+        if isinstance(default, bool):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+    except ValueError:
+        raise SettingError(
+            f"parameter {name}={value!r}: expected {type(default).__name__} like its default {default!r}"
+        ) from None
+    if default is None or isinstance(default, (list, dict)):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def canonical_value(key: str, value: Any, params: dict[str, Any]) -> Any:
+    """Canonical form of one matrix value: a setting's, or a workload parameter typed like its default."""
+    if key in SETTINGS:
+        return SETTINGS[key].canonical(value)
+    if key not in params:
+        raise SettingError(
+            f"{key!r} is neither a setting ({', '.join(SETTINGS)}) nor a parameter of this workload "
+            f"({', '.join(sorted(params)) or 'none'})"
+        )
+    return _coerce_param(key, value, params[key])
+
+
+def canonical_matrix(matrix: dict[str, Any], params: dict[str, Any]) -> dict[str, list]:
+    """Validate a matrix ``{key: [values]}``; values canonical, duplicates rejected."""
+    out: dict[str, list] = {}
+    for key, values in matrix.items():
+        if not isinstance(values, (list, tuple)):
+            values = [values]
+        if not values:
+            raise SettingError(f"matrix key {key!r} has no values")
+        canon = [canonical_value(key, v, params) for v in values]
+        seen = [json.dumps(c, sort_keys=True) for c in canon]
+        if len(set(seen)) != len(seen):
+            raise SettingError(f"matrix key {key!r} repeats a value: {canon}")
+        out[key] = canon
+    return out
+
+
+def check_available(matrix: dict[str, list]) -> None:
+    """Raise SettingError if a setting in ``matrix`` cannot be applied on this machine."""
+    for name in matrix:
+        if name in SETTINGS:
+            SETTINGS[name].check_available()
+
+
+def cell_environment(cell: dict[str, Any], base: dict[str, str]) -> dict[str, str]:
+    """The environment a worker for ``cell`` starts with; raises SettingError before anything runs.
+
+    A variable set by two different settings (e.g. ``env`` setting
+    ``LD_PRELOAD`` while ``alloc=jemalloc`` preloads) is an error, not a
+    silent override.
+    """
+    env = dict(base)
+    owner: dict[str, str] = {}
+    for name, setting in sorted(((k, SETTINGS[k]) for k in cell if k in SETTINGS), key=lambda kv: kv[1].order):
+        before = dict(env)
+        env = setting.environment(cell[name], env, cell)
+        for var in set(env) | set(before):
+            if env.get(var) != before.get(var):
+                if var in owner:
+                    raise SettingError(
+                        f"{name}={format_value(cell[name])} and {owner[var]} both set {var}: "
+                        f"choose one of them for this cell"
+                    )
+                owner[var] = f"{name}={format_value(cell[name])}"
+    return env
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "[" + ",".join(f"{k}={v}" for k, v in value.items()) + "]" if value else "none"
+    if isinstance(value, list):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def cell_label(cell: dict[str, Any]) -> str:
+    """``"order=eval_only ftz=process"``: the cell in words, keys in matrix order."""
+    return " ".join(f"{k}={format_value(v)}" for k, v in cell.items()) or "(single cell)"
+
+
+def split_cell(cell: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(settings, workload parameters) of a cell."""
+    settings = {k: v for k, v in cell.items() if k in SETTINGS}
+    params = {k: v for k, v in cell.items() if k not in SETTINGS}
+    return settings, params
+
+
+def ordered(settings: dict[str, Any]) -> list[tuple[str, Setting, Any]]:
+    return [(n, SETTINGS[n], settings[n]) for n in sorted(settings, key=lambda n: SETTINGS[n].order)]

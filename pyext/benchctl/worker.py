@@ -1,0 +1,115 @@
+"""``python -m benchctl.worker JOB.json``: run one matrix cell in this fresh process.
+
+The runner writes the job (workload, its arguments, the cell's settings and
+where to put the result) to a JSON file and starts this module with its own
+interpreter, no shell. The worker applies the settings, runs the workload
+under a :class:`~benchctl.counted_recorder.CountedRecorder`, reads every
+setting back, and writes one JSON result atomically to ``result_path``.
+Exit status 0 means the result says ``"status": "ok"``; on an exception the
+worker still writes what it has (``"status": "failed"`` with the error and
+any iterations already recorded), prints the traceback to stderr and exits 1.
+A worker killed outright writes nothing; the runner records that from the
+exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+PROTOCOL = 1
+
+
+def _phases(rec) -> dict[str, Any]:
+    from . import clock
+
+    out = {}
+    for phase, ticks in rec.ticks.items():
+        out[phase] = {
+            "ticks": [int(t) for t in ticks],
+            "ns": [float(v) for v in clock.to_ns(ticks)] if ticks else [],
+            "counters": rec.counters.get(phase, {}),
+        }
+    return out
+
+
+def run_job(job: dict) -> dict:
+    """Execute ``job`` in this process; return the result document (never raises)."""
+    from . import settings as _settings
+    from . import workloads
+    from .counted_recorder import CountedRecorder, open_counter_group
+
+    result: dict[str, Any] = {
+        "protocol": PROTOCOL,
+        "status": "failed",
+        "phases": {},
+        "readback": {},
+        "notes": {},
+        "worker": {"pid": os.getpid(), "python": sys.executable},
+    }
+    started = time.perf_counter()
+    rec = None
+    stage = "loading the workload"
+    try:
+        workload = workloads.get(job["workload"])
+        args = workload.resolve_args(job["args"])
+        plan = _settings.ordered(job["settings"])
+        if any(setting.needs_torch for _, setting, _ in plan):
+            stage = "importing torch"
+            import torch  # noqa: F401  (its thread pools must exist before settings touch them)
+        applied = {}
+        for name, setting, value in plan:
+            stage = f"applying {name}={_settings.format_value(value)}"
+            applied[name] = setting.apply(value)
+        stage = "opening counters"
+        group, result["counters_info"] = open_counter_group()
+        rec = CountedRecorder(group)
+        stage = f"running workload {workload.name!r}"
+        try:
+            workload.fn(args, rec)
+        finally:
+            if group is not None and hasattr(group, "close"):
+                group.close()
+        for name, setting, value in plan:
+            stage = f"reading back {name}={_settings.format_value(value)}"
+            result["readback"][name] = {
+                "requested": value,
+                "applied": applied[name],
+                "observed": setting.readback(value),
+            }
+        result["status"] = "ok"
+    except BaseException as e:  # the result must say what happened, whatever it was
+        result["error"] = f"{type(e).__name__} while {stage}: {e}"
+        traceback.print_exc(file=sys.stderr)
+    finally:
+        if rec is not None:
+            result["phases"] = _phases(rec)
+            result["notes"] = rec.notes
+        result["worker"]["wall_s"] = time.perf_counter() - started
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m benchctl.worker JOB.json (started by benchctl's runner)", file=sys.stderr)
+        return 2
+    with open(argv[0]) as f:
+        job = json.load(f)
+    if job.get("protocol") != PROTOCOL:
+        print(f"benchctl.worker: job protocol {job.get('protocol')!r}, this worker speaks {PROTOCOL}",
+              file=sys.stderr)
+        return 2
+    result = run_job(job)
+    from .results import atomic_write_text, dumps
+
+    atomic_write_text(job["result_path"], dumps(result))
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

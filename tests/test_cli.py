@@ -1,0 +1,34 @@
+"""`python -m benchctl` and every subcommand explain themselves with --help."""
+
+import subprocess
+import sys
+
+import pytest
+
+from benchctl import cli
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "benchctl", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_top_level_help_lists_every_command():
+    out = _run("--help")
+    assert out.returncode == 0, out.stderr
+    for module in cli.COMMAND_MODULES:
+        name = __import__(module, fromlist=["NAME"]).NAME
+        assert name in out.stdout
+
+
+@pytest.mark.parametrize("module", cli.COMMAND_MODULES)
+def test_each_command_has_help(module):
+    name = __import__(module, fromlist=["NAME"]).NAME
+    out = _run(name, "--help")
+    assert out.returncode == 0, out.stderr
+    assert "usage:" in out.stdout
+
+
+def test_missing_command_is_a_usage_error():
+    out = _run()
+    assert out.returncode == 2
+    assert "COMMAND" in out.stderr

@@ -1,0 +1,231 @@
+"""The runner: a matrix in fresh worker processes, failures recorded, kill -9 safety, resume."""
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from benchctl import alloc, results, runner, schedule, worker
+from benchctl.settings import SettingError
+
+
+def _wait_for_pid(pause_file, timeout=60.0, runner_proc=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if runner_proc is not None and runner_proc.poll() is not None:
+            raise AssertionError(f"runner exited early: {runner_proc.communicate()}")
+        text = pause_file.read_text() if pause_file.exists() else ""
+        if text.strip():
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"no worker paused on {pause_file} within {timeout} s")
+
+
+def test_interleaved_schedule():
+    assert schedule.interleaved(3, 2) == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
+    shuffled = schedule.interleaved(4, 3, shuffle_seed=5)
+    assert shuffled == schedule.interleaved(4, 3, shuffle_seed=5)
+    assert shuffled != schedule.interleaved(4, 3)
+    for rep in range(3):  # every round still runs every cell exactly once
+        assert sorted(c for c, r in shuffled[4 * rep: 4 * rep + 4] if r == rep) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="repeat must be a positive integer"):
+        schedule.interleaved(2, 0)
+
+
+def test_expand_is_the_product_in_key_order():
+    assert schedule.expand({"a": [1, 2], "b": ["x", "y"]}) == [
+        {"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
+    assert schedule.expand({}) == [{}]
+
+
+def test_matrix_cells_run_in_fresh_processes_with_readback(tmp_path):
+    path = str(tmp_path / "r.json")
+    matrix = {"alloc": ["default", "retain"], "env": ["BENCHCTL_TEST_MARK=a", "BENCHCTL_TEST_MARK=b"]}
+    doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.2}, matrix, repeat=2, json_path=path,
+                            progress=False)
+    assert results.load(path)["runs"] == doc["runs"]
+    runs = doc["runs"]
+    assert [r["status"] for r in runs] == ["ok"] * 8, [r.get("error") for r in runs]
+    assert [(r["cell"]["alloc"], r["cell"]["env"]["BENCHCTL_TEST_MARK"], r["repetition"]) for r in runs] == [
+        (a, m, rep) for rep in (0, 1) for a in ("default", "retain") for m in ("a", "b")]
+    pids = {r["worker"]["pid"] for r in runs}
+    assert len(pids) == 8 and os.getpid() not in pids
+    for r in runs:
+        assert len(r["phases"]["sleep"]["ns"]) == 3
+        assert r["readback"]["env"]["observed"] == {"BENCHCTL_TEST_MARK": r["cell"]["env"]["BENCHCTL_TEST_MARK"]}
+        seen = r["readback"]["alloc"]["observed"]
+        if r["cell"]["alloc"] == "retain":
+            for name, value in alloc.RETAIN_TUNABLES.items():
+                assert f"{name}={value}" in seen["GLIBC_TUNABLES"]
+            assert seen["large_block_mapping"] == "[heap]"  # freed big blocks stay in the heap
+        else:
+            assert "glibc.malloc" not in (seen["GLIBC_TUNABLES"] or "")
+            assert seen["large_block_mapping"] == "anonymous"  # each big block its own mmap
+
+
+@pytest.mark.parametrize("name", ["jemalloc", "tcmalloc"])
+def test_preloaded_allocator_is_mapped_in_the_worker(name):
+    if alloc.get(name).find() is None:
+        pytest.skip(f"{name} is not installed (apt-get install {alloc.get(name).apt_package})")
+    doc = runner.run_matrix("sleep", {"iterations": 1}, {"alloc": [name]}, progress=False)
+    run = doc["runs"][0]
+    assert run["status"] == "ok", run.get("stderr_tail")
+    seen = run["readback"]["alloc"]["observed"]
+    assert seen["LD_PRELOAD"] == alloc.get(name).find()
+    assert seen["preload_mapped"] == {seen["LD_PRELOAD"]: True}
+
+
+def test_failed_worker_is_recorded_and_the_run_goes_on(tmp_path):
+    doc = runner.run_matrix("sleep", {"iterations": 3}, {"fail_with": ["", "planted failure"]},
+                            json_path=str(tmp_path / "r.json"), progress=False)
+    good, bad = doc["runs"]
+    assert good["status"] == "ok" and good["stderr_tail"] is None
+    assert bad["status"] == "failed" and bad["exit_status"] == 1
+    assert bad["error"] == "RuntimeError while running workload 'sleep': planted failure"
+    assert "RuntimeError: planted failure" in bad["stderr_tail"]
+    assert len(bad["phases"]["sleep"]["ns"]) == 1  # the iteration done before the failure is kept
+    assert runner.failed_runs(doc) == [bad]
+
+
+def test_worker_over_its_timeout_is_killed():
+    started = time.monotonic()
+    doc = runner.run_matrix("sleep", {"iterations": 1, "ms": 60_000.0}, {}, progress=False, worker_timeout_s=1.0)
+    assert time.monotonic() - started < 30
+    run = doc["runs"][0]
+    assert run["status"] == "failed" and run["signal"] == "SIGKILL"
+    assert run["error"] == "worker exceeded the 1.0 s timeout and was killed"
+
+
+def test_sigkilled_worker_is_recorded_failed_and_resume_completes_it(tmp_path):
+    path = str(tmp_path / "r.json")
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    matrix = {"pause_file": ["", str(pause)]}
+    out = {}
+    thread = threading.Thread(target=lambda: out.setdefault(
+        "doc", runner.run_matrix("sleep", {"iterations": 2}, matrix, json_path=path, progress=False)))
+    thread.start()
+    try:
+        pid = _wait_for_pid(pause)
+        on_disk = results.load(path)  # the first cell finished before the paused one started
+        assert [(r["cell"]["pause_file"], r["status"]) for r in on_disk["runs"]] == [("", "ok")]
+        os.kill(pid, signal.SIGKILL)
+    finally:
+        thread.join(60)
+    killed = results.load(path)["runs"]
+    assert [r["status"] for r in killed] == ["ok", "failed"]
+    assert killed[1]["exit_status"] == -signal.SIGKILL and killed[1]["error"] == "worker killed by SIGKILL"
+    assert out["doc"]["runs"] == killed
+
+    pause.unlink()
+    resumed = runner.run_matrix("sleep", {"iterations": 2}, matrix, json_path=path, resume=True, progress=False)
+    assert [r["status"] for r in resumed["runs"]] == ["ok", "ok"]
+    assert resumed["runs"][0] == killed[0]  # finished work is kept, not redone
+    assert len(resumed["metadata"]["resumed"]) == 1
+    assert results.load(path)["runs"] == resumed["runs"]
+
+
+def test_runner_killed_with_sigkill_loses_no_finished_cell(tmp_path):
+    path = str(tmp_path / "r.json")
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    cmd = [sys.executable, "-m", "benchctl", "run", "sleep", "--arg", "iterations=2",
+           "--set", f"pause_file=,{pause}", "--json", path]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        worker_pid = _wait_for_pid(pause, runner_proc=proc)
+        proc.kill()
+        proc.wait(30)
+        os.kill(worker_pid, signal.SIGKILL)  # orphaned by the runner's death
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    on_disk = results.load(path)
+    assert [(r["cell"]["pause_file"], r["status"]) for r in on_disk["runs"]] == [("", "ok")]
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+    pause.unlink()
+    done = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [r["status"] for r in results.load(path)["runs"]] == ["ok", "ok"]
+    assert "phase sleep" in done.stdout or "no summary" in done.stdout
+    assert "\r" not in done.stderr and "cell/s" not in done.stderr  # no progress bar into a pipe
+
+
+def test_resume_checks_the_file_and_can_add_repetitions(tmp_path):
+    path = str(tmp_path / "r.json")
+    first = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.2]}, json_path=path, progress=False)
+    with pytest.raises(results.ResultsError, match="cannot resume: its matrix differ"):
+        runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.3]}, json_path=path, resume=True)
+    with pytest.raises(results.ResultsError, match="cannot resume: its args differ"):
+        runner.run_matrix("sleep", {"iterations": 2}, {"ms": [0.1, 0.2]}, json_path=path, resume=True)
+    more = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.2]}, repeat=2, json_path=path,
+                             resume=True, progress=False)
+    assert more["runs"][:2] == first["runs"]
+    assert [(r["cell"]["ms"], r["repetition"]) for r in more["runs"][2:]] == [(0.1, 1), (0.2, 1)]
+    assert more["repeat"] == 2
+
+
+def test_bad_input_fails_before_any_worker(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    monkeypatch.setattr(alloc, "_library_dirs", lambda: [str(tmp_path)])
+    with pytest.raises(SettingError, match="apt-get install libjemalloc2"):
+        runner.run_matrix("sleep", {}, {"alloc": ["default", "jemalloc"]}, json_path=str(path))
+    with pytest.raises(SettingError, match="neither a setting nor|is neither a setting"):
+        runner.run_matrix("sleep", {}, {"batch": [1]}, json_path=str(path))
+    with pytest.raises(ValueError, match="unknown workload 'nope'"):
+        runner.run_matrix("nope", {}, {}, json_path=str(path))
+    with pytest.raises(SettingError, match="'alloc' is a setting: put it in the matrix"):
+        runner.run_matrix("sleep", {"alloc": "retain"}, {}, json_path=str(path))
+    with pytest.raises(ValueError, match="resume needs json_path"):
+        runner.run_matrix("sleep", {}, {}, resume=True)
+    assert not path.exists()
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch):
+    class Stream(io.StringIO):
+        def __init__(self, tty):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    for tty, enabled, shown in ((True, True, True), (False, True, False), (True, False, False)):
+        stream = Stream(tty)
+        monkeypatch.setattr(sys, "stderr", stream)
+        with runner._progress_bar(3, 1, enabled) as bar:
+            bar.set_postfix_str("alloc=retain #1")
+            bar.update(1)
+        text = stream.getvalue()
+        assert (("2/3" in text and "alloc=retain #1" in text) if shown else text == ""), (tty, enabled, text)
+
+
+def test_worker_reports_errors_it_meets():
+    result = worker.run_job({"workload": "nope", "args": {}, "settings": {}})
+    assert result["status"] == "failed"
+    assert result["error"].startswith("ValueError while loading the workload: unknown workload 'nope'")
+    usage = subprocess.run([sys.executable, "-m", "benchctl.worker"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: python -m benchctl.worker JOB.json" in usage.stderr
+
+
+def test_ctrl_c_stops_the_worker_and_keeps_finished_cells(tmp_path):
+    path = str(tmp_path / "r.json")
+    pause = tmp_path / "pause"
+    pause.write_text("")
+    proc = subprocess.Popen([sys.executable, "-m", "benchctl", "run", "sleep", "--arg", "iterations=2",
+                             "--set", f"pause_file=,{pause}", "--json", path],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker_pid = _wait_for_pid(pause, runner_proc=proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert f"finished cells are in {path}; continue with --resume" in err
+    with pytest.raises(ProcessLookupError):  # no orphaned worker
+        os.kill(worker_pid, 0)
+    assert [r["status"] for r in results.load(path)["runs"]] == ["ok"]

@@ -1,0 +1,144 @@
+"""Settings: parsing, validation, and the environment each one gives a worker."""
+
+import os
+
+import pytest
+
+from benchctl import alloc, settings
+from benchctl.settings import SettingError
+
+SLEEP_PARAMS = {"ms": 1.0, "iterations": 5, "pause_file": "", "fail_with": ""}
+
+
+def test_parse_assignment_groups_brackets():
+    assert settings.parse_assignment("alloc=default,retain") == ("alloc", ["default", "retain"])
+    assert settings.parse_assignment("pin=[0,1],compact") == ("pin", ["[0,1]", "compact"])
+    assert settings.parse_assignment("env=[A=1,B=2],C=3") == ("env", ["[A=1,B=2]", "C=3"])
+    assert settings.parse_assignment("pause_file=,/tmp/p") == ("pause_file", ["", "/tmp/p"])
+    for bad in ("alloc", "=x", "pin=[0,1", "pin=0]"):
+        with pytest.raises(SettingError):
+            settings.parse_assignment(bad)
+
+
+def test_setting_values_are_canonical():
+    c = settings.canonical_value
+    assert c("ftz", "OFF", {}) == "off"
+    assert c("ftz", True, {}) == "process"
+    assert c("threads", "2", {}) == 2
+    assert c("pin", "[1,0]", {}) == [1, 0]
+    assert c("pin", "Compact", {}) == "compact"
+    assert c("alloc", "retain", {}) == "retain"
+    assert c("env", "[B=2,A=1]", {}) == {"A": "1", "B": "2"}
+    assert c("env", "none", {}) == {}
+    assert c("env", "X=a=b", {}) == {"X": "a=b"}
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("ftz", "maybe", "choose one of off, thread, openmp, process"),
+        ("threads", "0", "positive integer"),
+        ("threads", "two", "positive integer"),
+        ("pin", "[0,0]", "repeat"),
+        ("pin", "[-1]", "non-negative"),
+        ("pin", "diagonal", "choose one of off, compact, scatter"),
+        ("alloc", "mimalloc", "choose one of default, retain, jemalloc, tcmalloc"),
+        ("alloc", "", "choose one of"),
+        ("env", "NOEQUALS", "NAME=VALUE"),
+    ],
+)
+def test_bad_setting_values(key, value, message):
+    with pytest.raises(SettingError, match=message):
+        settings.canonical_value(key, value, {})
+
+
+def test_workload_parameters_are_typed_like_their_defaults():
+    m = settings.canonical_matrix({"ms": ["1", "2.5"], "iterations": ["3"], "fail_with": ["x"]}, SLEEP_PARAMS)
+    assert m == {"ms": [1.0, 2.5], "iterations": [3], "fail_with": ["x"]}
+    assert settings.canonical_matrix({"ms": [1]}, SLEEP_PARAMS) == {"ms": [1.0]}
+    with pytest.raises(SettingError, match="expected int"):
+        settings.canonical_matrix({"iterations": ["many"]}, SLEEP_PARAMS)
+
+
+def test_unknown_key_names_settings_and_parameters():
+    with pytest.raises(SettingError, match=r"'speed' is neither a setting \(ftz, threads, pin, alloc, env\).*ms"):
+        settings.canonical_matrix({"speed": [1]}, SLEEP_PARAMS)
+
+
+def test_duplicate_and_empty_values_rejected():
+    with pytest.raises(SettingError, match="repeats a value"):
+        settings.canonical_matrix({"alloc": ["retain", "RETAIN"]}, {})
+    with pytest.raises(SettingError, match="no values"):
+        settings.canonical_matrix({"alloc": []}, {})
+
+
+def test_retain_sets_tunables_and_keeps_unrelated_ones():
+    base = {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.cpu.hwcaps=-AVX512F", "PATH": "/bin"}
+    env = settings.cell_environment({"alloc": "retain"}, base)
+    tunables = env["GLIBC_TUNABLES"].split(":")
+    assert "glibc.cpu.hwcaps=-AVX512F" in tunables
+    assert "glibc.malloc.arena_max=2" not in tunables  # alloc owns every malloc tunable
+    for name, value in alloc.RETAIN_TUNABLES.items():
+        assert f"{name}={value}" in tunables
+    assert env["PATH"] == "/bin"
+    assert base["GLIBC_TUNABLES"].startswith("glibc.malloc.arena_max")  # caller's dict untouched
+
+
+def test_default_removes_inherited_allocator_state():
+    base = {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1", "LD_PRELOAD": "/opt/libjemalloc.so.2 /opt/libother.so"}
+    env = settings.cell_environment({"alloc": "default"}, base)
+    assert "GLIBC_TUNABLES" not in env
+    assert env["LD_PRELOAD"] == "/opt/libother.so"
+
+
+def test_missing_preload_library_says_what_to_install(monkeypatch, tmp_path):
+    monkeypatch.setattr(alloc, "_library_dirs", lambda: [str(tmp_path)])
+    with pytest.raises(SettingError, match="libjemalloc.so.2 is not installed: apt-get install libjemalloc2"):
+        settings.cell_environment({"alloc": "jemalloc"}, {})
+    with pytest.raises(SettingError, match="apt-get install libgoogle-perftools4"):
+        settings.cell_environment({"alloc": "tcmalloc"}, {})
+
+
+def test_preload_library_discovery(monkeypatch, tmp_path):
+    lib = tmp_path / "libjemalloc.so.2"
+    lib.write_bytes(b"")
+    monkeypatch.setattr(alloc, "_library_dirs", lambda: [str(tmp_path / "nowhere"), str(tmp_path)])
+    env = settings.cell_environment({"alloc": "jemalloc"}, {"LD_PRELOAD": "/opt/libother.so"})
+    assert env["LD_PRELOAD"].split() == [os.path.realpath(lib), "/opt/libother.so"]
+
+
+def test_two_settings_setting_one_variable_is_an_error():
+    with pytest.raises(SettingError, match="both set GLIBC_TUNABLES"):
+        settings.cell_environment({"alloc": "retain", "env": {"GLIBC_TUNABLES": "x=1"}}, {})
+
+
+def test_threads_sizes_pools_at_start():
+    env = settings.cell_environment({"threads": 3}, {"OMP_NUM_THREADS": "8"})
+    assert env["OMP_NUM_THREADS"] == "3" and env["MKL_NUM_THREADS"] == "3"
+
+
+def test_extra_environment():
+    env = settings.cell_environment({"env": {"A": "1", "B": "x y"}}, {"A": "0"})
+    assert env["A"] == "1" and env["B"] == "x y"
+
+
+def test_cell_label_and_split():
+    cell = {"order": "eval_only", "alloc": "retain", "pin": [0, 1], "env": {}}
+    assert settings.cell_label(cell) == "order=eval_only alloc=retain pin=[0,1] env=none"
+    assert settings.split_cell(cell) == ({"alloc": "retain", "pin": [0, 1], "env": {}}, {"order": "eval_only"})
+
+
+def test_settings_whose_control_is_missing_fail_before_running(monkeypatch):
+    import importlib
+
+    real = importlib.import_module
+
+    def without_threads(name, *a, **k):
+        if name == "benchctl.threads":
+            raise ImportError("No module named 'benchctl.threads'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib, "import_module", without_threads)
+    with pytest.raises(SettingError, match="the pin setting needs benchctl.threads"):
+        settings.check_available({"alloc": ["default"], "pin": ["off", "compact"]})
+    settings.check_available({"alloc": ["default"], "ms": [1.0]})  # environment-only settings need nothing

@@ -1,0 +1,126 @@
+"""Verdict rules on synthetic results with known answers."""
+
+import pytest
+
+pytest.importorskip("benchctl.stats", reason="the verdict compares samples with benchctl.stats (issue 5)")
+
+from benchctl import runner, verdict  # noqa: E402
+from synthetic_results import make_doc  # noqa: E402
+
+ORDERS = ["eval_only", "train_then_eval"]
+
+
+def _only(found, rule, **match):
+    hits = [f for f in found if f["rule"] == rule and all(f.get(k) == v for k, v in match.items())]
+    assert len(hits) == 1, (rule, match, [(f["rule"], f["setting"]) for f in found])
+    return hits[0]
+
+
+def allocator_story():
+    """eval_only is 1.5x slower with 340k faults/iter unless alloc=retain: then equal, 20k faults."""
+    slow = lambda c: c["order"] == "eval_only" and c["alloc"] == "default"
+    return make_doc({"order": ORDERS, "alloc": ["default", "retain"]},
+                    factor=lambda c: 1.5 if slow(c) else 1.0,
+                    faults=lambda c: 340_000 if slow(c) else 20_000,
+                    readback=lambda c: {"alloc": {"observed": {
+                        "large_block_mapping": "[heap]" if c["alloc"] == "retain" else "anonymous"}}})
+
+
+def test_allocator_closes_the_gap_and_faults_move_with_it():
+    doc = runner.analyse(allocator_story(), focus="order")
+    found = doc["verdict"]
+    gap = _only(found, "gap")
+    assert gap["a"] == {"order": "eval_only", "alloc": "default"}
+    assert gap["b"] == {"order": "train_then_eval", "alloc": "default"}
+    assert gap["ratio"] == pytest.approx(1.5)
+    assert gap["ci95"][0] > 1.4 and gap["ci95"][1] < 1.6 and gap["significant"]
+    assert gap["message"].startswith("order=eval_only is 1.50× slower than order=train_then_eval")
+
+    closes = _only(found, "closes_gap")
+    assert closes["setting"] == "alloc=retain" and closes["explains"] is True
+    assert closes["evidence"]["gap_with_setting"]["ratio"] == pytest.approx(1.0)
+    assert closes["evidence"]["gap_with_setting"]["significant"] is False
+    assert closes["evidence"]["counters_moving_with_gap"] == ["minor_faults_per_iter"]
+    assert closes["evidence"]["counters"]["minor_faults_per_iter"] == {
+        "a": 340_000, "b": 20_000, "a_with_setting": 20_000, "b_with_setting": 20_000}
+    assert closes["evidence"]["readback"]["a"] == {"large_block_mapping": "[heap]", "preload_mapped": None}
+    assert "a 64 MiB malloc read back from [heap]" in closes["message"]
+    assert "minor page faults/iter go from 340k to 20k" in closes["message"]
+    assert closes["message"].endswith("the slowdown is memory being returned to the OS and faulted back in")
+
+    effect = _only(found, "setting_effect", setting="alloc=retain")
+    assert effect["ratio"] == pytest.approx(1 / 1.5) and effect["explains"] is True
+    assert "alloc=retain is 1.50× faster than alloc=default" in effect["message"]
+
+
+def test_ftz_that_changes_nothing_is_reported_as_such():
+    doc = make_doc({"order": ORDERS, "ftz": ["off", "process"]},
+                   factor=lambda c: 1.5 if c["order"] == "eval_only" else 1.0,
+                   readback=lambda c: {"ftz": {"observed": {"flushed": 3 if c["ftz"] == "process" else 0,
+                                                            "threads": 3}}})
+    found = runner.analyse(doc, focus="order")["verdict"]
+    keeps = _only(found, "keeps_gap")
+    assert keeps["setting"] == "ftz=process" and keeps["explains"] is False
+    assert "with ftz=process (FTZ/DAZ read back on 3/3 threads) it is 1.50× slower" in keeps["message"]
+    assert keeps["message"].endswith("ftz=process does not explain the gap")
+    effect = _only(found, "setting_effect", setting="ftz=process")
+    assert effect["ratio"] == pytest.approx(1.0) and effect["significant"] is False and effect["explains"] is False
+    assert effect["message"].startswith("no significant difference between ftz=process and ftz=off")
+    assert not [f for f in found if f["explains"] and f["rule"] != "setting_effect"]
+
+
+@pytest.mark.parametrize("under, rule, explains", [
+    (1.2, "narrows_gap", False),      # log 1.2 / log 1.5 = 0.45 of the gap is left
+    (1.05, "closes_gap", True),       # 0.12 of the gap left: closed even though still significant
+    (1.45, "keeps_gap", False),
+    (0.6, "reverses_gap", False),
+])
+def test_how_much_of_the_gap_a_setting_closes(under, rule, explains):
+    def factor(c):
+        if c["order"] != "eval_only":
+            return 1.0
+        return 1.5 if c["threads"] == 2 else under
+
+    doc = make_doc({"order": ORDERS, "threads": [2, 1]}, factor=factor)
+    found = runner.analyse(doc, focus="order")["verdict"]
+    hit = _only(found, rule, setting="threads=1")
+    assert hit["explains"] is explains
+    assert hit["evidence"]["gap_with_setting"]["ratio"] == pytest.approx(under)
+
+
+def test_no_gap_and_a_gap_only_under_a_setting():
+    doc = make_doc({"order": ORDERS, "pin": ["off", "compact"]},
+                   factor=lambda c: 2.0 if (c["order"], c["pin"]) == ("eval_only", "compact") else 1.0)
+    found = runner.analyse(doc, focus="order")["verdict"]
+    gap = _only(found, "gap")
+    assert gap["significant"] is False and gap["ratio"] == pytest.approx(1.0)
+    assert gap["message"].startswith("no significant difference between order=eval_only and order=train_then_eval")
+    opens = _only(found, "opens_gap", setting="pin=compact")
+    assert opens["explains"] is False and opens["message"].endswith("the gap appears only with this setting")
+
+
+def test_without_focus_only_setting_effects():
+    found = runner.analyse(allocator_story())["verdict"]
+    assert {f["rule"] for f in found} == {"setting_effect"}
+    assert sorted(f["setting"] for f in found) == ["alloc=retain", "order=train_then_eval"]
+
+
+def test_missing_cells_are_skipped_not_invented():
+    doc = allocator_story()
+    doc["runs"] = [r for r in doc["runs"] if r["cell"] != {"order": "train_then_eval", "alloc": "retain"}]
+    found = runner.analyse(doc, focus="order")["verdict"]
+    assert not [f for f in found if f["rule"] == "closes_gap"]
+    assert _only(found, "gap")["ratio"] == pytest.approx(1.5)
+
+
+def test_unknown_focus():
+    with pytest.raises(ValueError, match="focus 'batch' is not a matrix key"):
+        verdict.findings(allocator_story(), focus="batch")
+
+
+def test_pairs_stats_refuses_are_reported_not_dropped():
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 0.0 if c["order"] == "eval_only" else 1.0)
+    found = runner.analyse(doc, focus="order")["verdict"]
+    (refused,) = found
+    assert refused["rule"] == "not_comparable" and refused["ratio"] is None
+    assert refused["message"].startswith("cannot compare order=eval_only with order=train_then_eval: median")
