@@ -290,7 +290,7 @@ class flush_denormals:
         self.deadline_s = _check_deadline(deadline_s)
         self._before: dict | None = None
 
-    def __enter__(self) -> list[dict]:
+    def __enter__(self) -> Census:
         _require_supported()
         if self._before is not None:
             raise RuntimeError("this flush_denormals is already active; use a new one to nest")
