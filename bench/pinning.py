@@ -1,55 +1,26 @@
 """Unpinned vs compact-pinned: one oneDNN conv workload, side by side in one run.
 
-For each mode it prints the median time per iteration, IQR/median (spread),
-and CPU migrations per iteration of this process's threads. Migrations come
-from the ``cpu-migrations`` perf software event (``benchctl.counters``) when
-that module is present, else from the kernel's per-thread scheduler
-statistics (``se.nr_migrations`` in ``/proc/self/task/*/sched``); the table
-says which. The modes alternate in rounds (unpinned, pinned, unpinned, ...)
-so that drift on a shared machine reaches both alike. Pinning uses
-``benchctl.threads.pinned("compact")`` and the placement it read back is
-printed with the table.
+For each mode it prints the median time per iteration with its 95% CI,
+IQR/median (spread), and CPU migrations per iteration of this process's
+threads (the ``cpu_migrations`` perf software event, counted over every
+thread; "n/a" with the reason where perf cannot count it). The modes alternate
+in rounds (unpinned, pinned, unpinned, ...) so that drift on a shared machine
+reaches both alike. Pinning uses ``benchctl.threads.pinned("compact")`` and
+the placement it read back is printed with the table. Statistics come from
+``benchctl.stats.Samples``.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 
 import numpy as np
 import torch
 
 from benchctl import clock, threads
-
-
-def _sched_migrations() -> int:
-    total = 0
-    for path in glob.glob("/proc/self/task/*/sched"):
-        try:
-            with open(path) as f:
-                for line in f:
-                    if line.startswith("se.nr_migrations"):
-                        total += int(line.split(":")[1])
-                        break
-        except OSError:
-            pass  # the thread exited meanwhile
-    return total
-
-
-def migration_reader():
-    """``(read() -> cumulative migrations of this process, source)``."""
-    try:
-        from benchctl.counters import CounterGroup
-    except ImportError:
-        CounterGroup = None
-    if CounterGroup is not None:
-        group = CounterGroup(scope="process", events=["cpu_migrations"])
-        if group.available.get("cpu_migrations"):
-            return (lambda: group.read()["cpu_migrations"]), "perf cpu-migrations (benchctl.counters)"
-    if not glob.glob("/proc/self/task/*/sched"):
-        return (lambda: None), "unavailable (no perf counters module, no /proc/self/task/*/sched)"
-    return _sched_migrations, "se.nr_migrations from /proc/self/task/*/sched"
+from benchctl.counters import CounterGroup
+from benchctl.stats import Samples
 
 
 def conv_workload(batch: int, channels: int, size: int):
@@ -63,21 +34,24 @@ def conv_workload(batch: int, channels: int, size: int):
     return step
 
 
-def run_block(step, iters: int, read_migrations):
-    before = read_migrations()
+def run_block(step, iters: int, counters: CounterGroup):
+    """Time ``iters`` calls; return their ns and the CPU migrations meanwhile (None if uncounted)."""
+    before = counters.read()["cpu_migrations"]
     ticks = clock.time_calls(step, iters, warmup=1)
-    after = read_migrations()
-    migrations = None if before is None or after is None else after - before
-    return clock.to_ns(ticks), migrations
+    after = counters.read()["cpu_migrations"]
+    return clock.to_ns(ticks), None if before is None or after is None else after - before
 
 
 def summarize(ns: np.ndarray, migrations: list, iters: int) -> dict:
-    q1, median, q3 = np.percentile(ns, [25, 50, 75])
+    summary = Samples(ns).summary()
     counted = [m for m in migrations if m is not None]
     return {
-        "n": int(ns.size),
-        "median_ms": median / 1e6,
-        "iqr_over_median": (q3 - q1) / median,
+        "n": summary["n"],
+        "warmup": summary["warmup"],
+        "median_ms": summary["median"] / 1e6,
+        "ci95_ms": [v / 1e6 for v in summary["ci95"]],
+        "iqr_over_median": summary["iqr_over_median"],
+        "flags": summary["flags"],
         "migrations_per_iter": sum(counted) / (iters * len(counted)) if counted else None,
     }
 
@@ -86,20 +60,21 @@ def compare(batch, channels, size, iters, rounds, warmup, num_threads) -> dict:
     readback = threads.set_num_threads(num_threads)
     step = conv_workload(batch, channels, size)
     for _ in range(warmup):
-        step()
-    read_migrations, source = migration_reader()
+        step()  # also starts the OpenMP team, so that the process-wide counters include it
     samples = {"unpinned": [], "compact": []}
     migrations = {"unpinned": [], "compact": []}
     placement = None
-    for _ in range(rounds):
-        ns, m = run_block(step, iters, read_migrations)
-        samples["unpinned"].append(ns)
-        migrations["unpinned"].append(m)
-        with threads.pinned("compact") as census:
-            ns, m = run_block(step, iters, read_migrations)
-        placement = [(r["omp_thread"], r["allowed_cpus"]) for r in census if r["omp_thread"] is not None]
-        samples["compact"].append(ns)
-        migrations["compact"].append(m)
+    with CounterGroup(scope="process", events=["cpu_migrations"]) as counters:
+        source = counters.sources.get("cpu_migrations") or f"unavailable: {counters.unavailable['cpu_migrations']}"
+        for _ in range(rounds):
+            ns, m = run_block(step, iters, counters)
+            samples["unpinned"].append(ns)
+            migrations["unpinned"].append(m)
+            with threads.pinned("compact") as census:
+                ns, m = run_block(step, iters, counters)
+            placement = [(r["omp_thread"], r["allowed_cpus"]) for r in census if r["omp_thread"] is not None]
+            samples["compact"].append(ns)
+            migrations["compact"].append(m)
     return {
         "workload": f"conv2d 3x3 {channels}->{channels}, input {batch}x{channels}x{size}x{size}, no_grad",
         "threads": readback,
@@ -128,10 +103,15 @@ def main() -> None:
     print(f"{result['workload']}; {num_threads} threads; oneDNN: {torch.backends.mkldnn.is_available()}")
     print(f"compact placement (omp thread, CPUs): {result['compact_placement']}")
     print(f"migrations: {result['migrations_source']}")
-    print(f"{'mode':<10}{'n':>6}{'median ms':>12}{'IQR/median':>12}{'migrations/iter':>17}")
+    if result["threads"]["mismatches"]:
+        print(f"thread counts read back other than asked: {result['threads']['mismatches']}")
+    print(f"{'mode':<10}{'n':>6}{'median ms':>12}{'95% CI ms':>20}{'IQR/median':>12}{'migrations/iter':>17}  flags")
     for mode, s in result["modes"].items():
         mig = f"{s['migrations_per_iter']:.3f}" if s["migrations_per_iter"] is not None else "n/a"
-        print(f"{mode:<10}{s['n']:>6}{s['median_ms']:>12.3f}{s['iqr_over_median']:>12.3f}{mig:>17}")
+        ci = f"[{s['ci95_ms'][0]:.3f}, {s['ci95_ms'][1]:.3f}]"
+        spread = f"{s['iqr_over_median']:.3f}" if s["iqr_over_median"] is not None else "n/a"
+        print(f"{mode:<10}{s['n']:>6}{s['median_ms']:>12.3f}{ci:>20}{spread:>12}{mig:>17}  "
+              f"{', '.join(s['flags']) or '-'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -14,20 +14,22 @@ void bind_counters(py::module_& m) {
     return out;
   });
   py::class_<PerfCounterGroup>(m, "PerfCounterGroup")
-      .def(py::init<const std::vector<std::string>&, const std::vector<pid_t>&>(),
-           py::arg("events"), py::arg("tids"))
+      .def(py::init<const std::vector<std::string>&, const std::vector<pid_t>&, const std::vector<bool>&>(),
+           py::arg("events"), py::arg("tids"), py::arg("exclude_kernel"))
       .def("status",
            [](const PerfCounterGroup& g) {
              py::list out;
              for (const auto& s : g.status())
-               out.append(py::make_tuple(s.name, s.opened, s.error, s.failed_tid, s.user_only));
+               out.append(py::make_tuple(s.name, s.opened, s.error, s.failed_tid));
              return out;
            })
       .def("threads", &PerfCounterGroup::threads)
       .def("read",
            [](const PerfCounterGroup& g) {
-             PerfReading r = g.read();
-             return py::make_tuple(r.values, r.running);
+             py::list out;
+             for (const auto& r : g.read())
+               out.append(py::make_tuple(r.event, r.value, r.time_enabled, r.time_running));
+             return out;
            })
       .def("close", &PerfCounterGroup::close)
       .def_property_readonly("closed", &PerfCounterGroup::closed);

@@ -58,19 +58,19 @@ void bind_fpenv(py::module_& m) {
       py::arg("kind"), py::arg("path"), py::arg("num_threads"), py::arg("default_target"), py::arg("per_tid"));
   m.def(
       "fp_broadcast",
-      [](const PyTarget& default_target, const PyTargets& per_tid,
-         double deadline_s) {
+      [](const PyTarget& default_target, const PyTargets& per_tid, double deadline_s, bool only_listed) {
         FpBroadcast b;
         {
           py::gil_scoped_release nogil;
-          b = fp_broadcast(to_target(default_target), to_targets(per_tid), deadline_s);
+          b = fp_broadcast(to_target(default_target), to_targets(per_tid), deadline_s, only_listed);
         }
         py::list tasks;
         for (const auto& t : b.tasks)
           tasks.append(py::make_tuple(t.tid, t.reached, t.changed, t.before, t.after, t.name));
-        return py::make_tuple(b.signal, tasks, b.handler_kept);
+        return py::make_tuple(b.signal, tasks, b.handler_kept, b.incomplete);
       },
-      py::arg("default_target"), py::arg("per_tid"), py::arg("deadline_s"));
+      py::arg("default_target"), py::arg("per_tid"), py::arg("deadline_s"), py::arg("only_listed") = false);
+  m.attr("FP_BROADCAST_MAX_DEADLINE_S") = kMaxBroadcastDeadlineS;
   m.def("fp_broadcast_handler_state", []() {
     BroadcastHandlerState s = fp_broadcast_handler_state();
     return py::make_tuple(s.signal, s.installed, s.maybe_pending);

@@ -8,11 +8,7 @@ namespace py = pybind11;
 namespace benchctl {
 
 void bind_omp(py::module_& m) {
-  m.def("omp_runtimes", []() {
-    py::list out;
-    for (const auto& r : loaded_omp_runtimes()) out.append(py::make_tuple(r.kind, r.path));
-    return out;
-  });
+  m.def("loaded_libraries", &loaded_library_paths);
   m.def(
       "omp_team_members",
       [](const std::string& kind, const std::string& path, int num_threads) {

@@ -60,9 +60,14 @@ int open_event(const PerfEventKind& kind, pid_t pid, int group_fd, bool exclude_
 }  // namespace
 
 PerfCounterGroup::PerfCounterGroup(const std::vector<std::string>& events,
-                                   const std::vector<pid_t>& tids) {
+                                   const std::vector<pid_t>& tids,
+                                   const std::vector<bool>& exclude_kernel) {
   if (events.size() > perf_event_kinds().size())
     throw std::invalid_argument("more events than benchctl knows");
+  if (!exclude_kernel.empty() && exclude_kernel.size() != events.size())
+    throw std::invalid_argument("exclude_kernel needs one flag per event (or none)");
+  exclude_kernel_ = exclude_kernel;
+  exclude_kernel_.resize(events.size(), false);
   for (const auto& name : events) {
     for (const auto& s : status_)
       if (s.name == name) throw std::invalid_argument("event listed twice: " + name);
@@ -91,12 +96,7 @@ bool PerfCounterGroup::open_thread(pid_t tid, bool inherit_calling_thread, Threa
       PerfEventStatus& s = status_[i];
       if (hardware_[i] != hardware || !s.opened) continue;
       const PerfEventKind& kind = kind_named(s.name);
-      int fd = open_event(kind, out->tid, g.leader_fd, s.user_only);
-      if (fd < 0 && (errno == EACCES || errno == EPERM) && !s.user_only) {
-        // perf_event_paranoid >= 2 allows unprivileged users user-space counts only.
-        fd = open_event(kind, out->tid, g.leader_fd, true);
-        if (fd >= 0) s.user_only = true;
-      }
+      int fd = open_event(kind, out->tid, g.leader_fd, exclude_kernel_[i]);
       if (fd < 0) {
         int err = errno;
         if (err == ESRCH && !inherit_calling_thread) {
@@ -137,11 +137,9 @@ std::vector<pid_t> PerfCounterGroup::threads() const {
   return out;
 }
 
-PerfReading PerfCounterGroup::read() const {
+std::vector<PerfMemberReading> PerfCounterGroup::read() const {
   if (closed_) throw std::runtime_error("counter group is closed");
-  PerfReading r;
-  r.values.assign(status_.size(), 0);
-  r.running.assign(status_.size(), 1.0);
+  std::vector<PerfMemberReading> out;
   uint64_t buf[kHeaderWords + 2 * 16];
   for (const auto& t : threads_) {
     for (const auto& g : t.groups) {
@@ -151,7 +149,6 @@ PerfReading PerfCounterGroup::read() const {
         throw std::runtime_error(std::string("reading a perf event group failed: ") +
                                  (got < 0 ? std::strerror(errno) : "short read"));
       uint64_t nr = buf[0], enabled = buf[1], running = buf[2];
-      double fraction = enabled == 0 ? 1.0 : static_cast<double>(running) / enabled;
       for (uint64_t m = 0; m < nr; ++m) {
         uint64_t value = buf[kHeaderWords + 2 * m];
         uint64_t id = buf[kHeaderWords + 2 * m + 1];
@@ -159,17 +156,11 @@ PerfReading PerfCounterGroup::read() const {
         for (size_t j = 0; k == g.ids.size() && j < g.ids.size(); ++j)
           if (g.ids[j] == id) k = j;
         if (k == g.ids.size()) continue;  // not a member we opened
-        size_t e = g.event_index[k];
-        // Multiplexed: the kernel counted only `running` of `enabled` ns; extrapolate.
-        if (running > 0 && running < enabled)
-          value = static_cast<uint64_t>(static_cast<unsigned __int128>(value) * enabled / running);
-        if (running == 0 && enabled > 0) value = 0;
-        r.values[e] += value;
-        if (fraction < r.running[e]) r.running[e] = fraction;
+        out.push_back({g.event_index[k], value, enabled, running});
       }
     }
   }
-  return r;
+  return out;
 }
 
 void PerfCounterGroup::close() {
@@ -197,7 +188,7 @@ const std::vector<PerfEventKind>& perf_event_kinds() {
 }
 
 PerfCounterGroup::PerfCounterGroup(const std::vector<std::string>& events,
-                                   const std::vector<pid_t>&) {
+                                   const std::vector<pid_t>&, const std::vector<bool>&) {
   for (const auto& name : events) {
     PerfEventStatus s;
     s.name = name;
@@ -208,10 +199,9 @@ PerfCounterGroup::PerfCounterGroup(const std::vector<std::string>& events,
 }
 bool PerfCounterGroup::open_thread(pid_t, bool, ThreadGroups*) { return false; }
 std::vector<pid_t> PerfCounterGroup::threads() const { return {}; }
-PerfReading PerfCounterGroup::read() const {
+std::vector<PerfMemberReading> PerfCounterGroup::read() const {
   if (closed_) throw std::runtime_error("counter group is closed");
-  return PerfReading{std::vector<uint64_t>(status_.size(), 0),
-                     std::vector<double>(status_.size(), 0.0)};
+  return {};
 }
 void PerfCounterGroup::close() { closed_ = true; }
 PerfCounterGroup::~PerfCounterGroup() = default;

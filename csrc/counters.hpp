@@ -1,6 +1,7 @@
 // Kernel event counters (perf_event_open) opened once and read with one
-// read() syscall per group. Which events to ask for, what a failure means and
-// which fallback replaces a missing event is decided in Python
+// read() syscall per group. Which events to ask for, whether to count kernel
+// space, what a failure means, which fallback replaces a missing event and
+// how a multiplexed count is extrapolated is decided in Python
 // (benchctl.counters); this file opens, reads and closes.
 #pragma once
 
@@ -27,12 +28,16 @@ struct PerfEventStatus {
   bool opened = false;  // counting on every thread that was asked for
   int error = 0;        // errno of the first failure (0 when opened)
   pid_t failed_tid = 0; // thread the failure happened on (0: the calling thread)
-  bool user_only = false;  // kernel refused kernel-side counting; exclude_kernel was set
 };
 
-struct PerfReading {
-  std::vector<uint64_t> values;  // per event, summed over threads, scaled for multiplexing
-  std::vector<double> running;   // per event, smallest time_running/time_enabled over threads
+// One event's count on one thread, as the kernel reports it: the raw value
+// and the nanoseconds the event was enabled and actually running on the PMU
+// (running < enabled: multiplexed; running == 0: never scheduled).
+struct PerfMemberReading {
+  size_t event;  // index into the events the group was opened with
+  uint64_t value;
+  uint64_t time_enabled;
+  uint64_t time_running;
 };
 
 // A set of counters. Software and hardware events go in separate kernel
@@ -41,11 +46,13 @@ struct PerfReading {
 //
 // tids empty: count the calling thread and the threads it creates later
 // (inherit). Otherwise one pair of groups per listed thread, each also
-// inherited, and readings summed: a thread that exits before it is opened
-// (ESRCH) is skipped; one that exits later keeps its final counts.
+// inherited: a thread that exits before it is opened (ESRCH) is skipped; one
+// that exits later keeps its final counts. exclude_kernel (one flag per
+// event, or empty for none) counts user space only.
 class PerfCounterGroup {
  public:
-  PerfCounterGroup(const std::vector<std::string>& events, const std::vector<pid_t>& tids);
+  PerfCounterGroup(const std::vector<std::string>& events, const std::vector<pid_t>& tids,
+                   const std::vector<bool>& exclude_kernel);
   ~PerfCounterGroup();
   PerfCounterGroup(const PerfCounterGroup&) = delete;
   PerfCounterGroup& operator=(const PerfCounterGroup&) = delete;
@@ -53,9 +60,9 @@ class PerfCounterGroup {
   const std::vector<PerfEventStatus>& status() const { return status_; }
   // Threads being counted (0 stands for the calling thread in inherit mode).
   std::vector<pid_t> threads() const;
-  // Cumulative counts since opening. Throws std::runtime_error once closed
-  // or when the kernel refuses the read.
-  PerfReading read() const;
+  // Cumulative counts since opening, one reading per opened event per thread.
+  // Throws std::runtime_error once closed or when the kernel refuses the read.
+  std::vector<PerfMemberReading> read() const;
   void close();
   bool closed() const { return closed_; }
 
@@ -75,6 +82,7 @@ class PerfCounterGroup {
 
   std::vector<PerfEventStatus> status_;
   std::vector<bool> hardware_;
+  std::vector<bool> exclude_kernel_;
   std::vector<ThreadGroups> threads_;
   bool closed_ = false;
 };

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <dlfcn.h>
 #include <link.h>
 #include <mutex>
@@ -15,21 +14,9 @@ namespace benchctl {
 
 namespace {
 
-const char* runtime_kind(const char* path) {
-  const char* base = std::strrchr(path, '/');
-  base = base ? base + 1 : path;
-  // Wheels rename bundled copies (libgomp-a34b3233.so.1), so match prefixes.
-  if (std::strncmp(base, "libgomp", 7) == 0) return "libgomp";
-  if (std::strncmp(base, "libiomp5", 8) == 0) return "libiomp5";
-  if (std::strncmp(base, "libomptarget", 12) == 0) return nullptr;
-  if (std::strncmp(base, "libomp.", 7) == 0 || std::strncmp(base, "libomp-", 7) == 0) return "libomp";
-  return nullptr;
-}
-
-int collect_runtime(struct dl_phdr_info* info, size_t, void* out) {
-  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
-  if (const char* kind = runtime_kind(info->dlpi_name))
-    static_cast<std::vector<OmpRuntime>*>(out)->push_back({kind, info->dlpi_name});
+int collect_path(struct dl_phdr_info* info, size_t, void* out) {
+  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0')
+    static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
   return 0;
 }
 
@@ -93,9 +80,9 @@ void kmp_region(int32_t*, int32_t*, void* data) { run_member(static_cast<TeamJob
 
 }  // namespace
 
-std::vector<OmpRuntime> loaded_omp_runtimes() {
-  std::vector<OmpRuntime> out;
-  dl_iterate_phdr(collect_runtime, &out);
+std::vector<std::string> loaded_library_paths() {
+  std::vector<std::string> out;
+  dl_iterate_phdr(collect_path, &out);
   return out;
 }
 

@@ -22,8 +22,10 @@ struct TeamMember {
   int cpu = -1;
 };
 
-// OpenMP runtimes mapped into this process, in load order.
-std::vector<OmpRuntime> loaded_omp_runtimes();
+// Paths of the shared libraries mapped into this process, in load order (as
+// the dynamic loader names them; the main program is left out). Which of
+// them is an OpenMP runtime is decided in Python (benchctl.omp).
+std::vector<std::string> loaded_library_paths();
 
 // Run fn on every thread of a parallel region of `runtime` with num_threads
 // threads (0: the runtime's current default for the calling thread). Each

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <functional>
 #include <linux/futex.h>
 #include <memory>
 #include <mutex>
@@ -31,8 +32,8 @@
 // exited or no longer shows the signal in /proc/<tid>/status SigPnd. Otherwise
 // the handler stays installed ("kept") and the check is repeated after the
 // next broadcast. A signal that arrives after its broadcast has closed finds
-// no open request with its generation and does nothing: a late thread is
-// never changed behind the report that called it unreached.
+// no open request with its generation and does nothing: a thread reported
+// unchanged is not changed behind the report's back.
 
 namespace benchctl {
 
@@ -281,17 +282,91 @@ bool close_request() {
   return true;
 }
 
+bool handler_still_ours() {
+  struct sigaction now;
+  return g_signal != 0 && sigaction(g_signal, nullptr, &now) == 0 && is_our_handler(now);
+}
+
+using Wanted = std::function<bool(pid_t)>;
+
+// Wanted tasks of the process not in `handled`, which they join.
+std::vector<pid_t> unhandled_tasks(std::set<pid_t>& handled, const Wanted& wanted) {
+  std::vector<pid_t> fresh;
+  for (pid_t tid : list_tasks())
+    if (handled.count(tid) == 0 && wanted(tid)) fresh.push_back(tid);
+  handled.insert(fresh.begin(), fresh.end());
+  return fresh;
+}
+
+using TargetFor = std::function<FpTarget(pid_t)>;
+
+// A round's request with everything allocated, not yet published.
+std::unique_ptr<Request> make_request(pid_t pid, const std::vector<pid_t>& fresh, const TargetFor& target_for) {
+  auto req = std::make_unique<Request>();
+  req->pid = pid;
+  req->count = fresh.size();
+  req->slots.reset(new Slot[fresh.size()]);
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    req->slots[i].tid = fresh[i];
+    req->slots[i].target = target_for(fresh[i]);
+  }
+  req->remaining.store(static_cast<int>(fresh.size()));
+  if (++g_generation == 0) ++g_generation;
+  req->generation = g_generation;
+  return req;
+}
+
+// Signal every slot of `req`, wait for the answers until `deadline`, and add
+// what each task reported to `out`.
+void run_round(std::unique_ptr<Request> req, int sig, Clock::time_point deadline, FpBroadcast& out) {
+  // Allocated before the request is published: a throw after publishing
+  // would free a request that handlers can still find.
+  std::vector<int> send_error(req->count, 0);
+  g_open_request.store(req.get());
+  for (size_t i = 0; i < req->count; ++i) {
+    const Phase first = req->slots[i].target.change ? kChange : kObserve;
+    send_error[i] = queue_signal(req->pid, req->slots[i].tid, sig, encode_payload(req->generation, first, i));
+    if (send_error[i] != 0) req->remaining.fetch_sub(1);  // never queued: nobody will answer
+  }
+  wait_for_answers(*req, deadline);
+  // A handler that never drained may still touch the request: leak it, and
+  // keep the handler installed for good. Decided before anything below
+  // can throw and free it.
+  Request& closed = *req;
+  if (!close_request()) {
+    (void)req.release();
+    g_request_leaked = true;
+  }
+
+  for (size_t i = 0; i < closed.count; ++i) {
+    const Slot& s = closed.slots[i];
+    const int state = s.state.load();
+    const bool changed = s.target.change && (state == kChanged || state == kObserved);
+    if (state == kObserved) {
+      out.tasks.push_back({s.tid, true, changed, s.before, s.observed, std::string(s.name, strnlen(s.name, sizeof s.name))});
+      continue;
+    }
+    if (send_error[i] == ESRCH || !task_alive(s.tid)) continue;  // exited: not part of the process now
+    out.tasks.push_back({s.tid, false, changed, s.before, 0, task_name(s.tid)});
+    if (send_error[i] == 0 && state != kNoFpState) g_maybe_pending.insert(s.tid);
+  }
+}
+
 }  // namespace
 
-FpBroadcast fp_broadcast(const FpTarget& default_target,
-                         const std::unordered_map<pid_t, FpTarget>& per_tid, double deadline_s) {
+FpBroadcast fp_broadcast(const FpTarget& default_target, const std::unordered_map<pid_t, FpTarget>& per_tid,
+                         double deadline_s, bool only_listed) {
   if (*fp_control_register() == '\0')
     throw std::runtime_error("no floating-point control register is implemented for this architecture");
-  if (!(deadline_s > 0)) throw std::invalid_argument("deadline_s must be > 0");
-  const auto target_for = [&](pid_t tid) {
+  // Also refuses NaN and infinity, which the comparisons below never pass.
+  if (!(deadline_s > 0 && deadline_s <= kMaxBroadcastDeadlineS))
+    throw std::invalid_argument("deadline_s must be > 0 and <= " + std::to_string(kMaxBroadcastDeadlineS) +
+                                " seconds, got " + std::to_string(deadline_s));
+  const TargetFor target_for = [&](pid_t tid) {
     auto it = per_tid.find(tid);
     return it != per_tid.end() ? it->second : default_target;
   };
+  const Wanted wanted = [&](pid_t tid) { return !only_listed || per_tid.count(tid) != 0; };
 
   std::lock_guard<std::mutex> lock(g_mutex);
   const auto deadline =
@@ -299,60 +374,47 @@ FpBroadcast fp_broadcast(const FpTarget& default_target,
   const pid_t pid = getpid();
   const pid_t self = current_tid();
 
+  // Everything that can fail (listing the tasks, finding a free signal,
+  // allocating) comes before the first change, the caller's own: a call
+  // that throws leaves every thread as it was.
   FpBroadcast out;
   std::set<pid_t> handled{self};
-  const FpTarget self_target = target_for(self);
-  const FpChange mine = fp_thread_apply(self_target);
-  out.tasks.push_back({self, true, self_target.change, mine.before, mine.after, task_name(self)});
-
-  for (int round = 0; round < kMaxRounds; ++round) {
-    std::vector<pid_t> fresh;
-    for (pid_t tid : list_tasks())
-      if (handled.insert(tid).second) fresh.push_back(tid);
-    if (fresh.empty()) break;
-    out.signal = install_handler();
-
-    auto req = std::make_unique<Request>();
-    if (++g_generation == 0) ++g_generation;
-    req->generation = g_generation;
-    req->pid = pid;
-    req->count = fresh.size();
-    req->slots.reset(new Slot[fresh.size()]);
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      req->slots[i].tid = fresh[i];
-      req->slots[i].target = target_for(fresh[i]);
+  std::unique_ptr<Request> req;
+  try {
+    const std::vector<pid_t> fresh = unhandled_tasks(handled, wanted);
+    if (!fresh.empty()) {
+      out.signal = install_handler();
+      req = make_request(pid, fresh, target_for);
     }
-    req->remaining.store(static_cast<int>(fresh.size()));
-    g_open_request.store(req.get());
+    out.tasks.reserve(fresh.size() + 1);
+    if (wanted(self)) out.tasks.push_back({self, true, false, 0, 0, task_name(self)});
+  } catch (...) {
+    restore_handler_if_safe();
+    throw;
+  }
+  if (wanted(self)) {
+    const FpTarget self_target = target_for(self);
+    const FpChange mine = fp_thread_apply(self_target);
+    out.tasks.back().changed = self_target.change;
+    out.tasks.back().before = mine.before;
+    out.tasks.back().after = mine.after;
+  }
 
-    std::vector<int> send_error(fresh.size(), 0);
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      const Phase first = req->slots[i].target.change ? kChange : kObserve;
-      send_error[i] = queue_signal(pid, fresh[i], out.signal, encode_payload(req->generation, first, i));
-      if (send_error[i] != 0) req->remaining.fetch_sub(1);  // never queued: nobody will answer
+  for (int round = 1; req != nullptr; ++round) {
+    run_round(std::move(req), out.signal, deadline, out);
+    if (round >= kMaxRounds || Clock::now() >= deadline) break;
+    // Tasks born meanwhile. Threads are already changed by now, so a failure
+    // here ends the broadcast with a report rather than an exception.
+    try {
+      const std::vector<pid_t> fresh = unhandled_tasks(handled, wanted);
+      if (fresh.empty()) break;
+      if (!handler_still_ours())
+        throw std::runtime_error("the application installed its own handler on signal " +
+                                 std::to_string(out.signal) + " during the broadcast");
+      req = make_request(pid, fresh, target_for);
+    } catch (const std::exception& e) {
+      out.incomplete = std::string("tasks started during the broadcast were not signalled: ") + e.what();
     }
-    wait_for_answers(*req, deadline);
-    const bool drained = close_request();
-
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      const Slot& s = req->slots[i];
-      const int state = s.state.load();
-      const bool changed = s.target.change && (state == kChanged || state == kObserved);
-      if (state == kObserved) {
-        out.tasks.push_back({s.tid, true, changed, s.before, s.observed, std::string(s.name, strnlen(s.name, sizeof s.name))});
-        continue;
-      }
-      if (send_error[i] == ESRCH || !task_alive(s.tid)) continue;  // exited: not part of the process now
-      out.tasks.push_back({s.tid, false, changed, s.before, 0, task_name(s.tid)});
-      if (send_error[i] == 0 && state != kNoFpState) g_maybe_pending.insert(s.tid);
-    }
-    // A handler that never drained may still touch the request: leak it, and
-    // keep the handler installed for good.
-    if (!drained) {
-      (void)req.release();
-      g_request_leaked = true;
-    }
-    if (Clock::now() >= deadline) break;
   }
 
   restore_handler_if_safe();

@@ -1,6 +1,29 @@
+import glob
 import os
+import shutil
 
 import pytest
+
+# Where distributions install LLVM's OpenMP runtime (apt: libomp5 / libomp-N-dev).
+LLVM_LIBOMP_PATTERNS = ("/usr/lib/*-linux-gnu/libomp.so.5", "/usr/lib/llvm-*/lib/libomp.so.5")
+
+
+@pytest.fixture
+def llvm_libomp():
+    """Path of an installed LLVM libomp; the test is skipped where there is none."""
+    found = sorted(p for pattern in LLVM_LIBOMP_PATTERNS for p in glob.glob(pattern))
+    if not found:
+        pytest.skip("LLVM libomp is not installed (apt-get install libomp5); .ci/run installs it")
+    return found[0]
+
+
+@pytest.fixture
+def cxx_compiler():
+    """A C++ compiler on PATH; the test is skipped where there is none."""
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on PATH")
+    return compiler
 
 
 @pytest.fixture(params=["auto", "clock_gettime"])

@@ -1,10 +1,12 @@
 """FTZ/DAZ control per thread, per OpenMP team and per process, with readback."""
 
+import json
 import os
 import queue
 import signal
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -137,6 +139,18 @@ def test_bad_arguments_are_refused_with_the_valid_choices():
     assert not any(r["ftz"] for r in fpenv.census())  # nothing half-applied
 
 
+@pytest.mark.parametrize("deadline", [float("inf"), 1e300, float("nan"), 60.5, -1.0])
+def test_a_deadline_must_be_finite_and_at_most_a_minute(deadline):
+    with pytest.raises(ValueError, match="deadline_s"):
+        fpenv.set_flush_denormal(True, "process", deadline_s=deadline)
+    with pytest.raises(ValueError, match="deadline_s"):
+        fpenv.flush_denormals(True, "process", deadline_s=deadline)
+    # The native layer refuses too: a huge duration overflows its clock arithmetic.
+    with pytest.raises(ValueError, match="deadline_s"):
+        _native.fp_broadcast((True, True), {}, deadline)
+    assert not any(r["ftz"] for r in fpenv.census())
+
+
 # -- scopes ------------------------------------------------------------------
 
 def test_census_scopes_cover_the_caller_the_team_and_every_task(workers):
@@ -146,6 +160,7 @@ def test_census_scopes_cover_the_caller_the_team_and_every_task(workers):
     team = fpenv.census("openmp")
     assert [r["tid"] for r in team] == [m["tid"] for m in omp.team_census()]
     assert [r["omp_thread"] for r in team] == list(range(len(team))) and len(team) == 2
+    assert all(isinstance(r["cpu"], int) and r["cpu"] >= 0 for r in team)  # where each ran the region
     listed = {int(t) for t in os.listdir("/proc/self/task")}
     process = fpenv.census("process")
     assert {r["tid"] for r in process} >= listed and me in listed
@@ -198,6 +213,12 @@ def test_openmp_scope_reaches_the_team_but_not_other_threads(workers):
     assert by_tid[other.tid]["ftz"] is False
 
 
+def test_openmp_scope_from_another_python_thread_reaches_that_threads_own_team(workers):
+    main_team = {r["tid"] for r in fpenv.census("openmp")}
+    other = workers()
+    team = other.call(lambda: fpenv.census("openmp"))
+    assert team[0]["tid"] == other.tid and not main_team & {r["tid"] for r in team}
+
 def test_a_thread_started_after_a_process_wide_change_inherits_it(workers):
     fpenv.set_flush_denormal(True, "process")
     born_after = workers()
@@ -217,6 +238,9 @@ def test_a_thread_blocking_the_signal_is_unreached_in_time_and_never_changed_lat
     assert elapsed < deadline + 3.0  # returns; slack for a loaded machine
     by_tid = {r["tid"]: r for r in records}
     assert by_tid[blocker.tid]["reached"] is False and by_tid[blocker.tid]["ftz"] is None
+    # Left alone, not changed-but-unconfirmed; the others read back as asked.
+    assert records.unreached == [blocker.tid] and records.unconfirmed == [] and records.mismatched == []
+    assert records.deadline_s == deadline and signal.SIGRTMIN <= records.signal <= signal.SIGRTMAX
     assert all(flushed(r) for t, r in by_tid.items() if t != blocker.tid)
     # Its signal is still pending, so the handler must stay: SIG_DFL would kill us.
     handler = fpenv.broadcast_handler()
@@ -233,8 +257,8 @@ def test_a_thread_blocking_the_signal_is_unreached_in_time_and_never_changed_lat
 
 def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(workers):
     workers()
-    sig, tasks, kept = _native.fp_broadcast(None, {}, 1.0)
-    assert signal.SIGRTMIN <= sig <= signal.SIGRTMAX and not kept and len(tasks) >= 2
+    sig, tasks, kept, incomplete = _native.fp_broadcast(None, {}, 1.0)
+    assert signal.SIGRTMIN <= sig <= signal.SIGRTMAX and not kept and len(tasks) >= 2 and incomplete == ""
     assert fpenv.signal_disposition(sig) == "default"
 
     def app_handler(signum, frame):
@@ -242,11 +266,75 @@ def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(wor
 
     previous = signal.signal(sig, app_handler)
     try:
-        sig2, tasks, _ = _native.fp_broadcast((True, True), {}, 1.0)
+        sig2, tasks, _, _ = _native.fp_broadcast((True, True), {}, 1.0)
         assert sig2 != sig and all(t[1] for t in tasks)
         assert signal.getsignal(sig) is app_handler and fpenv.signal_disposition(sig) == "other"
     finally:
         signal.signal(sig, previous)
+
+
+def test_a_broadcast_can_be_limited_to_the_threads_it_names(workers):
+    named, other = workers(), workers()
+    _, tasks, _, _ = _native.fp_broadcast(None, {named.tid: (True, True)}, 1.0, only_listed=True)
+    assert [(t[0], t[1], t[2]) for t in tasks] == [(named.tid, True, True)]  # tid, reached, changed
+    assert named.call(fpenv.thread_state)["ftz"] is True
+    assert other.call(fpenv.thread_state)["ftz"] is False and fpenv.thread_state()["ftz"] is False
+
+def test_the_result_is_the_census_list_and_says_which_signal_carried_it(workers):
+    workers()
+    records = fpenv.set_flush_denormal(True, "process")
+    assert isinstance(records, list) and json.loads(json.dumps(records)) == list(records)
+    assert signal.SIGRTMIN <= records.signal <= signal.SIGRTMAX and records.scope == "process"
+    assert records.unreached == records.unconfirmed == records.mismatched == []
+    team = fpenv.set_flush_denormal(True, "openmp")
+    assert team.scope == "openmp" and team.signal is None and team.mismatched == []
+
+
+def test_readback_is_compared_and_unconfirmed_changes_are_told_apart(monkeypatch):
+    ftz_daz = fpenv._FTZ_MASK | fpenv._DAZ_MASK
+    tasks = [  # tid, reached, changed, before, after, name: what the native broadcast reports
+        (101, True, True, 0, ftz_daz, "as asked"),
+        (102, False, True, 0, 0, "changed, readback late"),
+        (103, False, False, 0, 0, "never answered"),
+        (104, True, True, 0, 0, "read back unflushed"),
+    ]
+    monkeypatch.setattr(_native, "fp_broadcast", lambda *args: (62, tasks, False, ""))
+    with pytest.warns(RuntimeWarning, match=r"threads \[104\] read back"):
+        records = fpenv.set_flush_denormal(True, "process")
+    assert [r["reached"] for r in records] == [True, False, False, True]
+    assert (records.unconfirmed, records.unreached, records.mismatched) == ([102], [103], [104])
+    assert records.signal == 62
+
+@pytest.fixture
+def every_rt_signal_taken():
+    """Give every free real-time signal a handler of the application's, for the test's duration."""
+    assert not fpenv.broadcast_handler()["installed"], "a stale broadcast handler would be reused"
+
+    def app_handler(signum, frame):
+        pass
+
+    taken = {}
+    try:
+        for sig in RT_SIGNALS:
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                taken[sig] = signal.signal(sig, app_handler)
+        yield
+    finally:
+        for sig, previous in taken.items():
+            signal.signal(sig, previous)
+
+
+def test_a_change_that_cannot_start_leaves_every_thread_as_it_was(workers, every_rt_signal_taken):
+    other = workers()
+    with pytest.raises(RuntimeError, match="no free real-time signal"):
+        fpenv.set_flush_denormal(True, "process")
+    with pytest.raises(RuntimeError, match="no free real-time signal"):
+        with fpenv.flush_denormals(True, "process"):
+            pytest.fail("the block must not run")
+    # Neither the caller (which the broadcast handles directly) nor anyone else changed.
+    assert fpenv.thread_state()["ftz"] is False and fpenv.thread_state()["daz"] is not True
+    assert other.call(fpenv.thread_state)["ftz"] is False
+    assert not fpenv.broadcast_handler()["installed"]
 
 
 # -- the context manager -----------------------------------------------------
@@ -283,6 +371,68 @@ def test_narrow_scopes_restore_on_exit(scope):
     assert not any(r["ftz"] for r in fpenv.census(scope))
 
 
+
+def _entry_team_restored(entry_tids):
+    """Each entry thread still alive reads back with FTZ off."""
+    by_tid = {r["tid"]: r for r in fpenv.census("process")}
+    return all(by_tid[t]["reached"] and by_tid[t]["ftz"] is False for t in entry_tids if t in by_tid)
+
+
+def test_openmp_exit_restores_a_thread_that_left_the_team_inside_the_block():
+    x = subnormals(1 << 16)
+    torch.mul(x, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a thread not restored would warn
+        with fpenv.flush_denormals(True, "openmp") as records:
+            entry = [r["tid"] for r in records]
+            torch.set_num_threads(1)
+            torch.mul(x, 0.5)
+    assert len(entry) == 2 and _entry_team_restored(entry)
+
+
+def test_openmp_exit_on_another_thread_restores_the_entry_team(workers):
+    torch.mul(subnormals(1 << 16), 0.5)
+    manager = fpenv.flush_denormals(True, "openmp")
+    entry = [r["tid"] for r in manager.__enter__()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # That thread's parallel regions run its own team, not the entry team.
+        workers().call(lambda: manager.__exit__(None, None, None))
+    assert len(entry) == 2 and _entry_team_restored(entry)
+
+
+def test_openmp_exit_names_a_live_thread_it_could_not_restore(monkeypatch):
+    torch.mul(subnormals(1 << 16), 0.5)
+    manager = fpenv.flush_denormals(True, "openmp")
+    entry = [r["tid"] for r in manager.__enter__()]
+    torch.set_num_threads(1)
+    # Every later way of reaching the parked worker fails to answer.
+    monkeypatch.setattr(fpenv, "_apply_openmp", lambda default, per_tid, num_threads=0: ({}, []))
+    monkeypatch.setattr(fpenv, "_apply_process", lambda *args, **kwargs: ({}, []))
+    with pytest.warns(RuntimeWarning, match=r"could not restore threads \[.*%d" % entry[1]):
+        manager.__exit__(None, None, None)
+    monkeypatch.undo()
+    fpenv.set_flush_denormal(False, "process")
+
+def test_exiting_on_the_wrong_thread_keeps_the_blocks_exception_and_the_manager_active(workers):
+    other = workers()
+    manager = fpenv.flush_denormals(True, "thread")
+    manager.__enter__()
+    assert fpenv.thread_state()["ftz"] is True
+    inflight = KeyError("the block's own error")
+    # With an exception in flight: a warning, never a replacement of the exception.
+    with pytest.warns(RuntimeWarning, match="thread that entered it"):
+        assert other.call(lambda: manager.__exit__(KeyError, inflight, None)) is False
+    # Without one: a clear error. Either way nothing was restored, so it stays active ...
+    with pytest.raises(RuntimeError, match="thread that entered it"):
+        other.call(lambda: manager.__exit__(None, None, None))
+    assert fpenv.thread_state()["ftz"] is True
+    # ... and the entering thread can still put its state back.
+    assert manager.__exit__(None, None, None) is False
+    assert fpenv.thread_state()["ftz"] is False
+    with pytest.raises(RuntimeError, match="not active"):
+        manager.__exit__(None, None, None)
+
 # -- the benchmark's library, at a small size --------------------------------
 
 def test_scope_comparison_shows_process_scope_flushing_everything_torch_not():
@@ -295,11 +445,40 @@ def test_scope_comparison_shows_process_scope_flushing_everything_torch_not():
     assert not any(r["ftz"] for r in fpenv.census("process"))
 
 
+def test_the_benchmark_library_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="numel must be >= 1"):
+        flush_scopes.compare(numel=0)
+    with pytest.raises(TypeError, match="threads must be an integer"):
+        flush_scopes.compare(numel=16, threads=2.0)
+    with pytest.raises(ValueError, match="idle_threads must be >= 0"):
+        flush_scopes.toggle_cost(idle_threads=-1)
+    with pytest.raises(ValueError, match="toggles must be >= 1"):
+        flush_scopes.toggle_cost(toggles=0)
+
+
 def test_toggle_cost_reaches_every_idle_thread():
     result = flush_scopes.toggle_cost(idle_threads=8, toggles=4)
     assert result["all_reached"] and result["threads"] >= 9 and result["ms_min"] > 0
     assert not any(r["ftz"] for r in fpenv.census("process"))
 
+
+def test_the_benchmark_script_runs_at_a_tiny_size_and_prints_all_four_methods(tmp_path):
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "ftz_scope.py")
+    out = tmp_path / "ftz_scope.json"
+    run = subprocess.run(
+        [sys.executable, script, "--numel", "65536", "--threads", "2", "--repeats", "2",
+         "--idle-threads", "4", "--toggles", "2", "--json", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line.split()[0] for line in run.stdout.splitlines()[2:6]]
+    assert rows == list(flush_scopes.METHODS) == ["none", "torch", "openmp", "process"]
+    assert "process-wide toggle" in run.stdout
+    doc = json.loads(out.read_text())
+    assert [m["method"] for m in doc["scopes"]["methods"]] == rows and doc["toggle"]["toggles"] == 2
 
 # -- architectures without an implementation ---------------------------------
 

@@ -91,17 +91,64 @@ def test_environment_keeps_only_relevant_variables(monkeypatch):
     assert "HOME_SOMETHING_ELSE" not in env
 
 
+def git(cwd, *args):
+    return subprocess.run(["git", "-C", str(cwd), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def test_git_revision_of_the_checkout():
-    here = os.path.dirname(os.path.realpath(metadata.__file__))
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    head = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True)
+    here = os.path.dirname(os.path.realpath(metadata.__file__))
+    top = subprocess.run(["git", "-C", here, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     rev = metadata.git_revision()
-    if head.returncode != 0:
-        assert rev is None
+    if top.returncode != 0 or os.path.realpath(os.path.join(top.stdout.strip(), "pyext", "benchctl")) != here:
+        assert rev is None, "installed outside a benchctl checkout"
     else:
-        assert rev["commit"] == head.stdout.strip()
+        assert rev["commit"] == git(here, "rev-parse", "HEAD")
         assert isinstance(rev["dirty"], bool)
+
+
+def test_git_revision_only_of_benchctls_own_checkout(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git(tmp_path, "init", "-q")
+    own = tmp_path / "pyext" / "benchctl"
+    installed = tmp_path / "venv" / "lib" / "site-packages" / "benchctl"
+    for package in (own, installed):
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+    git(tmp_path, "add", "pyext")
+    git(tmp_path, "commit", "-q", "-m", "x")
+    rev = metadata.git_revision(str(own))
+    assert rev["commit"] == git(tmp_path, "rev-parse", "HEAD") and rev["dirty"] is False
+    # A copy installed somewhere inside another project's checkout is not that project.
+    assert metadata.git_revision(str(installed)) is None
+    assert metadata.git_revision(str(tmp_path)) is None
+
+
+def test_cores_are_sibling_sets_not_core_ids(tmp_path):
+    # One socket of two dies whose core_ids both run 0, 1 (as on multi-die
+    # parts): four cores, which a count of (package, core_id) calls two.
+    cpu_dir = tmp_path / "devices" / "system" / "cpu"
+    for cpu in range(4):
+        topo = cpu_dir / f"cpu{cpu}" / "topology"
+        topo.mkdir(parents=True)
+        (topo / "physical_package_id").write_text("0\n")
+        (topo / "core_id").write_text(f"{cpu % 2}\n")
+        (topo / "thread_siblings_list").write_text(f"{cpu}\n")
+    (cpu_dir / "online").write_text("0-3\n")
+    topo = metadata.topology(str(tmp_path))
+    assert (topo["logical_cpus"], topo["cores"], topo["sockets"], topo["threads_per_core"]) == (4, 4, 1, 1)
+
+
+def test_cpu_model_is_the_cpu_sections_model():
+    with open("/proc/cpuinfo") as f:
+        text = f.read()
+    model = metadata.cpu_model()
+    assert model == metadata.cpu()["model_name"]
+    if "model name" in text:
+        assert f"model name\t: {model}\n" in text
 
 
 def test_a_failing_section_is_recorded_not_raised(monkeypatch):
@@ -113,7 +160,3 @@ def test_a_failing_section_is_recorded_not_raised(monkeypatch):
     assert "model_name" in out["cpu"]
 
 
-@pytest.mark.parametrize("text,cpus", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("", []),
-                                       (None, []), ("5", [5]), ("0-1\n", [0, 1])])
-def test_parse_cpu_list(text, cpus):
-    assert metadata.parse_cpu_list(text) == cpus

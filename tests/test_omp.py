@@ -21,6 +21,29 @@ def test_torch_bundled_runtime_is_found():
     assert os.path.exists(rt["path"])
 
 
+@pytest.mark.parametrize("path,kind", [
+    ("/x/torch/lib/libgomp.so.1", "libgomp"),
+    ("/x/torch.libs/libgomp-a34b3233.so.1", "libgomp"),
+    ("/opt/intel/lib/libiomp5.so", "libiomp5"),
+    ("/usr/lib/x86_64-linux-gnu/libomp.so.5", "libomp"),
+    ("/usr/lib/llvm-14/lib/libomp-8c2b.so", "libomp"),
+    ("/usr/lib/llvm-14/lib/libomptarget.so", None),
+    ("/usr/lib/libgomp-plugin-nvptx.so.1", None),
+    ("/usr/lib/libgompwrapper.so", None),
+    ("/lib/x86_64-linux-gnu/libc.so.6", None),
+])
+def test_runtime_kind_by_file_name(path, kind):
+    assert omp.runtime_kind(path) == kind
+
+
+def test_loaded_libraries_are_what_runtimes_classifies():
+    loaded = _native.loaded_libraries()
+    assert any(os.path.basename(p).startswith("libc.so") for p in loaded), loaded
+    torch_lib = os.path.dirname(os.path.realpath(torch.__file__))
+    assert any(os.path.realpath(p).startswith(torch_lib) for p in loaded), "torch's own libraries are loaded"
+    assert omp.runtimes() == [{"kind": omp.runtime_kind(p), "path": p} for p in loaded if omp.runtime_kind(p)]
+
+
 def test_team_census_reaches_distinct_threads_of_this_process():
     members = omp.team_census(3)
     assert [m["omp_thread"] for m in members] == [0, 1, 2]
@@ -46,8 +69,11 @@ def test_team_is_the_pool_torch_computes_on():
 
 
 def test_bad_arguments_and_unloaded_runtime_raise():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="num_threads must be >= 0"):
         omp.team_census(-1)
+    for bad in (2.5, True, "2"):
+        with pytest.raises(TypeError, match="num_threads must be an integer"):
+            omp.team_census(bad)
     with pytest.raises(RuntimeError, match="not loaded"):
         _native.omp_team_members("libgomp", "/nonexistent/libgomp.so.1", 1)
     with pytest.raises(RuntimeError, match="unknown OpenMP runtime kind"):
@@ -63,13 +89,8 @@ def test_no_torch_team_without_torch():
     assert "import torch first" in out.stdout
 
 
-LLVM_OMP = ["/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/aarch64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5"]
-
-
-def test_llvm_openmp_runtime_team():
-    path = next((p for p in LLVM_OMP if os.path.exists(p)), None)
-    if path is None:
-        pytest.skip("LLVM libomp is not installed (apt-get install libomp5); .ci/run installs it")
+def test_llvm_openmp_runtime_team(llvm_libomp):
+    path = llvm_libomp
     code = textwrap.dedent(
         f"""
         import ctypes, json

@@ -73,7 +73,20 @@ def test_unknown_ops_and_bad_sizes_are_refused():
         penalty.profile(1, numel=0)
     with pytest.raises(ValueError, match="threads"):
         penalty.profile(0)
+    with pytest.raises(TypeError, match="threads must be an integer"):
+        penalty.profile(True)
+    with pytest.raises(ValueError, match="rounds"):
+        penalty.profile(1, rounds=0)
+    with pytest.raises(ValueError, match="max_reps"):
+        penalty.profile(1, min_reps=5, max_reps=4)
+    with pytest.raises(ValueError, match="target_s"):
+        penalty.profile(1, target_s=float("inf"))
 
+
+def test_an_input_that_is_not_subnormal_is_refused_even_under_python_O(monkeypatch):
+    monkeypatch.setattr(penalty, "count_subnormal", lambda t: t.numel() - 1)
+    with pytest.raises(RuntimeError, match="4095 subnormals out of 4096"):
+        penalty.profile(1, numel=4096, ops=["add"], target_s=0.001, rounds=1)
 
 def test_cli_prints_the_table_and_writes_json(tmp_path, capsys):
     path = tmp_path / "penalty.json"

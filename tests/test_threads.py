@@ -191,6 +191,7 @@ def test_set_num_threads_one_then_restore(restore):
     one = threads.set_num_threads(1)
     assert (one["torch"], one["omp_team"]) == (1, 1)
     assert one["pools"] and all(p["num_threads"] == 1 for p in one["pools"])
+    assert one.pop("mismatches") == []
     assert threads.get_num_threads() == one
 
     def cpu_time_during_op():
@@ -310,15 +311,10 @@ def test_census_lists_every_thread_team_first():
         assert isinstance(r["name"], str)
 
 
-LLVM_OMP = ["/usr/lib/x86_64-linux-gnu/libomp.so.5", "/usr/lib/aarch64-linux-gnu/libomp.so.5", "/usr/lib/llvm-14/lib/libomp.so.5"]
-
-
 @needs_two_cpus
-def test_llvm_runtime_pinning_and_its_launch_env():
+def test_llvm_runtime_pinning_and_its_launch_env(llvm_libomp):
     """The __kmpc_fork_call path pins too, and KMP_AFFINITY / OMP_PLACES bind a fresh libomp team."""
-    path = next((p for p in LLVM_OMP if os.path.exists(p)), None)
-    if path is None:
-        pytest.skip("LLVM libomp is not installed (apt-get install libomp5); .ci/run installs it")
+    path = llvm_libomp
     code = f"""
         import ctypes, json, os, sys
         ctypes.CDLL({path!r}, mode=ctypes.RTLD_GLOBAL)
@@ -338,3 +334,137 @@ def test_llvm_runtime_pinning_and_its_launch_env():
     ]
     for proc in procs:
         assert result_of(proc) == [[c] for c in cpus]
+
+
+@needs_two_cpus
+def test_pin_rolls_back_when_the_readback_fails(restore, monkeypatch):
+    before = all_masks()
+
+    def broken_census():
+        raise OSError("census broke")
+
+    monkeypatch.setattr(threads, "census", broken_census)
+    with pytest.raises(OSError, match="census broke"):
+        threads.pin("compact")
+    monkeypatch.undo()
+    assert masks_unchanged(before), "the team was left pinned after the readback failed"
+    assert not threads._originals.by_tid, "a failed pin must not leave saved masks behind"
+
+
+@needs_two_cpus
+def test_pinned_forgets_its_saved_masks_even_when_restoring_fails(restore, monkeypatch):
+    real_apply = threads._apply
+
+    def failing_apply(saved):
+        raise RuntimeError("could not restore")
+
+    with pytest.raises(RuntimeError, match="could not restore"):
+        with threads.pinned("compact"):
+            monkeypatch.setattr(threads, "_apply", failing_apply)
+    monkeypatch.setattr(threads, "_apply", real_apply)
+    assert not threads._originals.by_tid, "the saved state outside the block is the one from before it"
+
+
+class _FakePool:
+    """A threadpoolctl controller stand-in: a pool that refuses or misreports its count."""
+
+    filepath = "/fake/libfakeblas.so"
+
+    def __init__(self, count=2, refuse_set=False, refuse_restore=False, reads_back=None):
+        self.count, self.refuse_set, self.refuse_restore, self.reads_back = count, refuse_set, refuse_restore, reads_back
+        self.sets = 0
+
+    def info(self):
+        return {"user_api": "blas", "internal_api": "fakeblas", "prefix": "libfakeblas",
+                "filepath": self.filepath, "version": None}
+
+    def get_num_threads(self):
+        return self.reads_back if self.reads_back is not None else self.count
+
+    def set_num_threads(self, n):
+        self.sets += 1
+        if self.refuse_set and self.sets == 1 or self.refuse_restore and self.sets == 2:
+            raise OSError(f"fake pool refuses call {self.sets}")
+        self.count = n
+
+
+def with_fake_pool(monkeypatch, pool):
+    real = threads._pools
+    monkeypatch.setattr(threads, "_pools", lambda: real() + [pool])
+
+
+def test_set_num_threads_reports_a_pool_that_reads_back_another_count(restore, monkeypatch):
+    with_fake_pool(monkeypatch, _FakePool(reads_back=7))
+    with pytest.warns(RuntimeWarning, match="other than asked"):
+        got = threads.set_num_threads(1)
+    assert got["mismatches"] == [{"what": _FakePool.filepath, "asked": 1, "got": 7}]
+    monkeypatch.undo()
+    assert threads.set_num_threads(1)["mismatches"] == []
+
+
+def test_set_num_threads_puts_counts_back_when_a_pool_refuses(restore, monkeypatch):
+    torch.set_num_threads(1)
+    with_fake_pool(monkeypatch, _FakePool(count=1, refuse_set=True))
+    with pytest.raises(OSError, match="refuses call 1"):
+        threads.set_num_threads(2)
+    monkeypatch.undo()
+    assert torch.get_num_threads() == 1
+    assert all(p["num_threads"] == 1 for p in threads.get_num_threads()["pools"])
+
+
+def test_a_failed_restore_is_reported_with_the_original_error(restore, monkeypatch):
+    torch.set_num_threads(1)
+    with_fake_pool(monkeypatch, _FakePool(count=1, refuse_set=True, refuse_restore=True))
+    with pytest.raises(RuntimeError, match="restoring the previous counts failed too.*refuses call 2") as raised:
+        threads.set_num_threads(2)
+    assert isinstance(raised.value.__cause__, OSError) and "refuses call 1" in str(raised.value.__cause__)
+    assert torch.get_num_threads() == 1, "every other count is still put back"
+
+
+def test_a_failed_call_leaves_the_interop_count_unset():
+    # torch cannot undo an inter-op count: a call that fails must fail before setting it.
+    proc = run_python(
+        """
+        import json, torch
+        from benchctl import threads
+
+        class Refusing:
+            filepath, calls = "/fake/librefusing.so", 0
+            def get_num_threads(self): return 1
+            def set_num_threads(self, n):
+                self.calls += 1
+                if self.calls == 1:
+                    raise OSError("refused")
+
+        real = threads._pools
+        threads._pools = lambda: real() + [Refusing()]
+        try:
+            threads.set_num_threads(1, interop=3)
+        except OSError:
+            pass
+        threads._pools = real
+        print(json.dumps(threads.set_num_threads(1, interop=2)["interop"]))
+        """
+    )
+    assert result_of(proc) == 2
+
+
+def test_pinning_benchmark_runs_at_a_tiny_size(tmp_path):
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "pinning.py")
+    out = tmp_path / "pinning.json"
+    n = min(2, len(ALLOWED))
+    done = subprocess.run(
+        [sys.executable, script, "--batch", "1", "--channels", "4", "--size", "8", "--iters", "5",
+         "--rounds", "2", "--warmup", "1", "--threads", str(n), "--json", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["compact_placement"] == [[i, [cpu]] for i, cpu in enumerate(placement("compact", n, cpu_topology(allowed=ALLOWED)))]
+    for mode in ("unpinned", "compact"):
+        summary = result["modes"][mode]
+        assert summary["n"] + summary["warmup"] == 2 * 5
+        assert 0 < summary["ci95_ms"][0] <= summary["median_ms"] <= summary["ci95_ms"][1]
+        assert mode in done.stdout
+        assert (summary["migrations_per_iter"] is None) == result["migrations_source"].startswith("unavailable")
+    assert result["threads"]["torch"] == n and result["threads"]["mismatches"] == []

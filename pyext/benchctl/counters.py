@@ -38,11 +38,12 @@ from __future__ import annotations
 import errno as _errno
 import os
 import resource
-import threading
 import time
 from typing import Callable, Iterable, Optional
 
-from . import _native
+import numpy as np
+
+from . import _native, _procfs, _validate
 
 SCOPES = ("inherit", "process")
 
@@ -69,11 +70,8 @@ _PARANOID_PATH = "/proc/sys/kernel/perf_event_paranoid"
 
 def perf_event_paranoid() -> Optional[int]:
     """The kernel's ``perf_event_paranoid`` setting, or None where unreadable."""
-    try:
-        with open(_PARANOID_PATH) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
+    text = _procfs.read_text(_PARANOID_PATH)
+    return int(text) if text is not None and text.lstrip("-").isdigit() else None
 
 
 def _why(err: int, name: str) -> str:
@@ -94,11 +92,43 @@ def _why(err: int, name: str) -> str:
     return base
 
 
-def _thread_ids() -> list[int]:
-    """Ids of this process's threads, the calling thread first."""
-    own = threading.get_native_id()
-    tids = sorted(int(t) for t in os.listdir("/proc/self/task"))
-    return [own] + [t for t in tids if t != own]
+def _open_perf(names: tuple[str, ...], tids: list[int]):
+    """The native group, and the events it counts in user space only.
+
+    perf_event_paranoid >= 2 refuses an unprivileged user kernel-side
+    counting (EACCES/EPERM) but allows user-space counts: events refused so
+    are asked for again with exclude_kernel.
+    """
+    perf = _native.PerfCounterGroup(list(names), tids, [False] * len(names))
+    refused = {name for name, opened, err, _tid in perf.status()
+               if not opened and err in (_errno.EACCES, _errno.EPERM)}
+    if not refused:
+        return perf, frozenset()
+    perf.close()
+    return _native.PerfCounterGroup(list(names), tids, [n in refused for n in names]), frozenset(refused)
+
+
+def combine(readings, n_events: int) -> list[Optional[int]]:
+    """Per event, the sum over threads of ``(event, value, time_enabled, time_running)`` readings.
+
+    A reading the kernel multiplexed (it counted the event only ``running``
+    of the ``enabled`` ns) is extrapolated to ``value * enabled / running``,
+    as ``perf stat`` does. An event with a reading that was enabled but never
+    running (the PMU never had room for it), or with no reading at all, is
+    None: there is no count to extrapolate from.
+    """
+    totals: list[Optional[int]] = [None] * n_events
+    never_ran = set()
+    for event, value, enabled, running in readings:
+        if running < enabled:
+            if running == 0:
+                never_ran.add(event)
+                continue
+            value = value * enabled // running
+        totals[event] = (totals[event] or 0) + value
+    for event in never_ran:
+        totals[event] = None
+    return totals
 
 
 class CounterGroup:
@@ -132,8 +162,8 @@ class CounterGroup:
             raise ValueError("events must name at least one event")
         self.scope = scope
         self.events = names
-        tids = [] if scope == "inherit" else _thread_ids()
-        self._perf = _native.PerfCounterGroup(list(names), tids)
+        tids = [] if scope == "inherit" else _procfs.task_ids(caller_first=True)
+        self._perf, user_only = _open_perf(names, tids)
         self.threads = len(self._perf.threads())
 
         self.available: dict[str, bool] = {}
@@ -142,8 +172,8 @@ class CounterGroup:
         self._perf_index: list[tuple[str, int]] = []
         self._fallbacks: list[tuple[str, Callable]] = []
         self._fallbacks_read_rusage = False
-        for index, (name, opened, err, _tid, user_only) in enumerate(self._perf.status()):
-            if opened and user_only and name in _KERNEL_ONLY:
+        for index, (name, opened, err, _tid) in enumerate(self._perf.status()):
+            if opened and name in user_only and name in _KERNEL_ONLY:
                 opened = False
                 self.unavailable[name] = (
                     f"only user-space counting is permitted (kernel.perf_event_paranoid="
@@ -153,7 +183,7 @@ class CounterGroup:
             if opened:
                 self._perf_index.append((name, index))
                 self.sources[name] = f"perf_event_open, {scope}" + (
-                    ", user-space events only (perf_event_paranoid)" if user_only else "")
+                    ", user-space events only (perf_event_paranoid)" if name in user_only else "")
             elif name in _FALLBACKS:
                 source, reads_rusage, getter = _FALLBACKS[name]
                 self.sources[name] = source
@@ -168,15 +198,29 @@ class CounterGroup:
         (PMU busy) reads None; one it multiplexed is extrapolated by the
         kernel's enabled/running times.
         """
-        values, running = self._perf.read()
+        values = combine(self._perf.read(), len(self.events))
         out: dict[str, Optional[int]] = dict.fromkeys(self.events)
         for name, index in self._perf_index:
-            out[name] = values[index] if running[index] > 0.0 else None
+            out[name] = values[index]
         if self._fallbacks:
             ru = resource.getrusage(resource.RUSAGE_SELF) if self._fallbacks_read_rusage else None
             for name, getter in self._fallbacks:
                 out[name] = getter(ru)
         return out
+
+    def read_cost_ns(self, repeats: int = 50) -> dict:
+        """What one :meth:`read` costs here: ``{"min_ns", "median_ns", "repeats"}``.
+
+        Times ``repeats`` back-to-back reads with :func:`benchctl.clock.time_calls`
+        (one untimed read first). The minimum is the cost itself; the median
+        adds what a busy machine adds. Compare it with the iteration time
+        before reading around every iteration.
+        """
+        from . import clock
+
+        repeats = _validate.count("repeats", repeats, 1)
+        ns = clock.to_ns(clock.time_calls(self.read, repeats, warmup=1))
+        return {"min_ns": float(ns.min()), "median_ns": float(np.median(ns)), "repeats": repeats}
 
     def describe(self) -> dict:
         """What this group counts and how, as JSON-serialisable data."""

@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, Optional, Sequence
 
-from . import metadata
+from . import fpenv, metadata
+from .topology import cpu_topology
 
 OK, WARN, INFO, ERROR = "OK", "WARN", "INFO", "ERROR"
 
@@ -59,11 +60,18 @@ class Probe:
 
     @cached_property
     def topology(self) -> dict[str, Any]:
-        return metadata.topology()
+        """:func:`benchctl.topology.cpu_topology`: our CPUs, their cores and SMT siblings."""
+        return cpu_topology()
 
     @cached_property
     def threadpools(self) -> list[dict[str, Any]]:
         return metadata.threadpools()
+
+    @cached_property
+    def torch_num_threads(self) -> Optional[int]:
+        """torch's intra-op thread count, or None when torch is not imported (doctor does not import it)."""
+        torch = sys.modules.get("torch")
+        return None if torch is None else torch.get_num_threads()
 
     @cached_property
     def load_average(self) -> tuple[float, float, float]:
@@ -167,18 +175,15 @@ class SmtSiblingsCheck(Check):
     title = "SMT siblings of our CPUs busy"
 
     def run(self, probe: Probe) -> Finding:
-        siblings = {int(c): s for c, s in probe.topology["smt_siblings"].items()}
-        ours = probe.allowed_cpus
-        if not any(c in siblings for c in ours):
-            return self.finding(OK, "no SMT siblings share a core with our CPUs",
-                                smt_active=probe.topology["smt_active"])
+        topo = probe.topology
+        ours = set(topo["allowed_cpus"])
+        smt_cores = [c for c in topo["cores"] if len(c["siblings"]) > 1]
+        if not smt_cores:
+            return self.finding(OK, "no SMT siblings share a core with our CPUs", cores=len(topo["cores"]))
         busy = probe.cpu_busy
-        hot = {}
-        for c in ours:
-            for s in siblings.get(c, []):
-                if s != c and s not in ours and busy.get(s, 0.0) >= SIBLING_BUSY_WARN:
-                    hot[s] = busy[s]
-        data = dict(siblings={str(c): siblings[c] for c in ours if c in siblings},
+        hot = {s: busy[s] for core in smt_cores for s in core["siblings"]
+               if s not in ours and busy.get(s, 0.0) >= SIBLING_BUSY_WARN}
+        data = dict(smt_cores=[{"cpus": c["cpus"], "siblings": c["siblings"]} for c in smt_cores],
                     busy={str(k): round(v, 3) for k, v in busy.items()})
         if hot:
             listing = ", ".join(f"cpu{c} {v:.0%}" for c, v in sorted(hot.items()))
@@ -238,12 +243,9 @@ class ThreadCountCheck(Check):
         for p in pools:
             if (p["num_threads"] or 0) > n:
                 too_many.append(f"{p['library']} pool of {p['num_threads']} ({os.path.basename(p['path'] or '')})")
-        torch_threads = None
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            torch_threads = torch.get_num_threads()
-            if torch_threads > n:
-                too_many.append(f"torch.get_num_threads()={torch_threads}")
+        torch_threads = probe.torch_num_threads
+        if torch_threads is not None and torch_threads > n:
+            too_many.append(f"torch.get_num_threads()={torch_threads}")
         data = dict(allowed_cpus=n, environment=env, pools=pools, torch_num_threads=torch_threads)
         if too_many or bad:
             parts = []
@@ -268,10 +270,6 @@ class FtzDazCheck(Check):
     title = "FTZ/DAZ state of every thread"
 
     def run(self, probe: Probe) -> Finding:
-        try:
-            from . import fpenv
-        except ImportError:
-            return self.finding(INFO, "fpenv not available (benchctl.fpenv is not installed in this build)")
         ok, why = fpenv.supported()
         if not ok:
             return self.finding(INFO, f"FTZ/DAZ cannot be read here: {why}")

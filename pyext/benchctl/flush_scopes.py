@@ -21,7 +21,7 @@ import contextlib
 import statistics
 import threading
 
-from . import clock, fpenv
+from . import _validate, clock, fpenv
 
 METHODS = ("none", "torch", "openmp", "process")
 
@@ -71,12 +71,10 @@ def compare(numel: int = 4 << 20, threads: int | None = None, repeats: int = 9) 
 
     from .penalty import make_input
 
-    if numel < 1 or repeats < 1:
-        raise ValueError(f"numel and repeats must be >= 1, got {numel}, {repeats}")
+    numel = _validate.count("numel", numel, 1)
+    repeats = _validate.count("repeats", repeats, 1)
     start_threads = torch.get_num_threads()
-    threads = max(2, start_threads) if threads is None else threads
-    if threads < 1:
-        raise ValueError(f"threads must be >= 1, got {threads}")
+    threads = _validate.count("threads", max(2, start_threads) if threads is None else threads, 1)
     subnormal, normal = make_input("subnormal", numel), make_input("normal", numel)
     out_sub, out_norm = torch.empty_like(subnormal), torch.empty_like(normal)
 
@@ -118,8 +116,8 @@ def toggle_cost(idle_threads: int = 64, toggles: int = 40) -> dict:
     call (change plus readback of every thread), the thread count, and whether
     every toggle reached every thread. The process ends with FTZ/DAZ off.
     """
-    if idle_threads < 0 or toggles < 1:
-        raise ValueError(f"idle_threads must be >= 0 and toggles >= 1, got {idle_threads}, {toggles}")
+    idle_threads = _validate.count("idle_threads", idle_threads, 0)
+    toggles = _validate.count("toggles", toggles, 1)
     release = threading.Event()
     parked = [threading.Thread(target=release.wait, daemon=True, name=f"idle-{i}") for i in range(idle_threads)]
     for t in parked:

@@ -6,15 +6,27 @@ parallel op still produces (and pays for) subnormals. Here every change is
 made on the threads of a *scope* and read back from each of them:
 
 * ``"thread"``: the calling thread.
-* ``"openmp"``: every thread of the OpenMP team torch uses (native code runs on
-  each team thread through the runtime's own fork entry point).
+* ``"openmp"``: every thread of the calling thread's team in the OpenMP
+  runtime torch uses (native code runs on each team thread through the
+  runtime's own fork entry point). From the main thread that is the team
+  torch's ops on the main thread run on; from another Python thread it is
+  that thread's own pool (the runtime keeps one per thread that starts
+  parallel regions), not the main thread's.
 * ``"process"``: every thread of the process. A real-time signal is queued to
-  each task; its handler rewrites the FP state saved for ``sigreturn``. Threads
-  that do not answer within ``deadline_s`` (they block the signal, or are never
-  scheduled) are reported ``reached=False`` and are left unchanged. The signal
-  used is a free one (disposition SIG_DFL), highest first; a thread blocked in
-  a system call that ``SA_RESTART`` does not resume (``poll``, ``nanosleep``...)
-  sees ``EINTR``, as with any signal.
+  each task; its handler rewrites the FP state saved for ``sigreturn``, and a
+  second signal the thread sends itself reads back the state it then runs
+  with. A thread that does not answer within ``deadline_s`` (it blocks the
+  signal, or is never scheduled) is reported ``reached=False``: either left as
+  it was (``Census.unreached``; its signal, if delivered later, does nothing)
+  or changed in time but not read back in time (``Census.unconfirmed``). The
+  signal used is a free one (disposition SIG_DFL), highest first, named in
+  ``Census.signal``; a thread blocked in a system call that ``SA_RESTART``
+  does not resume (``poll``, ``nanosleep``...) sees ``EINTR``, as with any
+  signal.
+
+Every call returns a :class:`Census`: the list of per-thread records, which
+also lists the threads read back with other bits than asked for
+(``mismatched``).
 
 Threads inherit the state of the thread that creates them, so threads started
 after a process-wide change are flushed too; a pool created *before* the change
@@ -33,11 +45,11 @@ import threading
 import warnings
 from typing import Optional
 
-from . import _native
-from . import omp
+from . import _native, _procfs, omp
 
 SCOPES = ("thread", "openmp", "process")
 DEFAULT_DEADLINE_S = 1.0
+MAX_DEADLINE_S = _native.FP_BROADCAST_MAX_DEADLINE_S
 
 _REGISTER = _native.fp_control_register()  # "MXCSR" | "FPCR" | ""
 _FTZ_MASK, _DAZ_MASK = _native.fp_masks()
@@ -76,8 +88,11 @@ def _check_flag(name: str, value) -> bool:
 
 
 def _check_deadline(deadline_s) -> float:
-    if isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float)) or not deadline_s > 0:
-        raise ValueError(f"deadline_s must be a number of seconds > 0, got {deadline_s!r}")
+    # The comparison also refuses NaN; infinity and huge values are refused
+    # because no caller means them and the native clock arithmetic overflows.
+    if (isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float))
+            or not 0 < deadline_s <= MAX_DEADLINE_S):
+        raise ValueError(f"deadline_s must be a number of seconds > 0 and <= {MAX_DEADLINE_S}, got {deadline_s!r}")
     return float(deadline_s)
 
 
@@ -94,20 +109,12 @@ def _bits(raw: int) -> tuple:
     return bool(raw & _FTZ_MASK), bool(raw & _DAZ_MASK)
 
 
-def _task_name(tid: int) -> str | None:
-    try:
-        with open(f"/proc/self/task/{tid}/comm") as f:
-            return f.read().rstrip("\n")
-    except OSError:
-        return None  # the thread has exited
-
-
 def _state(raw: int | None) -> dict:
     return _decode(raw) if raw is not None else {"ftz": None, "daz": None, "raw": None}
 
 
 def _record(tid: int, raw: int | None, reached: bool, **extra) -> dict:
-    return {"tid": tid, "name": _task_name(tid), **_state(raw), "reached": reached, **extra}
+    return {"tid": tid, "name": _procfs.task_name(tid), **_state(raw), "reached": reached, **extra}
 
 
 def thread_state() -> dict:
@@ -131,38 +138,94 @@ def set_thread_state(ftz: bool, daz: bool) -> dict:
     return _decode(after)
 
 
+class Census(list):
+    """The per-thread records of one call (a plain list of dicts), plus what the call saw.
+
+    * ``scope``: the scope read or changed.
+    * ``signal``: the real-time signal a ``"process"`` call queued (None for
+      the other scopes, or when the caller was the only thread).
+    * ``deadline_s``: the wait a ``"process"`` call allowed (else None).
+    * ``unreached``: threads the change did not reach: left exactly as they
+      were (their signal, if it comes later, does nothing).
+    * ``unconfirmed``: threads that were changed but whose readback did not
+      come in time; ``reached`` is False for them too.
+    * ``mismatched``: threads read back with FTZ/DAZ bits other than the
+      ones asked for.
+    """
+
+    scope: str
+    signal: int | None = None
+    deadline_s: float | None = None
+    unreached: list
+    unconfirmed: list
+    mismatched: list
+
+    def __init__(self, records, scope: str, signal: int | None = None, deadline_s: float | None = None,
+                 unconfirmed=(), mismatched=()):
+        super().__init__(records)
+        self.scope, self.signal, self.deadline_s = scope, signal, deadline_s
+        self.unconfirmed = sorted(unconfirmed)
+        self.unreached = sorted(r["tid"] for r in self if not r["reached"] and r["tid"] not in self.unconfirmed)
+        self.mismatched = sorted(mismatched)
+
+    def __repr__(self) -> str:
+        return (f"Census({list.__repr__(self)}, scope={self.scope!r}, signal={self.signal!r}, "
+                f"unreached={self.unreached}, unconfirmed={self.unconfirmed}, mismatched={self.mismatched})")
+
+
+def _mismatched(records: list[dict], default: _Target, per_tid: dict) -> list[int]:
+    """Threads read back with bits other than their target (DAZ compared only where it exists)."""
+    out = []
+    for r in records:
+        target = per_tid.get(r["tid"], default)
+        if target is None or not r["reached"]:
+            continue
+        ftz, daz = target
+        if r["ftz"] != ftz or (_DAZ_MASK and r["daz"] != daz):
+            out.append(r["tid"])
+    return out
+
+
 # -- one operation per scope. A target is None (read only) or (ftz, daz);
 # per_tid overrides the default for the threads it names. Each returns
-# ({tid: register before, for each thread the operation changed}, census records).
+# ({tid: register before, for each thread the operation changed}, Census).
 
-def _apply_thread(default: _Target, per_tid: dict) -> tuple[dict, list[dict]]:
+def _apply_thread(default: _Target, per_tid: dict) -> tuple[dict, Census]:
     tid = threading.get_native_id()
     before, after = _native.fp_thread_apply(per_tid.get(tid, default))
-    return {tid: before}, [_record(tid, after, True)]
+    records = [_record(tid, after, True)]
+    return {tid: before}, Census(records, "thread", mismatched=_mismatched(records, default, per_tid))
 
 
-def _apply_openmp(default: _Target, per_tid: dict) -> tuple[dict, list[dict]]:
+def _apply_openmp(default: _Target, per_tid: dict, num_threads: int = 0) -> tuple[dict, Census]:
     rt = omp.resolve_runtime()
-    team = _native.fp_omp_team_apply(rt["kind"], rt["path"], 0, default, per_tid)
-    # Each team thread read its register back itself after writing it.
+    team = _native.fp_omp_team_apply(rt["kind"], rt["path"], num_threads, default, per_tid)
+    # Each team thread read its register back itself after writing it, and
+    # said which CPU it ran on.
     before = {tid: b for _, tid, _, b, _ in team}
-    return before, [_record(tid, after, True, omp_thread=n) for n, tid, _, _, after in team]
+    records = [_record(tid, after, True, omp_thread=n, cpu=cpu) for n, tid, cpu, _, after in team]
+    return before, Census(records, "openmp", mismatched=_mismatched(records, default, per_tid))
 
 
-def _apply_process(default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, list[dict]]:
+def _apply_process(default: _Target, per_tid: dict, deadline_s: float,
+                   only_listed: bool = False) -> tuple[dict, Census]:
     # Each thread answers twice: the change, then a readback of the state its
     # sigreturn loaded. A thread changed but not read back in time counts as
-    # changed (it is restored) yet unreached.
-    _, tasks, _ = _native.fp_broadcast(default, per_tid, deadline_s)
+    # changed (it is restored) yet unreached: "unconfirmed".
+    sig, tasks, _, incomplete = _native.fp_broadcast(default, per_tid, deadline_s, only_listed)
+    if incomplete:
+        warnings.warn(f"process-wide FP state broadcast: {incomplete}", RuntimeWarning, stacklevel=3)
     before = {tid: b for tid, _, changed, b, _, _ in tasks if changed}
     records = [
         {"tid": tid, "name": name or None, **_state(after if reached else None), "reached": reached}
         for tid, reached, _, _, after, name in tasks
     ]
-    return before, records
+    unconfirmed = [tid for tid, reached, changed, _, _, _ in tasks if changed and not reached]
+    return before, Census(records, "process", signal=sig or None, deadline_s=deadline_s, unconfirmed=unconfirmed,
+                          mismatched=_mismatched(records, default, per_tid))
 
 
-def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, list[dict]]:
+def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, Census]:
     if scope == "thread":
         return _apply_thread(default, per_tid)
     if scope == "openmp":
@@ -170,28 +233,36 @@ def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tu
     return _apply_process(default, per_tid, deadline_s)
 
 
-def census(scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> list[dict]:
+def census(scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Census:
     """Read every thread of ``scope``: ``[{"tid", "name", "ftz", "daz", "raw", "reached"}]``.
 
-    ``"openmp"`` records also carry ``omp_thread``. Unreached threads have
-    ``ftz``/``daz``/``raw`` None.
+    ``"openmp"`` records also carry ``omp_thread`` and ``cpu`` (where that
+    thread ran the region). Unreached threads have ``ftz``/``daz``/``raw``
+    None. The list is a :class:`Census`: ``.signal``, ``.unreached`` and the
+    rest say how the threads were read.
     """
     _check_scope(scope)
     _require_supported()
     return _apply(scope, None, {}, _check_deadline(deadline_s))[1]
 
 
-def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> list[dict]:
+def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Census:
     """Turn FTZ and DAZ on (or off) on every thread of ``scope``.
 
-    Returns the census read back after the change. ``reached`` is False for a
-    thread the change did not reach (it was left as it was) or that the
-    readback could not observe.
+    Returns the census read back after the change, a :class:`Census`:
+    ``reached`` is False for a thread the change did not reach (listed in
+    ``.unreached``: left as it was) or that was changed but not read back in
+    time (``.unconfirmed``). A thread read back with other bits than asked
+    for is listed in ``.mismatched``, and named in a RuntimeWarning.
     """
     _check_flag("on", on)
     _check_scope(scope)
     _require_supported()
-    return _apply(scope, (on, on), {}, _check_deadline(deadline_s))[1]
+    result = _apply(scope, (on, on), {}, _check_deadline(deadline_s))[1]
+    if result.mismatched:
+        warnings.warn(f"threads {result.mismatched} read back with FTZ/DAZ other than {on}", RuntimeWarning,
+                      stacklevel=2)
+    return result
 
 
 class flush_denormals:
@@ -204,6 +275,12 @@ class flush_denormals:
     thread started inside the block gets the state the entering thread had
     before, which is what it would have inherited without the block. Threads
     the restore cannot reach are named in a RuntimeWarning.
+
+    A restore that cannot run (no free signal; a ``"thread"`` scope exited on
+    another thread than the one that entered) raises when the block
+    succeeded and is a RuntimeWarning when the block raised, whose exception
+    is never replaced; either way the manager stays active, so ``__exit__``
+    can be retried.
     """
 
     def __init__(self, on: bool = True, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S):
@@ -213,44 +290,95 @@ class flush_denormals:
         self.deadline_s = _check_deadline(deadline_s)
         self._before: dict | None = None
 
-    def __enter__(self) -> list[dict]:
+    def __enter__(self) -> Census:
         _require_supported()
         if self._before is not None:
             raise RuntimeError("this flush_denormals is already active; use a new one to nest")
-        self._caller = threading.get_native_id()
+        caller = threading.get_native_id()
+        # A change that raises has changed nothing (see set_flush_denormal).
         before, records = _apply(self.scope, (self.on, self.on), {}, self.deadline_s)
-        self._before = before
         # Threads the change missed; a thread born since (absent from before
         # yet reached) is not among them and gets the newborn default on exit.
         self._missed = {r["tid"] for r in records if not r["reached"] and r["tid"] not in before}
+        self._caller, self._before = caller, before
         return records
 
-    def __exit__(self, *exc) -> bool:
-        before, self._before = self._before, None
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._before is None:
+            raise RuntimeError("this flush_denormals is not active")
+        try:
+            self._restore()
+        except Exception as error:
+            # Never replace the block's own exception; the manager stays
+            # active, so that the restore can be retried.
+            if exc_type is None:
+                raise
+            warnings.warn(f"flush_denormals did not restore FTZ/DAZ: {error}", RuntimeWarning, stacklevel=2)
+        return False
+
+    def _restore(self) -> None:
         if self.scope == "thread" and threading.get_native_id() != self._caller:
             raise RuntimeError("a thread-scope flush_denormals must exit on the thread that entered it")
+        before = self._before
         per_tid: dict = {tid: None for tid in self._missed}
         per_tid.update({tid: _bits(raw) for tid, raw in before.items()})
         newborn_default = _bits(before[self._caller])
-        _, records = _apply(self.scope, newborn_default, per_tid, self.deadline_s)
-        failed = sorted(
-            r["tid"]
-            for r in records
-            if r["tid"] in before
-            and (r["reached"] and _bits(r["raw"]) != _bits(before[r["tid"]]) or not r["reached"] and _alive(r["tid"]))
-        )
+        if self.scope == "openmp":
+            records = _restore_team(before, newborn_default, per_tid, self.deadline_s)
+        else:
+            _, records = _apply(self.scope, newborn_default, per_tid, self.deadline_s)
+        self._before = None
+        failed = _not_restored(before, records)
         if failed:
             warnings.warn(
                 f"flush_denormals could not restore threads {failed} (no answer within {self.deadline_s} s, "
                 f"or the readback differs): they may keep FTZ/DAZ={self.on}",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return False
+
+
+def _restore_team(before: dict, default: _Target, per_tid: dict, deadline_s: float) -> list[dict]:
+    """Put back every thread of the entry team, also those that have left it.
+
+    The team as it is now first (threads born in the block get ``default``).
+    Entry threads still missing are tried in a region as large as the entry
+    team, which reuses the pool threads a shrink parked
+    (``torch.set_num_threads(1)`` inside the block), then by a broadcast to
+    those threads alone, which reaches them in any pool (an exit on another
+    thread runs that thread's own team). Returns the last record per thread.
+    """
+    by_tid: dict = {}
+
+    def missing() -> list[int]:
+        return [tid for tid in before if tid not in by_tid and _alive(tid)]
+
+    by_tid.update((r["tid"], r) for r in _apply_openmp(default, per_tid)[1])
+    if missing():
+        by_tid.update((r["tid"], r) for r in _apply_openmp(default, per_tid, num_threads=len(before))[1])
+    left = missing()
+    if left:
+        targets = {tid: per_tid[tid] for tid in left}
+        by_tid.update((r["tid"], r) for r in _apply_process(None, targets, deadline_s, only_listed=True)[1])
+    return list(by_tid.values())
+
+
+def _not_restored(before: dict, records: list[dict]) -> list[int]:
+    """Threads in ``before`` still alive but not read back with their entry bits."""
+    by_tid = {r["tid"]: r for r in records}
+    failed = []
+    for tid, raw in before.items():
+        record = by_tid.get(tid)
+        if record is not None and record["reached"]:
+            if _bits(record["raw"]) != _bits(raw):
+                failed.append(tid)
+        elif _alive(tid):
+            failed.append(tid)
+    return sorted(failed)
 
 
 def _alive(tid: int) -> bool:
-    return os.path.exists(f"/proc/self/task/{tid}")
+    return os.path.exists(f"{_procfs.TASK_DIR}/{tid}")
 
 
 def broadcast_handler() -> dict:

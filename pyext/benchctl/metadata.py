@@ -16,8 +16,10 @@ import subprocess
 import sys
 from typing import Any, Callable, Optional
 
+from ._procfs import read_text
+from .topology import cpu_topology, parse_cpu_list
+
 SYS_CPU = "/sys/devices/system/cpu"
-SYS_NODE = "/sys/devices/system/node"
 
 # CPU flags that change what kernels run or how time is kept.
 _FLAG_PREFIXES = ("avx512", "amx")
@@ -30,41 +32,41 @@ _ENV_PREFIXES = ("OMP_", "KMP_", "MKL_", "GOMP_", "MALLOC_", "OPENBLAS_", "BENCH
 _ENV_NAMES = ("GLIBC_TUNABLES", "LD_PRELOAD", "LD_LIBRARY_PATH")
 
 
-def read_text(path: str) -> Optional[str]:
-    """Stripped contents of a (sysfs/procfs) file, or None where unreadable."""
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
+def _cpu_list(path: str) -> list[int]:
+    """A sysfs CPU list file as ids ([] where the file is missing or empty)."""
+    text = read_text(path)
+    return parse_cpu_list(text) if text else []
 
 
-def parse_cpu_list(text: Optional[str]) -> list[int]:
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11] (the kernel's cpulist format)."""
-    cpus: list[int] = []
-    for part in (text or "").replace("\n", ",").split(","):
-        part = part.strip()
-        if not part:
+def _cpuinfo_fields() -> dict[str, str]:
+    """The first processor's ``key: value`` fields from /proc/cpuinfo ({} where unreadable)."""
+    fields: dict[str, str] = {}
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if not line.strip():
+            if fields:
+                break
             continue
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _model_name(fields: dict[str, str]) -> Optional[str]:
+    # x86 says "model name"; arm64 kernels may say "Model" (or give only "CPU part").
+    return fields.get("model name") or fields.get("Model") or fields.get("CPU part") or platform.processor() or None
+
+
+def cpu_model() -> Optional[str]:
+    """The CPU's model name (``/proc/cpuinfo``; else what ``platform`` knows; None if nothing)."""
+    return _model_name(_cpuinfo_fields())
 
 
 def cpu() -> dict[str, Any]:
     """Model, vendor, family/model/stepping and the flags of interest (first CPU's entry)."""
-    fields: dict[str, str] = {}
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if not line.strip():
-                if fields:
-                    break
-                continue
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
+    fields = _cpuinfo_fields()
     flags = (fields.get("flags") or fields.get("Features") or "").split()
     return {
-        "model_name": fields.get("model name") or platform.processor() or None,
+        "model_name": _model_name(fields),
         "vendor": fields.get("vendor_id") or fields.get("CPU implementer"),
         "family": fields.get("cpu family") or fields.get("CPU architecture"),
         "model": fields.get("model") or fields.get("CPU part"),
@@ -75,32 +77,25 @@ def cpu() -> dict[str, Any]:
     }
 
 
-def topology() -> dict[str, Any]:
-    """Logical CPUs, cores, SMT, sockets, NUMA nodes and the CPUs this process may use."""
-    online = parse_cpu_list(read_text(f"{SYS_CPU}/online")) or list(range(os.cpu_count() or 0))
-    cores, sockets, siblings = set(), set(), {}
-    for c in online:
-        base = f"{SYS_CPU}/cpu{c}/topology"
-        pkg = read_text(f"{base}/physical_package_id")
-        core = read_text(f"{base}/core_id")
-        sockets.add(pkg)
-        cores.add((pkg, core))
-        siblings[c] = parse_cpu_list(read_text(f"{base}/thread_siblings_list")) or [c]
-    smt_active = read_text(f"{SYS_CPU}/smt/active")
-    nodes = {}
-    if os.path.isdir(SYS_NODE):
-        for name in sorted(os.listdir(SYS_NODE)):
-            if name.startswith("node") and name[4:].isdigit():
-                nodes[int(name[4:])] = parse_cpu_list(read_text(f"{SYS_NODE}/{name}/cpulist"))
+def topology(sysfs_root: str = "/sys") -> dict[str, Any]:
+    """The machine's CPUs, cores, sockets and NUMA nodes, and those this process may use.
+
+    Built on :func:`benchctl.topology.cpu_topology` (a core is its set of SMT
+    siblings), once over every online CPU and once over the allowed ones.
+    """
+    ours = cpu_topology(sysfs_root)
+    machine = cpu_topology(sysfs_root, allowed=ours["online_cpus"])
+    smt_active = read_text(os.path.join(sysfs_root, "devices", "system", "cpu", "smt", "active"))
     return {
-        "logical_cpus": len(online),
-        "cores": len(cores),
-        "sockets": len(sockets),
-        "threads_per_core": max((len(s) for s in siblings.values()), default=1),
+        "logical_cpus": len(machine["online_cpus"]),
+        "cores": len(machine["cores"]),
+        "sockets": len(machine["sockets"]),
+        "threads_per_core": max((len(c["siblings"]) for c in machine["cores"]), default=1),
         "smt_active": None if smt_active is None else smt_active == "1",
-        "smt_siblings": {str(c): s for c, s in siblings.items() if len(s) > 1},
-        "numa_nodes": {str(k): v for k, v in sorted(nodes.items())},
-        "allowed_cpus": sorted(os.sched_getaffinity(0)),
+        "numa_nodes": machine["numa_nodes"],
+        "allowed_cpus": ours["allowed_cpus"],
+        "allowed_cores": len(ours["cores"]),
+        "source": machine["source"],
     }
 
 
@@ -114,7 +109,7 @@ def clocksource() -> dict[str, Any]:
 def frequency() -> dict[str, Any]:
     """Governor, driver and turbo/boost state where cpufreq exposes them (None otherwise)."""
     governors, drivers, cur_khz = {}, set(), {}
-    for c in parse_cpu_list(read_text(f"{SYS_CPU}/online")):
+    for c in _cpu_list(f"{SYS_CPU}/online"):
         base = f"{SYS_CPU}/cpu{c}/cpufreq"
         gov = read_text(f"{base}/scaling_governor")
         if gov is not None:
@@ -149,8 +144,8 @@ def isolation() -> dict[str, Any]:
     asked = {k: v for k, _, v in (a.partition("=") for a in cmdline)
              if k in ("isolcpus", "nohz_full", "rcu_nocbs", "irqaffinity")}
     return {
-        "isolated": parse_cpu_list(read_text(f"{SYS_CPU}/isolated")),
-        "nohz_full": parse_cpu_list(read_text(f"{SYS_CPU}/nohz_full")),
+        "isolated": _cpu_list(f"{SYS_CPU}/isolated"),
+        "nohz_full": _cpu_list(f"{SYS_CPU}/nohz_full"),
         "cmdline": asked,
     }
 
@@ -223,9 +218,16 @@ def counter_availability() -> dict[str, Any]:
         return group.describe()
 
 
-def git_revision() -> Optional[dict[str, Any]]:
-    """Revision of the checkout benchctl runs from (None when it is not a git checkout)."""
-    here = os.path.dirname(os.path.realpath(__file__))
+def git_revision(package_dir: Optional[str] = None) -> Optional[dict[str, Any]]:
+    """Revision of benchctl's own git checkout, when benchctl runs from one.
+
+    ``package_dir`` (default: this package's directory) counts as a checkout
+    only if it is ``pyext/benchctl`` under the repository's top level: an
+    installed copy that merely sits inside some other project's checkout
+    (a virtual environment in it, say) must not record that project's HEAD.
+    None otherwise, or without git.
+    """
+    here = os.path.realpath(package_dir or os.path.dirname(os.path.abspath(__file__)))
 
     def git(*args: str) -> Optional[str]:
         try:
@@ -234,6 +236,9 @@ def git_revision() -> Optional[dict[str, Any]]:
             return None
         return done.stdout.strip() if done.returncode == 0 else None
 
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or os.path.realpath(os.path.join(top, "pyext", "benchctl")) != here:
+        return None
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return None

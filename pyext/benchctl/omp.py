@@ -12,12 +12,40 @@ from __future__ import annotations
 import os
 import sys
 
-from . import _native
+from . import _native, _validate
+
+
+# Each runtime kind and the file-name prefixes that identify it. Wheels rename
+# the copies they bundle (libgomp-a34b3233.so.1), so names are matched by
+# prefix; a new runtime is one more row. Offload plugins and libomptarget
+# share a prefix with a runtime but are not one.
+_RUNTIME_PREFIXES = (
+    ("libgomp", ("libgomp.", "libgomp-")),
+    ("libiomp5", ("libiomp5",)),
+    ("libomp", ("libomp.", "libomp-")),
+)
+_NOT_RUNTIMES = ("libgomp-plugin-",)
+
+
+def runtime_kind(path: str) -> str | None:
+    """The OpenMP runtime kind a shared library's path names, or None if it is not one."""
+    name = os.path.basename(path)
+    if name.startswith(_NOT_RUNTIMES):
+        return None
+    for kind, prefixes in _RUNTIME_PREFIXES:
+        if name.startswith(prefixes):
+            return kind
+    return None
 
 
 def runtimes() -> list[dict]:
     """OpenMP runtimes mapped into this process: ``[{"kind", "path"}]`` in load order."""
-    return [{"kind": kind, "path": path} for kind, path in _native.omp_runtimes()]
+    found = []
+    for path in _native.loaded_libraries():
+        kind = runtime_kind(path)
+        if kind is not None:
+            found.append({"kind": kind, "path": path})
+    return found
 
 
 def _torch_dir() -> str | None:
@@ -67,8 +95,7 @@ def team_census(num_threads: int = 0, runtime: dict | None = None) -> list[dict]
     ``num_threads=0`` uses the runtime's current default (torch sets it with
     ``torch.set_num_threads``). ``runtime`` defaults to :func:`torch_runtime`.
     """
-    if num_threads < 0:
-        raise ValueError(f"num_threads must be >= 0, got {num_threads}")
+    num_threads = _validate.count("num_threads", num_threads, 0)
     rt = resolve_runtime(runtime)
     members = _native.omp_team_members(rt["kind"], rt["path"], num_threads)
     return [{"omp_thread": n, "tid": tid, "cpu": cpu} for n, tid, cpu in members]

@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable
 
-from . import clock, fpenv
+from . import _procfs, _validate, clock, fpenv
 from .denormals import count_subnormal
 
 # A slowdown of 1.5x or more on subnormals counts as a penalty. The penalties
@@ -191,13 +191,9 @@ def _time_kinds(calls: dict, target_s: float, rounds: int, min_reps: int, max_re
 
 
 def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("model name", "Model", "CPU part")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    for line in (_procfs.read_text("/proc/cpuinfo") or "").splitlines():
+        if line.startswith(("model name", "Model", "CPU part")):
+            return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
@@ -225,18 +221,19 @@ def profile(
     ok, reason = fpenv.supported()
     if not ok:
         raise RuntimeError(f"cannot measure with FTZ/DAZ on: {reason}")
-    if not isinstance(numel, int) or isinstance(numel, bool) or numel < 1:
-        raise ValueError(f"numel must be a positive integer, got {numel!r}")
+    numel = _validate.count("numel", numel, 1)
+    rounds = _validate.count("rounds", rounds, 1)
+    min_reps = _validate.count("min_reps", min_reps, 1)
+    max_reps = _validate.count("max_reps", max_reps, min_reps)
+    if isinstance(target_s, bool) or not isinstance(target_s, (int, float)) or not 0 < target_s < float("inf"):
+        raise ValueError(f"target_s must be a finite number of seconds > 0, got {target_s!r}")
     all_ops = {op.name: op for op in _ops()}
     names = list(OP_NAMES if ops is None else ops)
     unknown = [n for n in names if n not in all_ops]
     if unknown or not names:
         raise ValueError(f"unknown ops {unknown}; choose from {', '.join(OP_NAMES)}")
     start_threads = torch.get_num_threads()
-    if threads is None:
-        threads = start_threads
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    threads = _validate.count("threads", start_threads if threads is None else threads, 1)
     thread_counts = sorted({1, threads})
 
     inputs = {}
@@ -244,7 +241,11 @@ def profile(
         size = op.input_numel(numel)
         if size not in inputs:
             inputs[size] = {kind: make_input(kind, size) for kind in INPUTS}
-            assert count_subnormal(inputs[size]["subnormal"]) == size, "subnormal input is not subnormal"
+            # A real check, not an assert: python -O must not skip it, as
+            # every ratio would silently compare normal with normal.
+            found = count_subnormal(inputs[size]["subnormal"])
+            if found != size:
+                raise RuntimeError(f"the subnormal input holds {found} subnormals out of {size} values")
 
     measurements, rows, flushed = [], [], []
     try:

@@ -24,13 +24,13 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from dataclasses import dataclass, field
 
-from . import _native, _validate, omp
+from . import _native, _procfs, _validate, omp
 from .placement import placement
 from .topology import cpu_topology
 
-_TASK_DIR = "/proc/self/task"
 # /proc/<tid>/stat field 39 ("processor"): the CPU the thread last ran on.
 # Fields are counted after the ")" closing the command name, which may hold
 # spaces; field 3 is the first one after it.
@@ -91,21 +91,60 @@ def _set_interop(torch, interop: int) -> None:
         ) from e
 
 
+def _restore_counts(torch, before_torch: int, before_pools: list, error: BaseException) -> None:
+    """Put the intra-op and pool counts back after ``error``; every step is tried.
+
+    When a step of the restore fails too, the RuntimeError raised says which,
+    chained to ``error`` (the failure that started it).
+    """
+    failed = []
+    try:
+        torch.set_num_threads(before_torch)
+    except Exception as e:
+        failed.append(f"torch: {e}")
+    for lib, count in before_pools:
+        if count is None:
+            continue
+        try:
+            lib.set_num_threads(count)
+        except Exception as e:
+            failed.append(f"{lib.filepath}: {e}")
+    if failed:
+        raise RuntimeError(
+            f"setting thread counts failed ({type(error).__name__}: {error}), and restoring the previous "
+            f"counts failed too for: {'; '.join(failed)}"
+        ) from error
+
+
+def _mismatches(readback: dict, n: int, interop: int | None) -> list[dict]:
+    """``{"what", "asked", "got"}`` for each count that did not read back as asked."""
+    wanted = [("torch", n, readback["torch"]), ("omp_team", n, readback["omp_team"])]
+    if interop is not None:
+        wanted.append(("interop", interop, readback["interop"]))
+    wanted += [(p["filepath"], n, p["num_threads"]) for p in readback["pools"]]
+    return [{"what": what, "asked": asked, "got": got} for what, asked, got in wanted
+            if got is not None and got != asked]
+
+
 def set_num_threads(n: int, interop: int | None = None) -> dict:
     """Use ``n`` threads in torch and in every loaded BLAS/OpenMP pool.
 
     Sets torch's intra-op count (``torch.set_num_threads``, which also sets
     torch's OpenMP runtime and MKL) and each pool threadpoolctl finds; with
-    ``interop``, first torch's inter-op count, which torch accepts only before
-    any parallel work (RuntimeError with what to do otherwise, and nothing
-    changed). Returns :func:`get_num_threads` read back afterwards.
+    ``interop``, then torch's inter-op count, which torch accepts only once
+    and before any inter-op work (RuntimeError with what to do otherwise).
+    On any failure the counts changed so far are put back: nothing is left
+    half-applied (the inter-op count comes last because torch cannot undo it).
+
+    Returns :func:`get_num_threads` read back afterwards, plus ``mismatches``:
+    ``[{"what", "asked", "got"}]`` for every count that reads back other than
+    asked (a pool built with fewer threads, ``OMP_THREAD_LIMIT``), also
+    announced with a RuntimeWarning.
     """
     n = _validate.count("n", n, 1)
     if interop is not None:
         interop = _validate.count("interop", interop, 1)
     torch = _torch()
-    if interop is not None:
-        _set_interop(torch, interop)  # the one step that may be refused: before any other change
     pools = _pools()
     before_torch = torch.get_num_threads()
     before_pools = [(lib, lib.get_num_threads()) for lib in pools]
@@ -113,36 +152,26 @@ def set_num_threads(n: int, interop: int | None = None) -> dict:
         torch.set_num_threads(n)
         for lib in pools:
             lib.set_num_threads(n)
-    except Exception:
-        torch.set_num_threads(before_torch)
-        for lib, count in before_pools:
-            if count is not None:
-                lib.set_num_threads(count)
+        if interop is not None:
+            _set_interop(torch, interop)
+    except Exception as error:
+        _restore_counts(torch, before_torch, before_pools, error)
         raise
-    return get_num_threads()
+    readback = get_num_threads()
+    readback["mismatches"] = _mismatches(readback, n, interop)
+    if readback["mismatches"]:
+        warnings.warn(f"thread counts read back other than asked: {readback['mismatches']}", RuntimeWarning,
+                      stacklevel=2)
+    return readback
 
 
 # ---------------------------------------------------------------------- census
 
 
-def _task_ids() -> list[int]:
-    return sorted(int(t) for t in os.listdir(_TASK_DIR) if t.isdigit())
-
-
-def _thread_name(tid: int) -> str | None:
-    try:
-        with open(f"{_TASK_DIR}/{tid}/comm") as f:
-            return f.read().rstrip("\n")
-    except OSError:
-        return None
-
-
 def _last_cpu(tid: int) -> int | None:
-    try:
-        with open(f"{_TASK_DIR}/{tid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
+    stat = _procfs.read_text(f"{_procfs.TASK_DIR}/{tid}/stat")
+    if stat is None:
+        return None  # the thread has exited
     return int(stat[stat.rindex(")") + 1 :].split()[_STAT_PROCESSOR_AFTER_COMM])
 
 
@@ -170,13 +199,13 @@ def census() -> list[dict]:
             {
                 "omp_thread": member["omp_thread"],
                 "tid": member["tid"],
-                "name": _thread_name(member["tid"]),
+                "name": _procfs.task_name(member["tid"]),
                 "allowed_cpus": sorted(mask) if mask is not None else None,
                 "current_cpu": member["cpu"],
             }
         )
     in_team = {m["tid"] for m in team}
-    for tid in _task_ids():
+    for tid in _procfs.task_ids():
         if tid in in_team:
             continue
         mask = _mask(tid)
@@ -186,7 +215,7 @@ def census() -> list[dict]:
             {
                 "omp_thread": None,
                 "tid": tid,
-                "name": _thread_name(tid),
+                "name": _procfs.task_name(tid),
                 "allowed_cpus": sorted(mask),
                 "current_cpu": _last_cpu(tid),
             }
@@ -253,20 +282,31 @@ def _pin(policy, oversubscribe: bool) -> tuple[list[dict], _SavedMasks]:
     # Everything is validated; from here each step changes masks or undoes them.
     members = _native.omp_team_pin(runtime["kind"], runtime["path"], [[c] for c in cpus])
     previous = _SavedMasks({tid: frozenset(before) for _, tid, before, _, _ in members}, members[0][1])
-    result = census()
-    placed = {r["omp_thread"]: r for r in result if r["omp_thread"] is not None}
-    off = [
-        (i, placed.get(i, {}).get("allowed_cpus"))
-        for i, cpu in enumerate(cpus)
-        if placed.get(i, {}).get("allowed_cpus") != [cpu] or placed[i]["tid"] != members[i][1]
-    ]
-    if off or len(placed) != len(cpus):
-        _apply(previous)
-        raise RuntimeError(
-            f"the OpenMP runtime did not keep the placement (omp thread, mask read back): {off}; "
-            f"previous masks restored"
-        )
+    try:
+        result = census()
+        placed = {r["omp_thread"]: r for r in result if r["omp_thread"] is not None}
+        off = [
+            (i, placed.get(i, {}).get("allowed_cpus"))
+            for i, cpu in enumerate(cpus)
+            if placed.get(i, {}).get("allowed_cpus") != [cpu] or placed[i]["tid"] != members[i][1]
+        ]
+        if off or len(placed) != len(cpus):
+            raise RuntimeError(
+                f"the OpenMP runtime did not keep the placement (omp thread, mask read back): {off}; "
+                f"previous masks restored"
+            )
+    except BaseException as error:  # also KeyboardInterrupt: never leave the team pinned and forgotten
+        _restore_after(previous, error)
+        raise
     return result, previous
+
+
+def _restore_after(previous: _SavedMasks, error: BaseException) -> None:
+    """Put back ``previous`` after ``error``; if that fails too, say so, chained to ``error``."""
+    try:
+        _apply(previous)
+    except Exception as failed:
+        raise RuntimeError(f"{error}; and restoring the previous masks failed too: {failed}") from error
 
 
 def _remember_originals(previous: _SavedMasks) -> None:
@@ -320,8 +360,10 @@ def pinned(policy="compact", *, oversubscribe: bool = False):
         yield result
     finally:
         with _lock:
-            _apply(previous)
-            _originals = outer
+            try:
+                _apply(previous)
+            finally:
+                _originals = outer  # also when restoring failed: the saved state is the outer one again
 
 
 # ------------------------------------------------------------- fresh processes

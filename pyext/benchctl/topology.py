@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 import re
 
+from ._procfs import read_text
+
 
 def parse_cpu_list(text: str) -> list[int]:
     """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]`` (the kernel's list format)."""
@@ -49,14 +51,6 @@ def format_cpu_list(cpus) -> str:
     return ",".join(runs)
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def _listed_ids(directory: str, prefix: str) -> list[int]:
     """Ids of the ``<prefix>N`` entries of a sysfs directory."""
     pattern = re.compile(re.escape(prefix) + r"(\d+)$")
@@ -68,7 +62,7 @@ def _listed_ids(directory: str, prefix: str) -> list[int]:
 
 
 def _online_cpus(cpu_dir: str) -> list[int]:
-    online = _read(os.path.join(cpu_dir, "online"))
+    online = read_text(os.path.join(cpu_dir, "online"))
     return parse_cpu_list(online) if online else _listed_ids(cpu_dir, "cpu")
 
 
@@ -78,9 +72,9 @@ def _cpu_records(cpu_dir: str, cpus: list[int]) -> tuple[dict[int, dict], str]:
     missing = []
     for cpu in cpus:
         topo = os.path.join(cpu_dir, f"cpu{cpu}", "topology")
-        siblings = _read(os.path.join(topo, "thread_siblings_list"))
-        package = _read(os.path.join(topo, "physical_package_id"))
-        core_id = _read(os.path.join(topo, "core_id"))
+        siblings = read_text(os.path.join(topo, "thread_siblings_list"))
+        package = read_text(os.path.join(topo, "physical_package_id"))
+        core_id = read_text(os.path.join(topo, "core_id"))
         if siblings is None or package is None or core_id is None:
             missing.append(cpu)
             records[cpu] = {"socket": 0, "core_id": cpu, "siblings": (cpu,)}
@@ -98,7 +92,7 @@ def _cpu_records(cpu_dir: str, cpus: list[int]) -> tuple[dict[int, dict], str]:
 def _numa_nodes(node_dir: str) -> dict[int, list[int]]:
     nodes = {}
     for node in _listed_ids(node_dir, "node"):
-        cpulist = _read(os.path.join(node_dir, f"node{node}", "cpulist"))
+        cpulist = read_text(os.path.join(node_dir, f"node{node}", "cpulist"))
         if cpulist is not None:
             nodes[node] = parse_cpu_list(cpulist)
     return nodes

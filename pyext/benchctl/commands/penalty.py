@@ -11,10 +11,12 @@ HELP = ("measure the cost of subnormal inputs per op (normal/zero/subnormal, FTZ
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    from .._validate import count
+
+    try:
+        return count("the value", int(text), 1)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
