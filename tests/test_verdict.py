@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("benchctl.stats", reason="the verdict compares samples with benchctl.stats (issue 5)")
 
-from benchctl import runner, verdict  # noqa: E402
+from benchctl import runner, summary, verdict  # noqa: E402
 from synthetic_results import make_doc  # noqa: E402
 
 ORDERS = ["eval_only", "train_then_eval"]
@@ -124,3 +124,43 @@ def test_pairs_stats_refuses_are_reported_not_dropped():
     (refused,) = found
     assert refused["rule"] == "not_comparable" and refused["ratio"] is None
     assert refused["message"].startswith("cannot compare order=eval_only with order=train_then_eval: median")
+
+
+def test_differences_under_run_to_run_variation_are_not_called():
+    """A 3% difference is statistically clear within processes, yet below MIN_EFFECT: not a finding."""
+    assert verdict.MIN_EFFECT == pytest.approx(0.05)
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.03 if c["order"] == "eval_only" else 1.0)
+    found = runner.analyse(doc, focus="order")["verdict"]
+    gap = _only(found, "gap")
+    assert gap["ratio"] == pytest.approx(1.03)
+    assert gap["ci95"][0] > 1.0, "the synthetic samples separate the medians statistically"
+    assert gap["significant"] is False
+    assert gap["message"].startswith("no difference beyond run-to-run variation between order=eval_only")
+    assert "under the 5% that separate processes resolve" in gap["message"]
+
+
+def test_a_difference_at_the_threshold_is_called():
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.06 if c["order"] == "eval_only" else 1.0)
+    gap = _only(runner.analyse(doc, focus="order")["verdict"], "gap")
+    assert gap["significant"] is True
+    assert gap["message"].startswith("order=eval_only is 1.06× slower than order=train_then_eval")
+
+
+def test_measured_run_to_run_spread_raises_the_threshold():
+    """Repetitions whose medians differ by 10% raise the threshold to 10%."""
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.0, repeat=2)
+    for run in doc["runs"]:
+        if run["repetition"] == 1:
+            ph = run["phases"]["eval"]
+            ph["ns"] = [v * 1.10 for v in ph["ns"]]
+    assert summary.run_to_run_spread(doc) == pytest.approx(0.10)
+    assert verdict.Context(doc, "eval", "order").min_effect == pytest.approx(0.10)
+    clear = {"ratio": 1.07, "ci95": [1.05, 1.09], "significant": True}
+    assert verdict.resolved(clear)  # default threshold: 5%
+    assert not verdict.resolved({**clear, "min_effect": 0.10})
+    assert "under the 10% that separate processes resolve" in verdict.describe({**clear, "min_effect": 0.10})
+
+
+def test_no_spread_without_repetitions():
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.0, repeat=1)
+    assert summary.run_to_run_spread(doc) is None

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from . import verdict as _verdict
+
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
 # decides whether FTZ/DAZ can change a conv net's speed.
 FMA_OPS = ("conv2d", "matmul", "addcmul")
@@ -130,8 +132,8 @@ def no_effect_text(what: str, cmp: dict) -> str:
 
 
 def is_different(cmp: dict | None) -> bool:
-    """A significant difference whose ratio CI excludes 1."""
-    return bool(cmp and cmp["significant"] and not cmp["ci95"][0] <= 1.0 <= cmp["ci95"][1])
+    """The runner's test of a difference (:func:`benchctl.verdict.resolved`), None-safe."""
+    return bool(cmp) and _verdict.resolved(cmp)
 
 
 # --- evidence: the CPU's penalty profile ------------------------------------

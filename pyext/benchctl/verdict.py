@@ -10,7 +10,9 @@ finding is a dict::
 ``a`` and ``b`` are the two cells compared, ``ratio`` is median(a)/median(b)
 of their pooled steady-state iterations with its bootstrap 95% CI (from
 :func:`benchctl.stats.compare`), ``significant`` means the Mann-Whitney test
-finds a difference *and* the CI excludes 1, ``setting`` is the ``name=value``
+finds a difference, the CI excludes 1 *and* the ratio is at least
+the run-to-run threshold away from 1 (``min_effect`` in the comparison,
+at least :data:`MIN_EFFECT`), ``setting`` is the ``name=value``
 the finding is about, and ``explains`` says whether that setting closes the
 gap (for ``setting_effect``: whether it changes the time at all).
 
@@ -43,6 +45,14 @@ from . import settings as _settings
 from . import summary as _summary
 from .results import cell_id
 
+#: Differences smaller than this share are never called. Each cell runs in its
+#: own process, and the medians of one setting differ between processes
+#: (address-space layout, page placement, which core; seen here: 2-5% for
+#: ResNet-50 eval, up to 15% for the seed-2 net on 2 threads), a variation
+#: that the within-process CI does not include. When cells were repeated, the
+#: threshold rises to the measured run-to-run spread
+#: (:func:`benchctl.summary.run_to_run_spread`).
+MIN_EFFECT = 0.05
 #: A gap counts as closed when what is left is at most this share of it (in log ratio).
 CLOSED_SHARE = 0.25
 #: A gap counts as narrowed when at most this share of it is left.
@@ -70,6 +80,9 @@ class Context:
         self.matrix = doc["matrix"]
         self.baseline = {k: v[0] for k, v in self.matrix.items()}
         self._cache: dict[tuple[str, str], dict | None] = {}
+        spread = _summary.run_to_run_spread(doc)
+        #: The smallest ratio distance from 1 that counts as a difference.
+        self.min_effect = max(MIN_EFFECT, spread or 0.0)
         #: Pairs stats.compare refused (e.g. medians of 0 ns), with its reason.
         self.refused: dict[tuple[str, str], tuple[dict, dict, str]] = {}
 
@@ -91,6 +104,7 @@ class Context:
             if len(a_ns) and len(b_ns):
                 try:
                     result = stats.compare(a_ns, b_ns, seed=0)
+                    result["min_effect"] = self.min_effect
                 except ValueError as e:
                     self.refused[key] = (a, b, str(e))
             self._cache[key] = result
@@ -106,17 +120,38 @@ def _ratio_text(ratio: float, ci: list) -> str:
     return f"{ratio:.2f}× [95% CI {lo:.2f}, {hi:.2f}]"
 
 
-def resolved(cmp: dict) -> bool:
-    """A difference counts when the U test finds one *and* the ratio's CI excludes 1."""
+def _statistically_apart(cmp: dict) -> bool:
     lo, hi = cmp["ci95"]
     return bool(cmp["significant"]) and not (lo <= 1.0 <= hi)
 
 
+def _min_effect(cmp: dict) -> float:
+    return cmp.get("min_effect", MIN_EFFECT)
+
+
+def resolved(cmp: dict) -> bool:
+    """A difference counts when the U test finds one, the ratio's CI excludes 1,
+    and the ratio is at least the run-to-run threshold away from 1 (its
+    ``min_effect``, else :data:`MIN_EFFECT`)."""
+    return _statistically_apart(cmp) and abs(_log(cmp["ratio"])) >= math.log1p(_min_effect(cmp))
+
+
+def _why_unresolved(cmp: dict) -> tuple[str, str]:
+    """(the words for "no difference", the parenthesis with the ratio) of an unresolved comparison."""
+    ratio = _ratio_text(cmp["ratio"], cmp["ci95"])
+    if _statistically_apart(cmp):
+        return ("no difference beyond run-to-run variation",
+                f"(ratio {ratio}: under the {_min_effect(cmp):.0%} that separate processes resolve)")
+    return "no significant difference", f"(ratio {ratio})"
+
+
 def describe(cmp: dict) -> str:
-    """"1.45× slower [95% CI ...]", "1.30× faster [...]" or "not significantly different (...)"."""
+    """"1.45× slower [95% CI ...]", "1.30× faster [...]", or why no difference is called."""
     r, (lo, hi) = cmp["ratio"], cmp["ci95"]
     if not resolved(cmp):
-        return f"not significantly different (ratio {_ratio_text(r, [lo, hi])})"
+        words, ratio = _why_unresolved(cmp)
+        return ("not significantly different " if words == "no significant difference"
+                else "within run-to-run variation ") + ratio
     if r >= 1:
         return f"{r:.2f}× slower [95% CI {lo:.2f}, {hi:.2f}]"
     return f"{1 / r:.2f}× faster [95% CI {1 / hi:.2f}, {1 / lo:.2f}]"
@@ -124,7 +159,8 @@ def describe(cmp: dict) -> str:
 
 def _relation(a_label: str, b_label: str, cmp: dict) -> str:
     if not resolved(cmp):
-        return f"no significant difference between {a_label} and {b_label} (ratio {_ratio_text(cmp['ratio'], cmp['ci95'])})"
+        words, ratio = _why_unresolved(cmp)
+        return f"{words} between {a_label} and {b_label} {ratio}"
     how, _, ci = describe(cmp).partition(" [")
     return f"{a_label} is {how} than {b_label} [{ci}"
 
