@@ -197,15 +197,33 @@ def _steady(x: Any, name: str) -> np.ndarray:
     return x.steady_ns if isinstance(x, Samples) else _durations(x, name)
 
 
+def _bootstrap_pooled_medians(runs: list[np.ndarray], rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Medians of the pooled samples, resampling runs with replacement and then
+    iterations within each chosen run (a two-level bootstrap)."""
+    k = len(runs)
+    out = np.empty(resamples)
+    for i in range(resamples):
+        chosen = (runs[j] for j in rng.integers(0, k, k))
+        out[i] = np.median(np.concatenate([r[rng.integers(0, r.size, r.size)] for r in chosen]))
+    return out
+
+
 def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A", "B"),
-            confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+            confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
+            runs: tuple[list, list] | None = None) -> dict[str, Any]:
     """Compare two sets of durations (arrays, or :class:`Samples`: their steady part).
+
+    ``runs``: optionally, the same samples split by the process that measured
+    them, ``(a_runs, b_runs)``. When both sides have two or more runs, the CI
+    resamples runs and then iterations within runs, so it carries the
+    between-process variation that pooled iterations hide.
 
     Returns a dict:
 
     * ``ratio``: median(a) / median(b) (> 1: a is slower);
     * ``ci95``: percentile-bootstrap interval of that ratio (a and b resampled
-      independently, seeded);
+      independently, seeded); ``ci_method`` says which bootstrap:
+      ``"iterations"`` or ``"runs, then iterations"``;
     * ``p_value``: two-sided Mann-Whitney U test (:func:`mann_whitney_u`);
     * ``significant``: p_value < 1 - confidence;
     * ``verdict``: a sentence. When the U test finds a difference but the
@@ -223,7 +241,15 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
             f"median durations must be > 0 to form a ratio (got {med_a} and {med_b} ns): "
             "the work is below the clock's resolution; time more work per iteration")
     rng = np.random.default_rng(seed)
-    ratios = _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples)
+    by_run = runs is not None and min(len(runs[0]), len(runs[1])) >= 2
+    if by_run:
+        a_runs, b_runs = ([np.asarray(r, dtype=np.float64) for r in side if len(r)] for side in runs)
+        if sum(r.size for r in a_runs) != a.size or sum(r.size for r in b_runs) != b.size:
+            raise ValueError("runs must split exactly the samples being compared")
+        ratios = (_bootstrap_pooled_medians(a_runs, rng, resamples)
+                  / _bootstrap_pooled_medians(b_runs, rng, resamples))
+    else:
+        ratios = _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples)
     tail = (1.0 - confidence) / 2.0
     lo, hi = (float(v) for v in np.quantile(ratios, [tail, 1.0 - tail]))
     _, p = mann_whitney_u(a, b)
@@ -248,6 +274,7 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
     return {
         "ratio": ratio,
         "ci95": [lo, hi],
+        "ci_method": "runs, then iterations" if by_run else "iterations",
         "p_value": p,
         "significant": bool(significant),
         "verdict": verdict,

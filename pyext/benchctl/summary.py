@@ -71,26 +71,16 @@ def steady_samples(doc: dict, phase: str, cell: dict) -> tuple[np.ndarray, dict[
     return np.asarray(ns, dtype=np.float64), counters
 
 
-def run_to_run_spread(doc: dict) -> float | None:
-    """How much the median of one cell moves between its fresh processes.
-
-    For every (phase, cell) with two or more ok repetitions: max/min - 1 of
-    the per-process steady medians; returns the median of those spreads over
-    cells (None when no cell was repeated).
-    """
-    spreads = []
-    for phase in phases(doc):
-        for cell in cells(doc):
-            medians = []
-            for run in ok_runs(doc, cell):
-                data = run["phases"].get(phase)
-                if data:
-                    steady = data["ns"][data.get("warmup") or 0:]
-                    if steady:
-                        medians.append(float(np.median(steady)))
-            if len(medians) >= 2 and min(medians) > 0:
-                spreads.append(max(medians) / min(medians) - 1)
-    return float(np.median(spreads)) if spreads else None
+def steady_by_run(doc: dict, phase: str, cell: dict) -> list[np.ndarray]:
+    """Steady-state ns of ``cell`` in ``phase``, one array per ok run (fresh process)."""
+    out = []
+    for run in ok_runs(doc, cell):
+        data = run["phases"].get(phase)
+        if data:
+            steady = data["ns"][data.get("warmup") or 0:]
+            if steady:
+                out.append(np.asarray(steady, dtype=np.float64))
+    return out
 
 
 def per_iter_median(values: list | None) -> float | None:

@@ -11,8 +11,8 @@ finding is a dict::
 of their pooled steady-state iterations with its bootstrap 95% CI (from
 :func:`benchctl.stats.compare`), ``significant`` means the Mann-Whitney test
 finds a difference, the CI excludes 1 *and* the ratio is at least
-the run-to-run threshold away from 1 (``min_effect`` in the comparison,
-at least :data:`MIN_EFFECT`), ``setting`` is the ``name=value``
+:data:`MIN_EFFECT` away from 1 (with repeated cells the CI resamples
+processes, then iterations), ``setting`` is the ``name=value``
 the finding is about, and ``explains`` says whether that setting closes the
 gap (for ``setting_effect``: whether it changes the time at all).
 
@@ -48,10 +48,9 @@ from .results import cell_id
 #: Differences smaller than this share are never called. Each cell runs in its
 #: own process, and the medians of one setting differ between processes
 #: (address-space layout, page placement, which core; seen here: 2-5% for
-#: ResNet-50 eval, up to 15% for the seed-2 net on 2 threads), a variation
-#: that the within-process CI does not include. When cells were repeated, the
-#: threshold rises to the measured run-to-run spread
-#: (:func:`benchctl.summary.run_to_run_spread`).
+#: ResNet-50 eval, up to 15% for the seed-2 net on 2 threads). With two or
+#: more repetitions per cell the CI resamples processes and carries that
+#: variation; with one it cannot, and this floor stands in for it.
 MIN_EFFECT = 0.05
 #: A gap counts as closed when what is left is at most this share of it (in log ratio).
 CLOSED_SHARE = 0.25
@@ -80,9 +79,6 @@ class Context:
         self.matrix = doc["matrix"]
         self.baseline = {k: v[0] for k, v in self.matrix.items()}
         self._cache: dict[tuple[str, str], dict | None] = {}
-        spread = _summary.run_to_run_spread(doc)
-        #: The smallest ratio distance from 1 that counts as a difference.
-        self.min_effect = max(MIN_EFFECT, spread or 0.0)
         #: Pairs stats.compare refused (e.g. medians of 0 ns), with its reason.
         self.refused: dict[tuple[str, str], tuple[dict, dict, str]] = {}
 
@@ -100,11 +96,11 @@ class Context:
 
             a_ns, _ = _summary.steady_samples(self.doc, self.phase, a)
             b_ns, _ = _summary.steady_samples(self.doc, self.phase, b)
+            runs = (_summary.steady_by_run(self.doc, self.phase, a), _summary.steady_by_run(self.doc, self.phase, b))
             result = None
             if len(a_ns) and len(b_ns):
                 try:
-                    result = stats.compare(a_ns, b_ns, seed=0)
-                    result["min_effect"] = self.min_effect
+                    result = stats.compare(a_ns, b_ns, seed=0, runs=runs)
                 except ValueError as e:
                     self.refused[key] = (a, b, str(e))
             self._cache[key] = result
@@ -125,15 +121,10 @@ def _statistically_apart(cmp: dict) -> bool:
     return bool(cmp["significant"]) and not (lo <= 1.0 <= hi)
 
 
-def _min_effect(cmp: dict) -> float:
-    return cmp.get("min_effect", MIN_EFFECT)
-
-
 def resolved(cmp: dict) -> bool:
     """A difference counts when the U test finds one, the ratio's CI excludes 1,
-    and the ratio is at least the run-to-run threshold away from 1 (its
-    ``min_effect``, else :data:`MIN_EFFECT`)."""
-    return _statistically_apart(cmp) and abs(_log(cmp["ratio"])) >= math.log1p(_min_effect(cmp))
+    and the ratio is at least :data:`MIN_EFFECT` away from 1."""
+    return _statistically_apart(cmp) and abs(_log(cmp["ratio"])) >= math.log1p(MIN_EFFECT)
 
 
 def _why_unresolved(cmp: dict) -> tuple[str, str]:
@@ -141,7 +132,7 @@ def _why_unresolved(cmp: dict) -> tuple[str, str]:
     ratio = _ratio_text(cmp["ratio"], cmp["ci95"])
     if _statistically_apart(cmp):
         return ("no difference beyond run-to-run variation",
-                f"(ratio {ratio}: under the {_min_effect(cmp):.0%} that separate processes resolve)")
+                f"(ratio {ratio}: under the {MIN_EFFECT:.0%} that separate processes resolve)")
     return "no significant difference", f"(ratio {ratio})"
 
 
@@ -320,7 +311,8 @@ def _mechanism_text(key: str, counters: dict, moved: list[str]) -> str:
         parts.append(f"{COUNTER_WORDS[f]} go from {_count_text(v[slow])} to "
                      f"{_count_text(v[slow + '_with_setting'])}")
     text = "; " + ", ".join(parts) if parts else ""
-    if mechanism and (field is None or field in moved):
+    # A mechanism is named only when its own counter moved with the gap.
+    if mechanism and field is not None and field in moved:
         text += f": the slowdown is {mechanism}"
     return text
 
