@@ -115,7 +115,7 @@ def test_zero_weights_script_answers(tmp_path):
     done = bench("zero_weights.py", "--iterations", "3", "--naive-trials", "3", "--set", "threads=1",
                  "--set", "ftz=off", "--set", "init=uniform", "--repeat", "1", "--skip-penalty", "--json", str(out))
     assert done.returncode == 0, done.stderr
-    assert "expected duration" in done.stdout and "Answer:" in done.stdout
+    assert "expected duration" in done.stdout and "\nAnswer (" in done.stdout
     assert "never runs" in done.stdout
     doc = json.loads(out.read_text())
     assert doc["summary"] and doc["evidence"]["penalty"] is None
@@ -171,6 +171,7 @@ def test_apply_sets_adds_and_narrows_axes():
 def test_fit_repeat_stays_within_bounds():
     assert seed_runs.fit_repeat(cell_seconds=10, cells=8, budget_s=300) == 3
     assert seed_runs.fit_repeat(cell_seconds=30, cells=8, budget_s=300) == 1
+    assert seed_runs.fit_repeat(cell_seconds=30, cells=8, budget_s=300, minimum=2) == 2
     assert seed_runs.fit_repeat(cell_seconds=100, cells=8, budget_s=300) == 1
     assert seed_runs.fit_repeat(cell_seconds=18, cells=8, budget_s=300) == 2
 
@@ -198,6 +199,10 @@ def test_answer_says_what_explains_and_what_did_not():
     closes = {"rule": "closes_gap", "phase": "eval", "explains": True, "message": "alloc=retain closes the gap"}
     keeps = {"rule": "keeps_gap", "phase": "eval", "explains": False, "message": "ftz=process does not"}
     answer = seed_runs.format_answer({"verdict": [keeps, closes, seed]}, ("ftz_explained",))
-    assert answer.splitlines() == ["Answer:", " * [eval] alloc=retain closes the gap", " - FTZ has no effect"]
+    assert answer.splitlines() == [
+        "Answer (* an effect measured and what explains it, - an effect ruled out and why):",
+        " - FTZ has no effect",
+        " * [eval] alloc=retain closes the gap",
+    ]
     assert "no setting explains" in seed_runs.format_answer({"verdict": [keeps]}, ())
     assert "no two cells to compare" in seed_runs.format_answer({"verdict": []}, ())

@@ -60,10 +60,10 @@ def measure_interpreter_seconds() -> float:
     return time.perf_counter() - started
 
 
-def fit_repeat(cell_seconds: float, cells: int, budget_s: float) -> int:
-    """Repetitions per cell that fit ``budget_s`` (at least 1, at most MAX_DEFAULT_REPEAT)."""
+def fit_repeat(cell_seconds: float, cells: int, budget_s: float, minimum: int = 1) -> int:
+    """Repetitions per cell that fit ``budget_s`` (at least ``minimum``, at most MAX_DEFAULT_REPEAT)."""
     room = budget_s / max(cell_seconds * cells, 1e-9)
-    return max(1, min(MAX_DEFAULT_REPEAT, int(room)))
+    return max(minimum, min(MAX_DEFAULT_REPEAT, int(room)))
 
 
 def _fmt_duration(seconds: float) -> str:
@@ -111,7 +111,9 @@ def format_values(doc: dict) -> str:
 
 
 def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
-    """The answer: the runner's findings that explain a difference, then every seed rule's finding."""
+    """The answer: every seed rule's finding (they answer the seed's question), then the
+    runner's findings that explain a difference. ``*`` marks a measured effect and
+    what explains it, ``-`` an effect ruled out and why."""
     explaining = [f for f in doc["verdict"] if f.get("explains") and f["rule"] not in seed_rules]
     seeds = [f for f in doc["verdict"] if f["rule"] in seed_rules]
     if not explaining and not seeds:
@@ -120,9 +122,9 @@ def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
                     "iterations per cell the tests cannot resolve one: raise --repeat or --num-data")
         return ("Answer: no finding: no two cells to compare (a one-value matrix, "
                 "or too few successful runs)")
-    lines = ["Answer:"]
-    lines += [f" * [{f['phase']}] {f['message']}" for f in explaining]
+    lines = ["Answer (* an effect measured and what explains it, - an effect ruled out and why):"]
     lines += [f" {'*' if f.get('explains') else '-'} {f['message']}" for f in seeds]
+    lines += [f" * [{f['phase']}] {f['message']}" for f in explaining]
     return "\n".join(lines)
 
 
