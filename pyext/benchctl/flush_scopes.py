@@ -56,7 +56,7 @@ def _min_median_ns(call, repeats: int) -> tuple[float, float]:
     return float(ns.min()), float(statistics.median(ns.tolist()))
 
 
-def compare(numel: int = 4 << 20, threads: int | None = None, repeats: int = 9) -> dict:
+def compare(numel: int = 1 << 20, threads: int | None = None, repeats: int = 9) -> dict:
     """Run the four methods; return ``{"numel", "threads", "op", "methods": [...]}``.
 
     Each method entry: ``method``, ``threads_flushed`` (fraction of the
