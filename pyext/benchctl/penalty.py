@@ -7,9 +7,11 @@ normal inputs classifies it:
 
 * ``no penalty``: subnormals cost less than ``PENALTY_RATIO`` times normals;
 * ``hardware penalty that FTZ/DAZ removes``: they cost more, and with FTZ/DAZ
-  on the slowdown falls below the threshold (the CPU's microcode assist for
-  subnormal operands or results, which FTZ/DAZ switches off);
-* ``slow path FTZ/DAZ does not remove``: the slowdown stays with FTZ/DAZ on.
+  on the op is back to the speed of normal inputs, within ``REMOVED_RATIO``
+  (the CPU's microcode assist for subnormal operands or results, which
+  FTZ/DAZ switches off);
+* ``slow path FTZ/DAZ does not remove``: a slowdown stays with FTZ/DAZ on,
+  even a reduced one (``torch.exp`` here: 2.2x off, 1.5-1.9x on).
   The library branches on the values itself (vector-math special-value
   handling), often slow on zeros too.
 
@@ -34,6 +36,9 @@ from .denormals import count_subnormal
 # interleaved repeats of identical work on the same data stays within ~1.1x of
 # itself even with the 2 cores shared, so 1.5 is clear of both.
 PENALTY_RATIO = 1.5
+# "Removed" means back within the noise of identical work (~1.1x), not merely
+# under PENALTY_RATIO: a partial relief is still a slow path.
+REMOVED_RATIO = 1.25
 
 NO_PENALTY = "no penalty"
 REMOVED = "hardware penalty that FTZ/DAZ removes"
@@ -144,7 +149,7 @@ def classify(subnormal_ratio_off: float, subnormal_ratio_on: float) -> str:
     """Class of an op from its subnormal/normal time ratios with FTZ/DAZ off and on."""
     if subnormal_ratio_off < PENALTY_RATIO:
         return NO_PENALTY
-    if subnormal_ratio_on < PENALTY_RATIO:
+    if subnormal_ratio_on < REMOVED_RATIO:
         return REMOVED
     return NOT_REMOVED
 
@@ -308,6 +313,7 @@ def profile(
         "threads": thread_counts,
         "flush_scope": "process",
         "penalty_ratio": PENALTY_RATIO,
+        "removed_ratio": REMOVED_RATIO,
         "method": (
             "benchctl.clock.time_calls; per cell the min (and median) of repeats in "
             f"{rounds} rounds interleaved over the input kinds; ratios use the min; "
@@ -325,7 +331,7 @@ def format_table(result: dict) -> str:
         f"denormal penalty profile: {result['cpu']} ({result['machine']}), torch {result['torch']}, "
         f"float32, {result['numel']} elements",
         f"ratios = time on zero/subnormal inputs / time on normal inputs (min of repeats); "
-        f"penalty when >= {result['penalty_ratio']}",
+        f"penalty when >= {result['penalty_ratio']}, removed by FTZ/DAZ when back under {result['removed_ratio']}",
         "",
         f"{'op':8} {'thr':>3} {'normal ns/el':>12} | {'off: zero':>9} {'subn':>7} | {'on: zero':>8} {'subn':>7} | class",
     ]
