@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import argparse
 
+from benchctl import seed_runs  # light: torch is imported after the arguments are parsed
+
+
 BUDGET_S = 300.0
 DEFAULT_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"],
                   "alloc": ["default", "retain"]}
@@ -53,16 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace or add a matrix axis: a setting (ftz, alloc, threads, pin, env) or a parameter (order)")
     p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 5 minutes)")
-    p.add_argument("--json", dest="json_path", help="results file (default results/resnet_order-<time>.json)")
-    p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
-    p.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
-    p.add_argument("--skip-penalty", action="store_true",
-                   help="do not measure the CPU's penalty profile (faster; the verdict then lacks that evidence)")
-    opts = p.parse_args(argv)
-    if opts.resume and not opts.json_path:
-        p.error("--resume needs --json FILE: the results file to continue")
+    seed_runs.add_output_arguments(p, "resnet_order")
+    opts = seed_runs.parse_seed_arguments(p, argv)
 
-    from benchctl import seed_runs, seed_verdicts
+    from benchctl import seed_verdicts
     from benchctl.workloads import resnet_order, weights
 
     batch_size, num_data, train_batches = sizes(opts.batch_size, opts.num_data, opts.train_batches)

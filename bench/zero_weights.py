@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
+
+from benchctl import seed_runs  # light: torch is imported after the arguments are parsed
+
 BUDGET_S = 120.0
 # Every op of the penalty profile: the answer names which ones special values slow down.
 PENALTY_OPS = ("conv2d", "matmul", "addcmul", "sqrt", "rsqrt", "exp", "div", "mul", "add")
@@ -36,18 +39,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="replace or add a matrix axis: a setting (ftz, threads, alloc, pin, env) or a parameter (init, device)")
     p.add_argument("--repeat", type=int, default=None,
                    help="fresh processes per cell (default: what fits in 2 minutes, at least 2)")
-    p.add_argument("--json", dest="json_path", help="results file (default results/zero_weights-<time>.json)")
-    p.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
-    p.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
-    p.add_argument("--skip-penalty", action="store_true",
-                   help="do not measure the CPU's penalty profile (faster; the verdict then lacks that evidence)")
-    opts = p.parse_args(argv)
-    if opts.resume and not opts.json_path:
-        p.error("--resume needs --json FILE: the results file to continue")
+    seed_runs.add_output_arguments(p, "zero_weights")
+    opts = seed_runs.parse_seed_arguments(p, argv)
 
     import torch
 
-    from benchctl import seed_runs, seed_verdicts
+    from benchctl import seed_verdicts
     from benchctl.workloads import zero_weights
 
     devices = opts.device.split(",") if opts.device else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

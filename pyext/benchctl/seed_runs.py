@@ -60,6 +60,23 @@ def measure_interpreter_seconds() -> float:
     return time.perf_counter() - started
 
 
+def add_output_arguments(parser, workload: str) -> None:
+    """The options both seed scripts share: where results go, resuming, the penalty profile."""
+    parser.add_argument("--json", dest="json_path", help=f"results file (default results/{workload}-<time>.json)")
+    parser.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    parser.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
+    parser.add_argument("--skip-penalty", action="store_true",
+                        help="do not measure the CPU's penalty profile (faster; the verdict then lacks that evidence)")
+
+
+def parse_seed_arguments(parser, argv):
+    """Parse, and refuse --resume without the file it continues."""
+    opts = parser.parse_args(argv)
+    if opts.resume and not opts.json_path:
+        parser.error("--resume needs --json FILE: the results file to continue")
+    return opts
+
+
 def fit_repeat(cell_seconds: float, cells: int, budget_s: float, minimum: int = 1) -> int:
     """Repetitions per cell that fit ``budget_s`` (at least ``minimum``, at most MAX_DEFAULT_REPEAT)."""
     room = budget_s / max(cell_seconds * cells, 1e-9)
