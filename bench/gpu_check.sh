@@ -74,6 +74,16 @@ make_venv() {
 install_package() {
   make_venv || return 1
   export PIP_DISABLE_PIP_VERSION_CHECK=1
+  # Without an index the build backend must already be there: say so plainly.
+  if ! "$VENV/bin/python" -c 'import scikit_build_core, pybind11' 2>/dev/null; then
+    echo "offline build needs scikit-build-core and pybind11 beside torch:"
+    echo "  pip install scikit-build-core pybind11 ninja   (or bring their wheels to this machine)"
+    return 1
+  fi
+  if ! command -v cmake >/dev/null && ! "$VENV/bin/python" -c 'import cmake' 2>/dev/null; then
+    echo "offline build needs cmake >= 3.18 (apt-get install cmake, or pip install cmake)"
+    return 1
+  fi
   "$VENV/bin/pip" install -q --no-build-isolation --no-index '.[test]' && return 0
   echo "full offline resolution failed; installing benchctl with --no-deps"
   "$VENV/bin/pip" install -q --no-build-isolation --no-index --no-deps . &&
