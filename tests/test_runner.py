@@ -229,3 +229,21 @@ def test_ctrl_c_stops_the_worker_and_keeps_finished_cells(tmp_path):
     with pytest.raises(ProcessLookupError):  # no orphaned worker
         os.kill(worker_pid, 0)
     assert [r["status"] for r in results.load(path)["runs"]] == ["ok"]
+
+
+def test_resume_runs_the_files_repetitions_in_its_shuffled_order(tmp_path):
+    path = str(tmp_path / "r.json")
+    args, matrix = {"iterations": 1, "ms": 0.1}, {"ms": [0.1, 0.2]}
+    runner.run_matrix("sleep", args, matrix, repeat=1, json_path=path, shuffle_seed=7, progress=False)
+    # As if started with --repeat 3 --shuffle 7 and interrupted after its first round.
+    doc = results.load(path)
+    doc["repeat"] = 3
+    doc["metadata"]["runner"]["repeat"] = 3
+    results.save(doc, path)
+    with pytest.raises(results.ResultsError, match="started with 7"):
+        runner.run_matrix("sleep", args, matrix, json_path=path, resume=True, shuffle_seed=8, progress=False)
+    resumed = runner.run_matrix("sleep", args, matrix, json_path=path, resume=True, progress=False)  # repeat=1
+    assert resumed["repeat"] == 3
+    ran = [({0.1: 0, 0.2: 1}[r["cell"]["ms"]], r["repetition"]) for r in resumed["runs"]]
+    assert ran == schedule.interleaved(2, 3, shuffle_seed=7)
+    assert [r["status"] for r in resumed["runs"]] == ["ok"] * 6

@@ -162,6 +162,17 @@ def _check_resumable(doc: dict, workload: str, args: dict, matrix: dict, path: s
         )
 
 
+def _resumed_shuffle_seed(doc: dict, requested: int | None, path: str) -> int | None:
+    """The seed the file was started with: a resumed run keeps its original order."""
+    stored = doc["metadata"].get("runner", {}).get("shuffle_seed")
+    if requested is not None and requested != stored:
+        raise results.ResultsError(
+            f"{path}: cannot resume with shuffle seed {requested}: the file was started with {stored}; "
+            f"resume without a seed (the file's is reused)"
+        )
+    return stored
+
+
 def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True) -> dict:
     """Fill ``doc['summary']`` (and ``doc['verdict']``) from its runs, in place; returns doc.
 
@@ -222,7 +233,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     for cell in cells:
         _, params = settings.split_cell(cell)
         plans.append((wl.resolve_args({**fixed_args, **params}), settings.cell_environment(cell, dict(os.environ))))
-    order = schedule.interleaved(len(cells), repeat, shuffle_seed)
+    schedule.interleaved(len(cells), repeat, shuffle_seed)  # validates repeat before any file is read
     if worker_timeout_s is not None and not (isinstance(worker_timeout_s, (int, float)) and worker_timeout_s > 0):
         raise ValueError(f"worker_timeout_s must be a positive number of seconds, got {worker_timeout_s!r}")
 
@@ -231,11 +242,15 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
             raise ValueError("resume needs json_path: the file to continue")
         doc = results.load(json_path)
         _check_resumable(doc, workload, fixed_args, matrix, json_path)
-        doc["repeat"] = max(doc.get("repeat", 1), repeat)
+        shuffle_seed = _resumed_shuffle_seed(doc, shuffle_seed, json_path)
+        # The file's repetitions are owed even when the caller asks for fewer (CLI default 1).
+        repeat = max(doc.get("repeat", 1), repeat)
+        doc["repeat"] = repeat
         doc["metadata"].setdefault("resumed", []).append(_now())
     else:
         doc = results.new_document(workload, fixed_args, matrix, repeat,
                                    _metadata(repeat, shuffle_seed, worker_timeout_s))
+    order = schedule.interleaved(len(cells), repeat, shuffle_seed)
     index = {(results.cell_id(r["cell"]), r["repetition"]): i for i, r in enumerate(doc["runs"])}
     done = {key for key, i in index.items() if doc["runs"][i]["status"] == "ok"}
     todo = [(c, r) for c, r in order if (results.cell_id(cells[c]), r) not in done]
