@@ -247,3 +247,15 @@ def test_resume_runs_the_files_repetitions_in_its_shuffled_order(tmp_path):
     ran = [({0.1: 0, 0.2: 1}[r["cell"]["ms"]], r["repetition"]) for r in resumed["runs"]]
     assert ran == schedule.interleaved(2, 3, shuffle_seed=7)
     assert [r["status"] for r in resumed["runs"]] == ["ok"] * 6
+
+
+def test_a_finished_cell_is_saved_before_its_analysis(tmp_path, monkeypatch):
+    path = str(tmp_path / "r.json")
+
+    def interrupted(doc, *a, **k):
+        raise KeyboardInterrupt  # Ctrl-C during the bootstrap of the first finished cell
+
+    monkeypatch.setattr(runner, "analyse", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_matrix("sleep", {"iterations": 1, "ms": 0.1}, {}, json_path=path, progress=False)
+    assert [r["status"] for r in results.load(path)["runs"]] == ["ok"]

@@ -271,6 +271,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
             else:
                 index[key] = len(doc["runs"])
                 doc["runs"].append(record)
+            if json_path is not None:
+                results.save(doc, json_path)  # before the (slow) analysis: Ctrl-C there loses nothing
             analyse(doc, with_verdict=False)  # the verdict compares all cells: once, at the end
             if json_path is not None:
                 results.save(doc, json_path)
