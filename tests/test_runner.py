@@ -26,6 +26,20 @@ def _wait_for_pid(pause_file, timeout=60.0, runner_proc=None):
     raise AssertionError(f"no worker paused on {pause_file} within {timeout} s")
 
 
+def _wait_until_gone(pid, timeout=15.0):
+    """True once ``pid`` has exited (a zombie nobody reaps counts as exited)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def test_interleaved_schedule():
     assert schedule.interleaved(3, 2) == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
     shuffled = schedule.interleaved(4, 3, shuffle_seed=5)
@@ -114,6 +128,7 @@ def test_sigkilled_worker_is_recorded_failed_and_resume_completes_it(tmp_path):
         pid = _wait_for_pid(pause)
         on_disk = results.load(path)  # the first cell finished before the paused one started
         assert [(r["cell"]["pause_file"], r["status"]) for r in on_disk["runs"]] == [("", "ok")]
+        assert os.getsid(pid) == pid  # its own session and process group, killed as one
         os.kill(pid, signal.SIGKILL)
     finally:
         thread.join(60)
@@ -141,10 +156,13 @@ def test_runner_killed_with_sigkill_loses_no_finished_cell(tmp_path):
         worker_pid = _wait_for_pid(pause, runner_proc=proc)
         proc.kill()
         proc.wait(30)
-        os.kill(worker_pid, signal.SIGKILL)  # orphaned by the runner's death
+        gone = _wait_until_gone(worker_pid)  # the worker dies with its runner, not orphaned
     finally:
         if proc.poll() is None:
             proc.kill()
+    if not gone:
+        os.kill(worker_pid, signal.SIGKILL)
+    assert gone, "the worker outlived its SIGKILLed runner"
     on_disk = results.load(path)
     assert [(r["cell"]["pause_file"], r["status"]) for r in on_disk["runs"]] == [("", "ok")]
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]

@@ -82,6 +82,14 @@ def _phase_records(phases: dict) -> dict:
     return phases
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker's whole process group: its children (DataLoader workers) too."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # the group is already gone
+        pass
+
+
 def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workdir: str,
                timeout_s: float | None = None) -> dict:
     """Run one cell in a fresh worker process; return its run record (status ok or failed)."""
@@ -92,7 +100,7 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
     stderr_path = os.path.join(workdir, f"stderr-{tag}.txt")
     stdout_path = os.path.join(workdir, f"stdout-{tag}.txt")
     job = {"protocol": 1, "workload": workload, "args": args, "settings": cell_settings,
-           "result_path": result_path}
+           "result_path": result_path, "runner_pid": os.getpid()}
     with open(job_path, "w") as f:
         json.dump(job, f)
     record: dict[str, Any] = {"started_at": _now()}
@@ -100,18 +108,21 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
     timed_out = False
     # Output goes to files, not pipes: a chatty worker can never block on a full pipe.
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        # Its own session (and process group, id = its pid): the worker and everything it
+        # starts can be killed as one, and a terminal's Ctrl-C reaches the runner only.
         proc = subprocess.Popen([sys.executable, "-m", "benchctl.worker", job_path], env=env,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         try:
             status = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            proc.kill()
+            _kill_group(proc)
             status = proc.wait()
         except BaseException:  # Ctrl-C of the runner: no orphan worker left behind
-            proc.kill()
+            _kill_group(proc)
             proc.wait()
             raise
+        _kill_group(proc)  # children the worker left running would disturb the next cell
     record["duration_s"] = time.perf_counter() - started
     try:
         with open(result_path) as f:

@@ -93,16 +93,43 @@ def run_job(job: dict) -> dict:
     return result
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent() -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; False where prctl is unavailable.
+
+    The runner kills its workers when it stops cleanly; this covers SIGKILL of
+    the runner, which leaves it no chance to. Linux sends the signal when the
+    *thread* that started the worker exits; run_worker waits in that thread.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m benchctl.worker JOB.json (started by benchctl's runner)", file=sys.stderr)
         return 2
+    die_with_parent()
     with open(argv[0]) as f:
         job = json.load(f)
     if job.get("protocol") != PROTOCOL:
         print(f"benchctl.worker: job protocol {job.get('protocol')!r}, this worker speaks {PROTOCOL}",
               file=sys.stderr)
+        return 2
+    if job.get("runner_pid") is not None and os.getppid() != job["runner_pid"]:
+        # The runner died before die_with_parent() took effect: nobody wants this result.
+        print("benchctl.worker: the runner that started this worker is gone", file=sys.stderr)
         return 2
     result = run_job(job)
     from .results import atomic_write_text, dumps
