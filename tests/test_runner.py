@@ -277,3 +277,15 @@ def test_a_finished_cell_is_saved_before_its_analysis(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         runner.run_matrix("sleep", {"iterations": 1, "ms": 0.1}, {}, json_path=path, progress=False)
     assert [r["status"] for r in results.load(path)["runs"]] == ["ok"]
+
+
+@pytest.mark.parametrize("workload, matrix, message", [
+    ("resnet_order", {"order": ["eval_only", "foo"]}, "workload 'resnet_order': order must be one of"),
+    ("zero_weights", {"init": ["nope"]}, "workload 'zero_weights': init must be one of"),
+])
+def test_bad_workload_values_fail_before_any_worker(tmp_path, monkeypatch, workload, matrix, message):
+    path = tmp_path / "r.json"
+    monkeypatch.setattr(runner, "run_worker", lambda *a, **k: pytest.fail("a worker started"))
+    with pytest.raises(ValueError, match=message):
+        runner.run_matrix(workload, {}, matrix, json_path=str(path), progress=False)
+    assert not path.exists()

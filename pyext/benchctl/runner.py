@@ -243,7 +243,9 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     plans = []
     for cell in cells:
         _, params = settings.split_cell(cell)
-        plans.append((wl.resolve_args({**fixed_args, **params}), settings.cell_environment(cell, dict(os.environ))))
+        cell_args = wl.resolve_args({**fixed_args, **params})
+        wl.check_args(cell_args)  # a bad value (order=foo) fails here, not in every worker
+        plans.append((cell_args, settings.cell_environment(cell, dict(os.environ))))
     schedule.interleaved(len(cells), repeat, shuffle_seed)  # validates repeat before any file is read
     if worker_timeout_s is not None and not (isinstance(worker_timeout_s, (int, float)) and worker_timeout_s > 0):
         raise ValueError(f"worker_timeout_s must be a positive number of seconds, got {worker_timeout_s!r}")

@@ -27,6 +27,17 @@ class Workload:
     fn: Callable[[dict, Any], None]
     params: dict[str, Any] = field(default_factory=dict)
     help: str = ""
+    #: ``check(args) -> None`` raising ValueError on bad values; the runner calls it before any worker.
+    check: Callable[[dict], None] | None = None
+
+    def check_args(self, args: dict[str, Any]) -> None:
+        """Raise ValueError naming the workload when resolved ``args`` hold a value it cannot run."""
+        if self.check is None:
+            return
+        try:
+            self.check(args)
+        except ValueError as e:
+            raise ValueError(f"workload {self.name!r}: {e}") from None
 
     def resolve_args(self, given: dict[str, Any] | None) -> dict[str, Any]:
         """Defaults overlaid with ``given``; unknown names raise ValueError."""
@@ -43,13 +54,18 @@ class Workload:
 _registry: dict[str, Workload] = {}
 
 
-def register(name: str, *, params: dict[str, Any] | None = None, help: str = ""):
-    """Decorator: register ``fn(args, rec)`` under ``name``."""
+def register(name: str, *, params: dict[str, Any] | None = None, help: str = "",
+             check: Callable[[dict], None] | None = None):
+    """Decorator: register ``fn(args, rec)`` under ``name``.
+
+    ``check(args)``, if given, validates resolved arguments (raising
+    ValueError) so a bad value fails once, before any worker starts.
+    """
 
     def decorate(fn):
         if name in _registry and _registry[name].fn is not fn:
             raise ValueError(f"workload {name!r} is already registered")
-        _registry[name] = Workload(name, fn, dict(params or {}), help)
+        _registry[name] = Workload(name, fn, dict(params or {}), help, check)
         return fn
 
     return decorate

@@ -85,7 +85,7 @@ def make_loader(args: dict[str, Any]):
     return torch.utils.data.DataLoader(dataset, batch_size=args["batch_size"], num_workers=1, pin_memory=True)
 
 
-@register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0])
+@register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0], check=check_args)
 def resnet_order(args: dict[str, Any], rec) -> None:
     import torch
 

@@ -124,7 +124,7 @@ def gradient_summary(net) -> dict[str, Any]:
     return summary
 
 
-@register("zero_weights", params=PARAMS, help=__doc__.splitlines()[0])
+@register("zero_weights", params=PARAMS, help=__doc__.splitlines()[0], check=check_args)
 def zero_weights(args: dict[str, Any], rec) -> None:
     import torch
 
