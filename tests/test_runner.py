@@ -57,8 +57,10 @@ def test_expand_is_the_product_in_key_order():
     assert schedule.expand({}) == [{}]
 
 
-def test_matrix_cells_run_in_fresh_processes_with_readback(tmp_path):
+def test_matrix_cells_run_in_fresh_processes_with_readback(tmp_path, monkeypatch):
     path = str(tmp_path / "r.json")
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "0")  # inherited glibc knobs: every alloc choice drops them
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "1")
     matrix = {"alloc": ["default", "retain"], "env": ["BENCHCTL_TEST_MARK=a", "BENCHCTL_TEST_MARK=b"]}
     doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.2}, matrix, repeat=2, json_path=path,
                             progress=False)
@@ -73,6 +75,7 @@ def test_matrix_cells_run_in_fresh_processes_with_readback(tmp_path):
         assert len(r["phases"]["sleep"]["ns"]) == 3
         assert r["readback"]["env"]["observed"] == {"BENCHCTL_TEST_MARK": r["cell"]["env"]["BENCHCTL_TEST_MARK"]}
         seen = r["readback"]["alloc"]["observed"]
+        assert seen["malloc_env"] == dict.fromkeys(alloc.GLIBC_MALLOC_ENV)  # all unset in the worker
         if r["cell"]["alloc"] == "retain":
             for name, value in alloc.RETAIN_TUNABLES.items():
                 assert f"{name}={value}" in seen["GLIBC_TUNABLES"]

@@ -142,3 +142,27 @@ def test_settings_whose_control_is_missing_fail_before_running(monkeypatch):
     with pytest.raises(SettingError, match="the pin setting needs benchctl.threads"):
         settings.check_available({"alloc": ["default"], "pin": ["off", "compact"]})
     settings.check_available({"alloc": ["default"], "ms": [1.0]})  # environment-only settings need nothing
+
+
+@pytest.mark.parametrize("cell", [
+    {"alloc": "default", "env": {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1"}},
+    {"env": {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1"}, "alloc": "default"},
+    {"alloc": "default", "env": {"MALLOC_TRIM_THRESHOLD_": "0"}},
+    {"env": {"MALLOC_TRIM_THRESHOLD_": "0"}, "alloc": "retain"},
+])
+def test_env_may_not_set_what_alloc_decides_in_either_key_order(cell):
+    with pytest.raises(SettingError, match="both set (GLIBC_TUNABLES|MALLOC_TRIM_THRESHOLD_)"):
+        settings.cell_environment(cell, {})
+
+
+def test_default_strips_glibc_malloc_environment_knobs():
+    base = {"MALLOC_TRIM_THRESHOLD_": "0", "MALLOC_MMAP_THRESHOLD_": "1", "MALLOC_TOP_PAD_": "9",
+            "MALLOC_ARENA_MAX": "2", "PATH": "/bin"}
+    assert settings.cell_environment({"alloc": "default"}, base) == {"PATH": "/bin"}
+
+
+def test_settings_that_agree_on_a_variable_are_not_a_conflict():
+    env = settings.cell_environment({"threads": 2, "env": {"OMP_NUM_THREADS": "2"}}, {})
+    assert env["OMP_NUM_THREADS"] == "2"
+    with pytest.raises(SettingError, match="both set OMP_NUM_THREADS"):
+        settings.cell_environment({"env": {"OMP_NUM_THREADS": "3"}, "threads": 2}, {})

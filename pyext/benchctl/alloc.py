@@ -6,9 +6,10 @@ start-up), so each choice here is a small class that edits an environment
 dict, and :func:`observe` runs inside the started process to report what it
 actually got.
 
-* ``default``: glibc malloc with its default thresholds; allocator libraries
-  and ``glibc.malloc.*`` tunables inherited from the caller are removed, so
-  "default" means the same everywhere.
+* ``default``: glibc malloc with its default thresholds; allocator libraries,
+  ``glibc.malloc.*`` tunables and glibc's older ``MALLOC_*_`` variables
+  inherited from the caller are removed, so "default" means the same
+  everywhere (the readback shows each of those variables unset).
 * ``retain``: glibc malloc told to keep freed memory. Large blocks normally
   come from ``mmap`` and go back to the OS on ``free``, and the heap top is
   trimmed once 128 KiB are free, so a loop that frees and reallocates big
@@ -32,6 +33,14 @@ RETAIN_TUNABLES = {
     "glibc.malloc.trim_threshold": "17179869184",
 }
 _MALLOC_TUNABLE_PREFIX = "glibc.malloc."
+# glibc's environment spellings of its malloc tunables: any of these inherited
+# would make "default" quietly behave like another allocator choice.
+GLIBC_MALLOC_ENV = (
+    "MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "MALLOC_CHECK_", "MALLOC_MMAP_MAX_",
+    "MALLOC_MMAP_THRESHOLD_", "MALLOC_PERTURB_", "MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_",
+)
+#: Every variable an allocator choice decides; another setting may not set them.
+OWNED_VARIABLES = ("GLIBC_TUNABLES", "LD_PRELOAD") + GLIBC_MALLOC_ENV
 PROBE_BYTES = 64 << 20
 
 
@@ -73,7 +82,7 @@ class Allocator:
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """Return a copy of ``env`` that gives a new process this allocator."""
-        out = dict(env)
+        out = {k: v for k, v in env.items() if k not in GLIBC_MALLOC_ENV}
         _strip_preloaded_allocators(out)
         pairs = [(n, v) for n, v in _split_tunables(out.get("GLIBC_TUNABLES", ""))
                  if not n.startswith(_MALLOC_TUNABLE_PREFIX)]
@@ -217,6 +226,7 @@ def observe() -> dict[str, Any]:
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES"),
         "LD_PRELOAD": os.environ.get("LD_PRELOAD"),
         "preload_mapped": {p: _is_mapped(p, mapped) for p in preload},
+        "malloc_env": {name: os.environ.get(name) for name in GLIBC_MALLOC_ENV},
         "large_block_mapping": probe_large_block(),
         "large_block_bytes": PROBE_BYTES,
     }

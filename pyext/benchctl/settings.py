@@ -47,6 +47,10 @@ class Setting:
     def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
         return env
 
+    def owns(self, value: Any) -> tuple[str, ...]:
+        """Variables this value decides even when it leaves them as they were (conflict checks)."""
+        return ()
+
     def apply(self, value: Any) -> Any:
         return None
 
@@ -275,6 +279,9 @@ class Allocator(Setting):
         except _alloc.AllocatorError as e:
             raise SettingError(str(e)) from None
 
+    def owns(self, value: str) -> tuple[str, ...]:
+        return _alloc.OWNED_VARIABLES
+
     evidence_counter = "minor_faults_per_iter"
     mechanism = "memory being returned to the OS and faulted back in"
 
@@ -318,6 +325,9 @@ class ExtraEnvironment(Setting):
 
     def environment(self, value: dict, env: dict[str, str], cell: dict) -> dict[str, str]:
         return {**env, **value}
+
+    def owns(self, value: dict) -> tuple[str, ...]:
+        return tuple(value)
 
     def readback(self, value: dict) -> dict:
         return {name: os.environ.get(name) for name in value}
@@ -429,23 +439,28 @@ def check_available(matrix: dict[str, list]) -> None:
 def cell_environment(cell: dict[str, Any], base: dict[str, str]) -> dict[str, str]:
     """The environment a worker for ``cell`` starts with; raises SettingError before anything runs.
 
-    A variable set by two different settings (e.g. ``env`` setting
-    ``LD_PRELOAD`` while ``alloc=jemalloc`` preloads) is an error, not a
-    silent override.
+    Each setting edits a copy of ``base`` on its own, so the outcome cannot
+    depend on the order of the cell's keys. Two settings that want one
+    variable different ways (``env`` setting ``GLIBC_TUNABLES`` while
+    ``alloc`` decides it) are an error, not a silent override; two that agree
+    (``threads`` and ``pin`` on the thread count) are fine.
     """
+    wanted: dict[str, tuple[str | None, str]] = {}  # variable -> (value or None = unset, who)
+    for name in (k for k in cell if k in SETTINGS):
+        setting, value = SETTINGS[name], cell[name]
+        alone = setting.environment(value, dict(base), cell)
+        written = {v for v in set(alone) | set(base) if alone.get(v) != base.get(v)} | set(setting.owns(value))
+        who = f"{name}={format_value(value)}"
+        for var in sorted(written):
+            if var in wanted and wanted[var][0] != alone.get(var):
+                raise SettingError(f"{who} and {wanted[var][1]} both set {var}: choose one of them for this cell")
+            wanted[var] = (alone.get(var), who)
     env = dict(base)
-    owner: dict[str, str] = {}
-    for name, setting in sorted(((k, SETTINGS[k]) for k in cell if k in SETTINGS), key=lambda kv: kv[1].order):
-        before = dict(env)
-        env = setting.environment(cell[name], env, cell)
-        for var in set(env) | set(before):
-            if env.get(var) != before.get(var):
-                if var in owner:
-                    raise SettingError(
-                        f"{name}={format_value(cell[name])} and {owner[var]} both set {var}: "
-                        f"choose one of them for this cell"
-                    )
-                owner[var] = f"{name}={format_value(cell[name])}"
+    for var, (val, _) in wanted.items():
+        if val is None:
+            env.pop(var, None)
+        else:
+            env[var] = val
     return env
 
 
