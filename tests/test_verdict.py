@@ -165,3 +165,29 @@ def test_one_process_per_cell_uses_the_iteration_bootstrap():
     doc = make_doc({"order": ORDERS}, factor=lambda c: 1.0, repeat=1)
     cmp = verdict.Context(doc, "eval", "order").compare({"order": "eval_only"}, {"order": "train_then_eval"})
     assert cmp["ci_method"] == "iterations"
+
+
+def test_a_gap_hidden_by_noise_is_not_called_closed():
+    """Under alloc=retain one process is as slow as the gap, the other is not: the gap is
+    unresolved there, and that is not evidence that retain closes it."""
+    doc = allocator_story()
+    for run in doc["runs"]:
+        cell = run["cell"]
+        if cell == {"order": "eval_only", "alloc": "retain"} and run["repetition"] == 1:
+            run["phases"]["eval"]["ns"] = [v * 1.6 for v in run["phases"]["eval"]["ns"]]
+    found = runner.analyse(doc, focus="order")["verdict"]
+    assert not [f for f in found if f["rule"] == "closes_gap"]
+    hit = _only(found, "unresolved_gap", setting="alloc=retain")
+    assert hit["explains"] is False and "add repetitions" in hit["message"]
+
+
+def test_counters_count_as_evidence_only_when_they_fall_in_the_slow_cell():
+    """Faults higher in the *fast* cell that converge under the setting are no evidence."""
+    slow = lambda c: c["order"] == "eval_only" and c["alloc"] == "default"
+    doc = make_doc({"order": ORDERS, "alloc": ["default", "retain"]},
+                   factor=lambda c: 1.5 if slow(c) else 1.0,
+                   faults=lambda c: 340_000 if (c["order"] == "train_then_eval" and c["alloc"] == "default")
+                   else 20_000)
+    closes = _only(runner.analyse(doc, focus="order")["verdict"], "closes_gap")
+    assert closes["evidence"]["counters_moving_with_gap"] == []
+    assert "page faults" not in closes["message"]

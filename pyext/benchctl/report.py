@@ -15,7 +15,7 @@ from typing import Any
 from . import settings as _settings
 from . import summary as _summary
 from .results import cell_id
-from .verdict import describe, resolved
+from .verdict import MIN_EFFECT, describe, resolved, why_unresolved
 
 
 def resolve_baseline(doc: dict, baseline: Any = None) -> dict:
@@ -75,12 +75,14 @@ def _ratio_cell(doc: dict, phase: str, cell: dict, base: dict) -> str:
     b, _ = _summary.steady_samples(doc, phase, base)
     if not len(a) or not len(b):
         return "n/a"
+    runs = (_summary.steady_by_run(doc, phase, cell), _summary.steady_by_run(doc, phase, base))
     try:
-        cmp = stats.compare(a, b, seed=0)
+        cmp = stats.compare(a, b, seed=0, runs=runs)
     except ValueError:  # e.g. medians of 0 ns: no ratio exists
         return "n/a"
     lo, hi = cmp["ci95"]
-    mark = "*" if cmp["significant"] else " (n.s.)"
+    # The same test as the verdict's, so the table never contradicts it.
+    mark = "*" if resolved(cmp) else " (n.s.)"
     return f"{cmp['ratio']:.3f} [{lo:.3f}, {hi:.3f}]{mark}"
 
 
@@ -94,7 +96,7 @@ def format_report(doc: dict, baseline: Any = None) -> str:
     lines = [f"workload {doc['workload']}  args {fixed}",
              f"{len(runs)} worker runs ({ok} ok, {len(runs) - ok} failed), "
              f"{len(_summary.cells(doc))} cells; ratios are against {_settings.cell_label(base) if keys else 'the only cell'}"
-             f" (* = significant)"]
+             f" (* = a difference the verdict calls: significant and at least {MIN_EFFECT:.0%})"]
     if doc["metadata"].get("analysis_error"):
         lines.append(f"no summary: {doc['metadata']['analysis_error']}")
     for phase in _summary.phases(doc):
@@ -153,8 +155,9 @@ def format_comparison(a: dict, b: dict, a_name: str = "A", b_name: str = "B") ->
             continue
         xa, _ = _summary.steady_samples(a, ea["phase"], ea["cell"])
         xb, _ = _summary.steady_samples(b, ea["phase"], ea["cell"])
+        runs = (_summary.steady_by_run(b, ea["phase"], ea["cell"]), _summary.steady_by_run(a, ea["phase"], ea["cell"]))
         try:
-            cmp = stats.compare(xb, xa, seed=0)
+            cmp = stats.compare(xb, xa, seed=0, runs=runs)
         except ValueError as e:
             rows.append([ea["phase"], _settings.cell_label(ea["cell"]), _ms(ea["median_ms"]),
                          _ms(eb["median_ms"]), "n/a", str(e)])
@@ -162,7 +165,7 @@ def format_comparison(a: dict, b: dict, a_name: str = "A", b_name: str = "B") ->
         lo, hi = cmp["ci95"]
         rows.append([ea["phase"], _settings.cell_label(ea["cell"]), _ms(ea["median_ms"]), _ms(eb["median_ms"]),
                      f"{cmp['ratio']:.3f} [{lo:.3f}, {hi:.3f}]",
-                     describe(cmp).split(" [")[0] if resolved(cmp) else "no significant difference"])
+                     describe(cmp).split(" [")[0] if resolved(cmp) else why_unresolved(cmp)[0]])
     if not rows:
         lines.append("no (phase, cell) in common: nothing to compare")
         return "\n".join(lines)

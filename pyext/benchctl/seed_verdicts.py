@@ -86,17 +86,11 @@ def first_note(doc: dict, want: dict, key: str):
 
 
 def compare_cells(doc: dict, phase: str, a: dict, b: dict) -> dict | None:
-    """stats.compare of two cells' steady samples in ``phase``; None if either has too few."""
-    from . import stats
-
-    a_ns, b_ns = steady_ns(doc, phase, a), steady_ns(doc, phase, b)
-    if len(a_ns) < 2 or len(b_ns) < 2:
+    """The runner verdict's comparison of two cells (processes resampled when repeated);
+    None if either has too few samples or the comparison was refused."""
+    if len(steady_ns(doc, phase, a)) < 2 or len(steady_ns(doc, phase, b)) < 2:
         return None
-    return stats.compare(a_ns, b_ns, labels=(_label(a), _label(b)))
-
-
-def _label(cell: dict) -> str:
-    return ",".join(f"{k}={v}" for k, v in cell.items())
+    return _verdict.Context(doc, phase, None).compare(a, b)
 
 
 def _finding(rule: str, phase: str, a: dict | None, b: dict | None, cmp: dict | None, setting: str | None,
@@ -250,15 +244,16 @@ def rule_ftz_explained(doc: dict) -> list[Finding]:
     reached = _ftz_reached(doc, a)
     evidence = {"penalty": {op: (_penalty(doc) or {}).get(op) for op in FMA_OPS}, "weights_used": used,
                 "weights_census": weights_note, "activation_census": act_note, "ftz_readback": reached}
-    faster = cmp is not None and is_different(cmp) and cmp["ratio"] < 1
+    changed = cmp is not None and is_different(cmp)
+    faster = changed and cmp["ratio"] < 1
     because = " and ".join(reasons) if reasons else "no penalty profile or census was recorded"
     reach = f"; ftz={on} flushed {reached['flushed']}/{reached['threads']} threads (readback)" if reached else ""
     if cmp is None:
         message = f"FTZ effect not measurable: too few eval iterations in ftz={on} / ftz={off} cells"
     elif faster and expected:
         message = f"FTZ explains a speed-up: ftz={on}/ftz={off} eval_only is {_ratio_text(cmp)}, because {because}{reach}"
-    elif faster:
-        message = (f"FTZ changes the eval time ({_ratio_text(cmp)}) although {because}: "
+    elif changed:
+        message = (f"FTZ changes the eval time ({_ratio_text(cmp)}, ftz={on}/ftz={off}) although {because}: "
                    f"the cause is not explained by denormals{reach}")
     elif expected:
         message = (f"FTZ should matter here ({because}) but shows no effect ({_ratio_text(cmp)}); "
@@ -310,6 +305,7 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     if any(c is None for c in cmps.values()):
         return []
     same = not any(is_different(c) for c in cmps.values())
+    wide = any(c["ci95"][0] > 0 and c["ci95"][1] / c["ci95"][0] > WIDE_CI_FACTOR for c in cmps.values())
     penalty = _penalty(doc)
     acts = {"zero": _activation_facts(doc, a), "uniform": _activation_facts(doc, b)}
     evidence = {"penalty": penalty, "activations": acts,
@@ -321,11 +317,17 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
                      f"on zeros and {_ratios_text(penalty, ('conv2d', 'matmul'), 'subnormal_ratio')} on subnormals")
         slow_on_zero = penalised_ops(penalty, sorted(penalty), "zero")
         slow_on_sub = penalised_ops(penalty, sorted(penalty), "subnormal")
-        if slow_on_zero or slow_on_sub:
-            listed = [f"{op} {r:.1f}× on zeros" for op, r in slow_on_zero.items()]
-            listed += [f"{op} {r:.1f}× on subnormals" for op, r in slow_on_sub.items() if op not in slow_on_zero]
+        conv_slow = {k: r for k, r in {**slow_on_sub, **slow_on_zero}.items() if k == "conv2d"}
+        others_zero = {k: r for k, r in slow_on_zero.items() if k != "conv2d"}
+        others_sub = {k: r for k, r in slow_on_sub.items() if k != "conv2d" and k not in slow_on_zero}
+        if others_zero or others_sub:
+            listed = [f"{op} {r:.1f}× on zeros" for op, r in others_zero.items()]
+            listed += [f"{op} {r:.1f}× on subnormals" for op, r in others_sub.items()]
             parts.append("special values do slow some ops on this machine (" + ", ".join(listed)
                          + "), but this net runs only convolutions and ReLU")
+        if conv_slow:
+            parts.append(f"conv2d itself is {conv_slow['conv2d']:.1f}× slower on special values here, so "
+                         "the activations' census below decides whether this net meets them")
     u = acts["uniform"]
     if u and u["max_abs"] is not None:
         sub = f", {u['subnormal']:,} subnormal of {u['values']:,}" if u["subnormal"] is not None else ""
@@ -337,7 +339,10 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     timings = "; ".join(
         f"{phase} {c['median_a'] / 1e6:.2f} vs {c['median_b'] / 1e6:.2f} ms, zero/uniform {_ratio_text(c)}"
         for phase, c in cmps.items())
-    if same:
+    if same and wide:
+        message = (f"on cpu, no difference between zero and uniform weights is resolved ({timings}), but "
+                   "the CI is too wide to rule one out: add repetitions")
+    elif same:
         message = (f"on cpu, zero weights cost the same as uniform ({timings}) because dense GEMM convolution "
                    "kernels do the same multiply-adds whatever the values; data-dependent speed on a CPU needs "
                    "special values on a slow path (subnormals in hardware, zeros in some library paths)")

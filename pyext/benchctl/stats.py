@@ -144,6 +144,20 @@ def bootstrap_median_ci(x: ArrayLike, seed: int = 0, confidence: float = CONFIDE
     return float(lo), float(hi)
 
 
+def bootstrap_median_ci_by_run(runs: list, seed: int = 0, confidence: float = CONFIDENCE,
+                               resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
+    """CI of the median of pooled runs, resampling runs (processes) and then
+    iterations within them, so that the interval carries between-run variation."""
+    arrays = [_durations(r, "run") for r in runs]
+    if len(arrays) < 2:
+        raise ValueError("needs two or more runs; use bootstrap_median_ci for one")
+    _check_resamples(resamples, confidence)
+    medians = _bootstrap_pooled_medians(arrays, np.random.default_rng(seed), resamples)
+    tail = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(medians, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
 def mann_whitney_u(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided Mann-Whitney U test of ``a`` against ``b``.
 

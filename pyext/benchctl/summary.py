@@ -101,6 +101,9 @@ def summarize(doc: dict) -> list[dict[str, Any]]:
             if not len(ns):
                 continue
             s = stats.Samples(ns, warmup=0).summary()
+            by_run = steady_by_run(doc, phase, cell)
+            if len(by_run) >= 2:  # the CI must carry the variation between processes
+                s["ci95"] = list(stats.bootstrap_median_ci_by_run(by_run))
             runs = [r for r in ok_runs(doc, cell) if phase in r["phases"]]
             entry = {
                 "workload": doc["workload"],

@@ -23,7 +23,7 @@ The rules:
 * :func:`closes_gap`: the same contrast under each other setting value:
   the gap closes (``explains``), narrows, stays, reverses, or appears only
   there (rules ``closes_gap``, ``narrows_gap``, ``keeps_gap``,
-  ``reverses_gap``, ``opens_gap``, ``no_gap``), with the counters and
+  ``reverses_gap``, ``opens_gap``, ``no_gap``, ``unresolved_gap``), with the counters and
   readback that move along;
 * :func:`setting_effect`: each setting value against the first value of its
   key, everything else at baseline, including "no significant difference";
@@ -127,7 +127,7 @@ def resolved(cmp: dict) -> bool:
     return _statistically_apart(cmp) and abs(_log(cmp["ratio"])) >= math.log1p(MIN_EFFECT)
 
 
-def _why_unresolved(cmp: dict) -> tuple[str, str]:
+def why_unresolved(cmp: dict) -> tuple[str, str]:
     """(the words for "no difference", the parenthesis with the ratio) of an unresolved comparison."""
     ratio = _ratio_text(cmp["ratio"], cmp["ci95"])
     if _statistically_apart(cmp):
@@ -140,7 +140,7 @@ def describe(cmp: dict) -> str:
     """"1.45× slower [95% CI ...]", "1.30× faster [...]", or why no difference is called."""
     r, (lo, hi) = cmp["ratio"], cmp["ci95"]
     if not resolved(cmp):
-        words, ratio = _why_unresolved(cmp)
+        words, ratio = why_unresolved(cmp)
         return ("not significantly different " if words == "no significant difference"
                 else "within run-to-run variation ") + ratio
     if r >= 1:
@@ -150,7 +150,7 @@ def describe(cmp: dict) -> str:
 
 def _relation(a_label: str, b_label: str, cmp: dict) -> str:
     if not resolved(cmp):
-        words, ratio = _why_unresolved(cmp)
+        words, ratio = why_unresolved(cmp)
         return f"{words} between {a_label} and {b_label} {ratio}"
     how, _, ci = describe(cmp).partition(" [")
     return f"{a_label} is {how} than {b_label} [{ci}"
@@ -267,8 +267,13 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
     setting = f"{key}={_settings.format_value(value)}"
     names = [ctx.focus]
     counters = _counters(ctx, {"a": a0, "b": b0, "a_with_setting": a1, "b_with_setting": b1})
+    slow, fast = ("a", "b") if base["ratio"] >= 1 else ("b", "a")
+    # Evidence moves with the gap: higher in the slower cell at baseline, and
+    # fallen there under the setting to about the faster cell's level.
     moved = [f for f, v in counters.items()
-             if _differ(v["a"], v["b"]) and not _differ(v["a_with_setting"], v["b_with_setting"])]
+             if _differ(v[slow], v[fast]) and (v[slow] or 0) > (v[fast] or 0)
+             and not _differ(v[slow + "_with_setting"], v[fast + "_with_setting"])
+             and (v[slow + "_with_setting"] or 0) < (v[slow] or 0)]
     readback = {role: _readback_facts(ctx.doc, c, key) for role, c in (("a", a1), ("b", b1))} \
         if key in _settings.SETTINGS else {}
     evidence = {
@@ -289,16 +294,34 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
     elif resolved(under) and (under["ratio"] > 1) != (base["ratio"] > 1):
         rule, explains = "reverses_gap", False
         message = f"{head}; {under_text}: {setting} reverses the gap (the two interact)"
-    elif not resolved(under) or left <= CLOSED_SHARE:
+    elif left <= CLOSED_SHARE or (not resolved(under) and _consistent_with_no_gap(under)
+                                  and _intervals_apart(base, under)):
         rule, explains = "closes_gap", True
         message = f"{head}; {under_text}: {setting} closes the gap" + _mechanism_text(key, counters, moved)
     elif left <= NARROWED_SHARE:
         rule, explains = "narrows_gap", False
         message = f"{head}; {under_text}: {setting} narrows the gap but does not close it"
+    elif not resolved(under):
+        # No longer resolved, yet neither small nor clearly apart from the gap:
+        # noise may have hidden it rather than the setting closing it.
+        rule, explains = "unresolved_gap", False
+        message = (f"{head}; {under_text}: with {setting} the gap is not resolved, yet too much of it "
+                   f"may remain to call it closed: add repetitions")
     else:
         rule, explains = "keeps_gap", False
         message = f"{head}; {under_text}: {setting} does not explain the gap"
     return _finding(rule, ctx, a0, b0, base, setting, explains, evidence, message)
+
+
+def _consistent_with_no_gap(cmp: dict) -> bool:
+    lo, hi = cmp["ci95"]
+    return lo <= 1.0 <= hi
+
+
+def _intervals_apart(base: dict, under: dict) -> bool:
+    """The gap under a setting lies wholly on the near side of 1 of the gap's own CI."""
+    (b_lo, b_hi), (u_lo, u_hi) = base["ci95"], under["ci95"]
+    return u_hi < b_lo if base["ratio"] > 1 else u_lo > b_hi
 
 
 def _mechanism_text(key: str, counters: dict, moved: list[str]) -> str:
