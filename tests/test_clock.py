@@ -120,9 +120,9 @@ def test_busy_wait_is_timed_to_one_percent(clock_source, unpreempted, k):
     # Alternate K-tick and 0-tick waits inside one timing loop: the 0-tick
     # calls measure the call overhead under the same conditions (drift, load),
     # so median(K) - median(0) must be K within 1%.
-    pairs = {10_000: 500, 1_000_000: 30, 10_000_000: 7}[k]
+    pairs = {10_000: 1000, 1_000_000: 30, 10_000_000: 7}[k]
     errors = []
-    for _ in range(5):
+    for _ in range(7):  # keep the least disturbed attempt (VM steal time)
         waits = itertools.cycle([k, 0])
         samples = clock.time_calls(lambda: clock.busy_wait_cycles(next(waits)), 2 * pairs, warmup=0)
         timed_k, overhead = np.median(samples[0::2]), np.median(samples[1::2])
