@@ -61,10 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(PENALTY_OPS)
     # Two processes per cell at least: this net's medians move by up to ~20% between
     # fresh processes here, and only repetitions let the CI carry that.
-    repeat = opts.repeat or seed_runs.fit_repeat(cell_s, cells, BUDGET_S - penalty_s, minimum=2)
-    if not opts.repeat and repeat * cells * cell_s + penalty_s > BUDGET_S:
-        print(f"note: two processes per cell are the minimum for an honest CI; on this machine that "
-              f"takes longer than the {BUDGET_S / 60:.0f}-minute budget")
+    repeat = opts.repeat or seed_runs.choose_repeat(cell_s, cells, BUDGET_S - penalty_s)
     seed_runs.run_and_explain("zero_weights", args, matrix, repeat=repeat, json_path=opts.json_path,
                               plot_path=opts.plot, focus="init", seed_rules=seed_verdicts.zero_weights_findings,
                               penalty_ops=PENALTY_OPS,

@@ -83,6 +83,17 @@ def fit_repeat(cell_seconds: float, cells: int, budget_s: float, minimum: int = 
     return max(minimum, min(MAX_DEFAULT_REPEAT, int(room)))
 
 
+def choose_repeat(cell_seconds: float, cells: int, budget_s: float, minimum: int = 2, out=sys.stdout) -> int:
+    """Repetitions for a seed script's default run: what fits ``budget_s``, but at least
+    ``minimum`` (two processes per cell are what lets a CI carry between-process
+    variation), saying so when the minimum overruns the budget."""
+    repeat = fit_repeat(cell_seconds, cells, budget_s, minimum=minimum)
+    if repeat * cells * cell_seconds > budget_s:
+        print(f"note: {minimum} processes per cell, the minimum for an honest CI, take longer than the "
+              f"{budget_s / 60:.1f}-minute budget on this machine", file=out)
+    return repeat
+
+
 def _fmt_duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 

@@ -269,11 +269,14 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
     counters = _counters(ctx, {"a": a0, "b": b0, "a_with_setting": a1, "b_with_setting": b1})
     slow, fast = ("a", "b") if base["ratio"] >= 1 else ("b", "a")
     # Evidence moves with the gap: higher in the slower cell at baseline, and
-    # fallen there under the setting to about the faster cell's level.
+    # under the setting fallen there, its lead over the faster cell mostly gone
+    # (measured against the baseline lead: 148 vs 3,131 faults after 310k vs
+    # 2.6k has closed that gap, though one is 20 times the other).
     moved = [f for f, v in counters.items()
              if _differ(v[slow], v[fast]) and (v[slow] or 0) > (v[fast] or 0)
-             and not _differ(v[slow + "_with_setting"], v[fast + "_with_setting"])
-             and (v[slow + "_with_setting"] or 0) < (v[slow] or 0)]
+             and (v[slow + "_with_setting"] or 0) < (v[slow] or 0)
+             and (v[slow + "_with_setting"] or 0) - (v[fast + "_with_setting"] or 0)
+             <= CLOSED_SHARE * ((v[slow] or 0) - (v[fast] or 0))]
     readback = {role: _readback_facts(ctx.doc, c, key) for role, c in (("a", a1), ("b", b1))} \
         if key in _settings.SETTINGS else {}
     evidence = {
