@@ -187,11 +187,11 @@ def load_script(name: str):
 
 def test_resnet_order_sizes_default_and_seed_exact():
     script = load_script("resnet_order")
-    assert script.sizes(None, None, None) == (16, 128, 4)
+    assert script.sizes(None, None, None) == (16, 80, 3)
     # The seed's experiment: choosing a size brings back its loop (train on every batch).
     assert script.sizes(128, 1024, None) == (128, 1024, None)
-    assert script.sizes(None, None, 0) == (16, 128, None)
-    assert script.sizes(32, None, 2) == (32, 128, 2)
+    assert script.sizes(None, None, 0) == (16, 80, None)
+    assert script.sizes(32, None, 2) == (32, 80, 2)
 
 
 def test_answer_says_what_explains_and_what_did_not():
