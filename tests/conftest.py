@@ -58,3 +58,15 @@ def unpreempted():
     finally:
         if granted:
             os.sched_setscheduler(0, previous[0], previous[1])
+
+
+def require_gpu():
+    """Skip unless CUDA timing can work here; on the GPU machine (BENCHCTL_REQUIRE_GPU,
+    set by bench/gpu_check.sh) a skip would hide a failure, so fail instead."""
+    from benchctl import cuda
+
+    ok, reason = cuda.available()
+    if not ok:
+        if os.environ.get("BENCHCTL_REQUIRE_GPU"):
+            pytest.fail(f"BENCHCTL_REQUIRE_GPU is set but CUDA is unavailable: {reason}")
+        pytest.skip(f"no usable GPU: {reason}")

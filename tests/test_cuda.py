@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from benchctl import _native, cuda
+from conftest import require_gpu
 
 HERE = Path(__file__).resolve().parent
 FAIL_CODE = 77
@@ -509,18 +510,9 @@ def test_version_text():
 _CYCLES = 1_000_000  # torch.cuda._sleep cycles: ~0.5 ms at 2 GHz
 
 
-def _gpu_or_skip():
-    ok, reason = cuda.available()
-    if not ok:
-        # bench/gpu_check.sh sets this: on the GPU machine a skip is a failure.
-        if os.environ.get("BENCHCTL_REQUIRE_GPU"):
-            pytest.fail(f"BENCHCTL_REQUIRE_GPU is set but CUDA is unavailable: {reason}")
-        pytest.skip(f"no usable GPU: {reason}")
-
-
 @pytest.fixture(scope="module")
 def gpu():
-    _gpu_or_skip()
+    require_gpu()
     # Bring the clocks up from idle before anything is compared.
     torch.cuda._sleep(200 * _CYCLES)
     torch.cuda.synchronize()

@@ -15,6 +15,7 @@ import torch
 from benchctl import workloads
 from benchctl.recorder import Recorder
 from benchctl.workloads import resnet_order, weights, zero_weights
+from conftest import require_gpu
 
 TINY = {"arch": "mobilenet_v3_small", "image_size": 32, "batch_size": 2, "num_data": 4, "weights": "random"}
 
@@ -278,14 +279,7 @@ def test_cuda_without_a_gpu_fails_clearly(name):
 
 @pytest.fixture
 def gpu():
-    from benchctl import cuda
-
-    ok, reason = cuda.available()
-    if not ok:
-        # bench/gpu_check.sh sets this: on the GPU machine a skip is a failure.
-        if os.environ.get("BENCHCTL_REQUIRE_GPU"):
-            pytest.fail(f"BENCHCTL_REQUIRE_GPU is set but CUDA is unavailable: {reason}")
-        pytest.skip(f"no usable GPU: {reason}")
+    require_gpu()
 
 
 @pytest.mark.cuda
