@@ -123,42 +123,35 @@ uint64_t fp_apply(uint64_t raw, const FpTarget& target) {
   return raw;
 }
 
-bool fp_saved_read(const void* ucontext, uint64_t* raw) {
+namespace {
+// Where the kernel saved this thread's FP control word in a signal frame
+// (restored by sigreturn), or nullptr. Pointer arithmetic only: signal-safe.
+uint32_t* saved_fp_word(const void* ucontext) {
+  if (ucontext == nullptr) return nullptr;
 #if BENCHCTL_FP_MXCSR
   auto* uc = static_cast<const ucontext_t*>(ucontext);
-  if (uc == nullptr || uc->uc_mcontext.fpregs == nullptr) return false;
-  *raw = uc->uc_mcontext.fpregs->mxcsr;
-  return true;
+  return uc->uc_mcontext.fpregs == nullptr ? nullptr : &uc->uc_mcontext.fpregs->mxcsr;
 #elif BENCHCTL_FP_FPCR
-  if (ucontext == nullptr) return false;
   Aarch64FpsimdContext* fp = find_fpsimd(ucontext);
-  if (fp == nullptr) return false;
-  *raw = fp->fpcr;
-  return true;
+  return fp == nullptr ? nullptr : &fp->fpcr;
 #else
-  (void)ucontext;
-  (void)raw;
-  return false;
+  return nullptr;
 #endif
+}
+}  // namespace
+
+bool fp_saved_read(const void* ucontext, uint64_t* raw) {
+  const uint32_t* word = saved_fp_word(ucontext);
+  if (word == nullptr) return false;
+  *raw = *word;
+  return true;
 }
 
 bool fp_saved_write(void* ucontext, uint64_t raw) {
-#if BENCHCTL_FP_MXCSR
-  auto* uc = static_cast<ucontext_t*>(ucontext);
-  if (uc == nullptr || uc->uc_mcontext.fpregs == nullptr) return false;
-  uc->uc_mcontext.fpregs->mxcsr = static_cast<uint32_t>(raw);
+  uint32_t* word = saved_fp_word(ucontext);
+  if (word == nullptr) return false;
+  *word = static_cast<uint32_t>(raw);
   return true;
-#elif BENCHCTL_FP_FPCR
-  if (ucontext == nullptr) return false;
-  Aarch64FpsimdContext* fp = find_fpsimd(ucontext);
-  if (fp == nullptr) return false;
-  fp->fpcr = static_cast<uint32_t>(raw);
-  return true;
-#else
-  (void)ucontext;
-  (void)raw;
-  return false;
-#endif
 }
 
 FpChange fp_thread_apply(const FpTarget& target) {
