@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from . import summary as _summary
 from . import verdict as _verdict
 
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
@@ -61,23 +62,6 @@ def ok_runs(doc: dict, want: dict) -> list[dict]:
     return [r for r in doc["runs"] if r.get("status") == "ok" and _matches(r["cell"], want)]
 
 
-def steady_ns(doc: dict, phase: str, want: dict) -> list[float]:
-    """Steady-state ns of ``phase`` pooled over the successful runs of cells matching ``want``."""
-    ns: list[float] = []
-    for run in ok_runs(doc, want):
-        data = run["phases"].get(phase)
-        if data:
-            ns += data["ns"][data.get("warmup") or 0:]
-    return ns
-
-
-def summary_entry(doc: dict, phase: str, want: dict) -> dict | None:
-    for entry in doc.get("summary", []):
-        if entry["phase"] == phase and _matches(entry["cell"], want):
-            return entry
-    return None
-
-
 def first_note(doc: dict, want: dict, key: str):
     for run in ok_runs(doc, want):
         if key in run.get("notes", {}):
@@ -88,7 +72,7 @@ def first_note(doc: dict, want: dict, key: str):
 def compare_cells(doc: dict, phase: str, a: dict, b: dict) -> dict | None:
     """The runner verdict's comparison of two cells (processes resampled when repeated);
     None if either has too few samples or the comparison was refused."""
-    if len(steady_ns(doc, phase, a)) < 2 or len(steady_ns(doc, phase, b)) < 2:
+    if min(len(_summary.steady_samples(doc, phase, c)[0]) for c in (a, b)) < 2:
         return None
     return _verdict.Context(doc, phase, None).compare(a, b)
 
@@ -362,7 +346,7 @@ def rule_seed_naive_timing(doc: dict) -> list[Finding]:
             cell = cell_with(doc, device=device, init=init)
             naive = [r["notes"]["naive_seed_timing"] for r in ok_runs(doc, cell)
                      if "naive_seed_timing" in r.get("notes", {})]
-            fwd, fb = summary_entry(doc, "forward", cell), summary_entry(doc, "forward_backward", cell)
+            fwd, fb = (_summary.find(doc.get("summary", []), phase, cell) for phase in ("forward", "forward_backward"))
             if not naive or not fwd or not fb:
                 continue
             naive_fwd = sum(n["forward_ms"] for n in naive) / len(naive)
