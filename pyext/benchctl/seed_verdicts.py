@@ -96,8 +96,7 @@ def _finding(rule: str, phase: str, a: dict | None, b: dict | None, cmp: dict | 
 
 
 def _ratio_text(cmp: dict) -> str:
-    lo, hi = cmp["ci95"]
-    return f"{cmp['ratio']:.2f}× [95% CI {lo:.2f}, {hi:.2f}]"
+    return _verdict.ratio_text(cmp["ratio"], cmp["ci95"])
 
 
 def no_effect_text(what: str, cmp: dict) -> str:
