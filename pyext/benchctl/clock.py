@@ -177,9 +177,10 @@ def to_ns(ticks):
     return arr.astype(np.float64) * scale
 
 
-def busy_wait_cycles(n: int) -> int:
-    """Spin (GIL released) until the tick source has advanced by ``n``; return ticks elapsed."""
-    return _native.busy_wait_ticks(count("n", n, 0))
+#: Spin (GIL released) until the tick source has advanced by ``n``; return the
+#: ticks elapsed: ``busy_wait_cycles(n: int) -> int``. Native with no Python
+#: frame in front: a known-length workload must cost the same to call each time.
+busy_wait_cycles = _native.busy_wait_cycles
 
 
 def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
@@ -190,6 +191,12 @@ def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
     between consecutive calls (each read ends one sample and starts the next),
     and makes no Python object per sample. Exceptions raised by ``fn``
     propagate.
+
+    A sample includes the cost of calling ``fn``, which for a Python function
+    also depends on what ran before it: on a shared host the same frames ran
+    100-400 ticks slower right after a 4 us native spin than right after
+    another call. To time a difference of a few microseconds, keep Python
+    frames out of ``fn`` (e.g. ``itertools.starmap(f, args).__next__``).
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
