@@ -13,21 +13,18 @@ from __future__ import annotations
 
 import argparse
 
-from benchctl import seed_runs  # light: torch is imported after the arguments are parsed
-
+# Light imports: torch is imported after the arguments are parsed.
+from benchctl.studies import seed_runs
+from benchctl.studies.seed_rules import PENALTY_OPS
+from benchctl.workloads.resnet_order import PARAMS
 
 BUDGET_S = 300.0
 DEFAULT_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"],
                   "alloc": ["default", "retain"]}
-# Default sizes. Two processes per cell with 5 eval batches each give every
-# cell enough steady iterations for the tests, and a CI that carries the
-# variation between processes; training stops after 3 batches, enough to leave
-# the process in its after-training state (on the development machine eval
-# page faults fell from ~300k to ~1k/iter after 3 training batches, not after
-# 1), so the whole matrix fits the time budget.
-# The ops a conv net's time is spent in: their penalty decides whether FTZ can matter.
-PENALTY_OPS = ("conv2d", "matmul", "addcmul")
-DEFAULT_BATCH_SIZE, DEFAULT_NUM_DATA, DEFAULT_TRAIN_BATCHES = 16, 80, 3
+# The workload's own defaults, sized for five minutes on 2 cores (benchctl.workloads.resnet_order).
+DEFAULT_BATCH_SIZE = PARAMS["batch_size"]
+DEFAULT_NUM_DATA = PARAMS["num_data"]
+DEFAULT_TRAIN_BATCHES = PARAMS["train_batches"]
 
 
 def sizes(batch_size: int | None, num_data: int | None, train_batches: int | None) -> tuple[int, int, int | None]:
@@ -60,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     seed_runs.add_output_arguments(p, "resnet_order")
     opts = seed_runs.parse_seed_arguments(p, argv)
 
-    from benchctl import seed_verdicts
+    from benchctl.studies import seed_rules
     from benchctl.workloads import resnet_order, weights
 
     batch_size, num_data, train_batches = sizes(opts.batch_size, opts.num_data, opts.train_batches)
@@ -81,13 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     orders = matrix.get("order", [full["order"]])
     cell_s = sum(resnet_order.estimate_cell_seconds(full, o, costs, interpreter_s) for o in orders) / len(orders)
     cells = seed_runs.count_cells(matrix)
-    penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(PENALTY_OPS)
+    penalty_ops = PENALTY_OPS["resnet_order"]
+    penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(penalty_ops)
     # Two processes per cell at least: one ResNet-50 eval process can run 20% slower than
     # another of the same cell here, and only repetitions let the CI carry that.
     repeat = opts.repeat or seed_runs.choose_repeat(cell_s, cells, BUDGET_S - penalty_s)
     seed_runs.run_and_explain("resnet_order", args, matrix, repeat=repeat, json_path=opts.json_path,
-                              plot_path=opts.plot, focus="order", seed_rules=seed_verdicts.resnet_order_findings,
-                              penalty_ops=PENALTY_OPS, cell_seconds=cell_s,
+                              plot_path=opts.plot, focus="order", seed_rules=seed_rules.resnet_order_findings,
+                              penalty_ops=penalty_ops, cell_seconds=cell_s,
                               measure_penalty=not opts.skip_penalty, resume=opts.resume)
     return 0
 

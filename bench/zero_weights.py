@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 
-from benchctl import seed_runs  # light: torch is imported after the arguments are parsed
+# Light imports: torch is imported after the arguments are parsed.
+from benchctl.studies import seed_runs
+from benchctl.studies.seed_rules import PENALTY_OPS
 
 BUDGET_S = 120.0
-# Every op of the penalty profile: the answer names which ones special values slow down.
-PENALTY_OPS = ("conv2d", "matmul", "addcmul", "sqrt", "rsqrt", "exp", "div", "mul", "add")
 
 
 def default_matrix(devices: list[str]) -> dict[str, list]:
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from benchctl import seed_verdicts
+    from benchctl.studies import seed_rules
     from benchctl.workloads import zero_weights
 
     devices = opts.device.split(",") if opts.device else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -58,13 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     cell_s = zero_weights.estimate_cell_seconds({**zero_weights.PARAMS, **args}, forward_s, forward_backward_s,
                                                 seed_runs.measure_interpreter_seconds())
     cells = seed_runs.count_cells(matrix)
-    penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(PENALTY_OPS)
+    penalty_ops = PENALTY_OPS["zero_weights"]
+    penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(penalty_ops)
     # Two processes per cell at least: this net's medians move by up to ~20% between
     # fresh processes here, and only repetitions let the CI carry that.
     repeat = opts.repeat or seed_runs.choose_repeat(cell_s, cells, BUDGET_S - penalty_s)
     seed_runs.run_and_explain("zero_weights", args, matrix, repeat=repeat, json_path=opts.json_path,
-                              plot_path=opts.plot, focus="init", seed_rules=seed_verdicts.zero_weights_findings,
-                              penalty_ops=PENALTY_OPS,
+                              plot_path=opts.plot, focus="init", seed_rules=seed_rules.zero_weights_findings,
+                              penalty_ops=penalty_ops,
                               cell_seconds=cell_s, measure_penalty=not opts.skip_penalty, resume=opts.resume)
     return 0
 

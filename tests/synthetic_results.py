@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 
-from benchctl import results
+from benchctl.results import document as results
 
 BASE_NS = 10e6 * (1 + 0.01 * np.random.default_rng(7).standard_normal(16))
 

@@ -7,8 +7,9 @@ import types
 
 import pytest
 
-from benchctl import cli, doctor
-from benchctl.doctor import ERROR, INFO, OK, WARN, Probe
+from benchctl import cli, fpenv
+from benchctl.system import doctor
+from benchctl.system.doctor import ERROR, INFO, OK, WARN, Probe
 
 STATUSES = {OK, WARN, INFO}
 
@@ -146,13 +147,12 @@ def test_thread_count_check_verdicts(monkeypatch):
 
 
 def test_openmp_runtimes_check_verdicts():
-    gomp = {"user_api": "openmp", "prefix": "libgomp", "filepath": "/usr/lib/libgomp.so.1", "num_threads": 2}
-    iomp = {"user_api": "openmp", "prefix": "libiomp", "filepath": "/opt/libiomp5.so", "num_threads": 2}
-    blas = {"user_api": "blas", "prefix": "libopenblas", "filepath": "/x/libopenblas.so", "num_threads": 2}
-    f = run_one(doctor.OpenMpRuntimesCheck(), staged(threadpools=[gomp, iomp, blas]))
+    gomp = {"kind": "libgomp", "path": "/usr/lib/libgomp.so.1"}
+    iomp = {"kind": "libiomp5", "path": "/opt/libiomp5.so"}
+    f = run_one(doctor.OpenMpRuntimesCheck(), staged(openmp_runtimes=[gomp, iomp]))
     assert f.status == WARN and "2 OpenMP runtimes" in f.summary
-    assert run_one(doctor.OpenMpRuntimesCheck(), staged(threadpools=[gomp, blas])).status == OK
-    assert run_one(doctor.OpenMpRuntimesCheck(), staged(threadpools=[blas])).status == INFO
+    assert run_one(doctor.OpenMpRuntimesCheck(), staged(openmp_runtimes=[gomp])).status == OK
+    assert run_one(doctor.OpenMpRuntimesCheck(), staged(openmp_runtimes=[])).status == INFO
 
 
 def test_openmp_runtimes_check_sees_torchs_runtime():
@@ -169,7 +169,8 @@ def test_torch_thread_count_probe_reads_torch():
 
 def test_ftz_check_uses_fpenv_census(monkeypatch):
     def fake(census, supported=(True, "")):
-        mod = types.SimpleNamespace(supported=lambda: supported, census=lambda scope="process": census)
+        mod = types.SimpleNamespace(supported=lambda: supported, census=lambda scope="process": census,
+                                    is_flushed=fpenv.is_flushed)
         monkeypatch.setattr(doctor, "fpenv", mod)
 
     t = lambda tid, ftz, reached=True: dict(tid=tid, name="t", ftz=ftz, daz=ftz, raw=0, reached=reached)

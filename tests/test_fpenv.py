@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from benchctl import _native, denormals, flush_scopes, fpenv, omp
+from benchctl import _native, denormals, fpenv, omp
+from benchctl.studies import flush_scopes
 
 pytestmark = pytest.mark.skipif(not fpenv.supported()[0], reason=fpenv.supported()[1])
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from benchctl import metadata
+from benchctl.system import metadata
 
 torch = pytest.importorskip("torch")
 
@@ -99,7 +99,7 @@ def git(cwd, *args):
 def test_git_revision_of_the_checkout():
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    here = os.path.dirname(os.path.realpath(metadata.__file__))
+    here = os.path.dirname(os.path.dirname(os.path.realpath(metadata.__file__)))
     top = subprocess.run(["git", "-C", here, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     rev = metadata.git_revision()
     if top.returncode != 0 or os.path.realpath(os.path.join(top.stdout.strip(), "pyext", "benchctl")) != here:

@@ -6,7 +6,8 @@ import platform
 import pytest
 import torch
 
-from benchctl import cli, denormals, fpenv, penalty
+from benchctl import cli, denormals, fpenv
+from benchctl.studies import penalty
 
 pytestmark = pytest.mark.skipif(not fpenv.supported()[0], reason=fpenv.supported()[1])
 
@@ -42,7 +43,7 @@ def test_inputs_are_built_from_bits_and_stay_subnormal_under_ftz():
 
 def test_small_profile_has_every_cell_and_restores_threads_and_ftz():
     threads = torch.get_num_threads()
-    result = denormals.penalty_profile(2, numel=1 << 14, ops=["mul", "matmul"], target_s=0.002, rounds=2)
+    result = penalty.profile(2, numel=1 << 14, ops=["mul", "matmul"], target_s=0.002, rounds=2)
     assert result["threads"] == [1, 2] and result["dtype"] == "float32"
     assert len(result["measurements"]) == 2 * 2 * 2 * 3  # ops x threads x FTZ x inputs
     assert {(r["op"], r["threads"]) for r in result["ops"]} == {(o, t) for o in ("mul", "matmul") for t in (1, 2)}

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from benchctl import pyperf_export, report, results, runner
+from benchctl.results import document as results
+from benchctl.results import pyperf_export, queries, report
+from benchctl.results.analysis import analyse
 from synthetic_results import make_doc
 
 ORDERS = ["eval_only", "train_then_eval"]
@@ -24,19 +26,14 @@ def _story():
     return doc
 
 
-def _stats():
-    return pytest.importorskip("benchctl.stats", reason="summary and ratios need benchctl.stats (issue 5)")
-
-
 def test_report_tables_ratios_failures_and_verdict():
-    _stats()
-    doc = runner.analyse(_story(), focus="order")
+    doc = analyse(_story(), focus="order")
     text = report.format_report(doc)
     assert "ratios are against order=eval_only alloc=default" in text
     assert "phase eval" in text
     rows = {line.split("  ")[0]: line for line in text.splitlines() if line.startswith("order=")}
     assert rows["order=eval_only alloc=default"].rstrip().endswith("baseline")
-    assert "340,000" in rows["order=eval_only alloc=default"]
+    assert "340k" in rows["order=eval_only alloc=default"]
     assert "0.667 [" in rows["order=train_then_eval alloc=default"]  # 1.0 / 1.5, significant
     assert rows["order=train_then_eval alloc=default"].rstrip().endswith("]*")
     assert "order=eval_only alloc=retain #3: worker killed by SIGKILL (exit status -9)" in text
@@ -52,24 +49,23 @@ def test_report_tables_ratios_failures_and_verdict():
 def test_baseline_errors():
     doc = _story()
     with pytest.raises(ValueError, match="baseline key 'batch' is not a matrix key"):
-        report.resolve_baseline(doc, "batch=2")
+        queries.baseline(doc, "batch=2")
     with pytest.raises(ValueError, match="not among the matrix values"):
-        report.resolve_baseline(doc, "alloc=jemalloc")
-    assert report.resolve_baseline(doc, {"alloc": "retain"}) == {"order": "eval_only", "alloc": "retain"}
+        queries.baseline(doc, "alloc=jemalloc")
+    assert queries.baseline(doc, {"alloc": "retain"}) == {"order": "eval_only", "alloc": "retain"}
 
 
 def test_report_without_summary_says_why():
     doc = _story()
-    doc["metadata"]["analysis_error"] = "summary and verdict need benchctl.stats: missing"
+    doc["metadata"]["analysis_error"] = "summary or verdict failed: ns holds NaN or infinite values"
     text = report.format_report(doc)
-    assert "no summary: summary and verdict need benchctl.stats" in text
+    assert "no summary: summary or verdict failed: ns holds NaN" in text
     assert "worker killed by SIGKILL" in text
 
 
 def test_comparison_of_two_files():
-    _stats()
-    a = runner.analyse(_story())
-    b = runner.analyse(make_doc({"order": ORDERS, "alloc": ["default", "retain"]}, factor=lambda c: 2.0))
+    a = analyse(_story())
+    b = analyse(make_doc({"order": ORDERS, "alloc": ["default", "retain"]}, factor=lambda c: 2.0))
     b["metadata"]["hostname"] = "other"
     text = report.format_comparison(a, b, "A", "B")
     lines = {re.split(r"\s{2,}", line)[1]: line for line in text.splitlines() if line.startswith("eval ")}
@@ -111,9 +107,8 @@ def test_pyperf_export_is_accepted_by_pyperf(tmp_path):
 
 
 def test_report_and_compare_commands(tmp_path):
-    _stats()
     path = str(tmp_path / "r.json")
-    results.save(runner.analyse(_story(), focus="order"), path)
+    results.save(analyse(_story(), focus="order"), path)
     out = subprocess.run([sys.executable, "-m", "benchctl", "report", path, "--export", "pyperf",
                           "--plot", str(tmp_path / "p.png")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

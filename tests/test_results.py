@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from benchctl import results
-from benchctl.results import ResultsError
+from benchctl.results import document as results
+from benchctl.results.document import ResultsError
 
 
 def _doc():

@@ -10,7 +10,10 @@ import time
 
 import pytest
 
-from benchctl import alloc, results, runner, schedule, worker
+from benchctl import alloc
+from benchctl.results import document as results
+from benchctl.results import queries
+from benchctl.run import runner, schedule, worker
 from benchctl.settings import SettingError
 
 
@@ -47,14 +50,14 @@ def test_interleaved_schedule():
     assert shuffled != schedule.interleaved(4, 3)
     for rep in range(3):  # every round still runs every cell exactly once
         assert sorted(c for c, r in shuffled[4 * rep: 4 * rep + 4] if r == rep) == [0, 1, 2, 3]
-    with pytest.raises(ValueError, match="repeat must be a positive integer"):
+    with pytest.raises(ValueError, match="repeat must be >= 1"):
         schedule.interleaved(2, 0)
 
 
 def test_expand_is_the_product_in_key_order():
-    assert schedule.expand({"a": [1, 2], "b": ["x", "y"]}) == [
+    assert results.matrix_cells({"a": [1, 2], "b": ["x", "y"]}) == [
         {"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"}, {"a": 2, "b": "y"}]
-    assert schedule.expand({}) == [{}]
+    assert results.matrix_cells({}) == [{}]
 
 
 def test_matrix_cells_run_in_fresh_processes_with_readback(tmp_path, monkeypatch):
@@ -106,7 +109,7 @@ def test_failed_worker_is_recorded_and_the_run_goes_on(tmp_path):
     assert bad["error"] == "RuntimeError while running workload 'sleep': planted failure"
     assert "RuntimeError: planted failure" in bad["stderr_tail"]
     assert len(bad["phases"]["sleep"]["ns"]) == 1  # the iteration done before the failure is kept
-    assert runner.failed_runs(doc) == [bad]
+    assert queries.failed_runs(doc) == [bad]
 
 
 def test_worker_over_its_timeout_is_killed():
@@ -231,17 +234,20 @@ def test_worker_reports_errors_it_meets():
     result = worker.run_job({"workload": "nope", "args": {}, "settings": {}})
     assert result["status"] == "failed"
     assert result["error"].startswith("ValueError while loading the workload: unknown workload 'nope'")
-    usage = subprocess.run([sys.executable, "-m", "benchctl.worker"], capture_output=True, text=True)
-    assert usage.returncode == 2 and "usage: python -m benchctl.worker JOB.json" in usage.stderr
+    usage = subprocess.run([sys.executable, "-m", "benchctl.run.worker"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: python -m benchctl.run.worker JOB.json" in usage.stderr
 
 
 def test_ctrl_c_stops_the_worker_and_keeps_finished_cells(tmp_path):
     path = str(tmp_path / "r.json")
     pause = tmp_path / "pause"
     pause.write_text("")
+    # SIGINT back to its default first: a shell runs background jobs (a CI script started with &)
+    # with SIGINT ignored, and Python then never turns it into KeyboardInterrupt.
     proc = subprocess.Popen([sys.executable, "-m", "benchctl", "run", "sleep", "--arg", "iterations=2",
                              "--set", f"pause_file=,{pause}", "--json", path],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     worker_pid = _wait_for_pid(pause, runner_proc=proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from benchctl import runner
+from benchctl.run import runner
 
 SUMMARY_KEYS = {"workload", "phase", "cell", "n", "median_ms", "ci95_ms", "iqr_over_median",
                 "minor_faults_per_iter", "major_faults_per_iter", "context_switches_per_iter",
@@ -16,7 +16,6 @@ SUMMARY_KEYS = {"workload", "phase", "cell", "n", "median_ms", "ci95_ms", "iqr_o
 
 
 def test_summary_and_verdict_of_a_real_matrix(tmp_path):
-    pytest.importorskip("benchctl.stats", reason="the summary needs benchctl.stats (issue 5)")
     doc = runner.run_matrix("sleep", {"iterations": 12}, {"ms": [1.0, 3.0]}, repeat=2,
                             json_path=str(tmp_path / "r.json"), progress=False)
     assert "analysis_error" not in doc["metadata"]
@@ -32,7 +31,6 @@ def test_summary_and_verdict_of_a_real_matrix(tmp_path):
 
 
 def test_ftz_census_shows_flushing_in_process_cells_only():
-    pytest.importorskip("benchctl.fpenv", reason="the ftz setting uses benchctl.fpenv (issue 3)")
     doc = runner.run_matrix("matmul", {"n": 32, "iterations": 3, "init": "subnormal"},
                             {"ftz": ["off", "process"], "threads": [1]}, progress=False)
     assert [r["status"] for r in doc["runs"]] == ["ok"] * 2, [r.get("stderr_tail") for r in doc["runs"]]
@@ -50,7 +48,6 @@ def test_ftz_census_shows_flushing_in_process_cells_only():
 
 
 def test_compact_pinning_and_thread_count_are_read_back():
-    pytest.importorskip("benchctl.threads", reason="the pin and threads settings use benchctl.threads (issue 4)")
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("pinning a team needs at least 2 allowed CPUs")
     doc = runner.run_matrix("matmul", {"n": 64, "iterations": 2}, {"threads": [2], "pin": ["off", "compact"]},
@@ -65,7 +62,6 @@ def test_compact_pinning_and_thread_count_are_read_back():
 
 
 def test_counters_are_recorded_per_iteration():
-    pytest.importorskip("benchctl.counters", reason="per-iteration counters use benchctl.counters (issue 5)")
     doc = runner.run_matrix("sleep", {"iterations": 4, "ms": 1.0}, {}, progress=False)
     run = doc["runs"][0]
     assert run["status"] == "ok", run.get("stderr_tail")

@@ -2,8 +2,7 @@
 
 import pytest
 
-from benchctl.counted_recorder import CountedRecorder
-from benchctl.recorder import Recorder
+from benchctl.run.recorder import CountedRecorder, Recorder
 
 
 class ScriptedGroup:

@@ -128,19 +128,12 @@ def test_cell_label_and_split():
     assert settings.split_cell(cell) == ({"alloc": "retain", "pin": [0, 1], "env": {}}, {"order": "eval_only"})
 
 
-def test_settings_whose_control_is_missing_fail_before_running(monkeypatch):
-    import importlib
+def test_settings_this_machine_cannot_apply_fail_before_running(monkeypatch):
+    from benchctl import fpenv
 
-    real = importlib.import_module
-
-    def without_threads(name, *a, **k):
-        if name == "benchctl.threads":
-            raise ImportError("No module named 'benchctl.threads'")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(importlib, "import_module", without_threads)
-    with pytest.raises(SettingError, match="the pin setting needs benchctl.threads"):
-        settings.check_available({"alloc": ["default"], "pin": ["off", "compact"]})
+    monkeypatch.setattr(fpenv, "supported", lambda: (False, "no FP control register on this CPU"))
+    with pytest.raises(SettingError, match="ftz cannot be applied here: no FP control register"):
+        settings.check_available({"alloc": ["default"], "ftz": ["off", "process"]})
     settings.check_available({"alloc": ["default"], "ms": [1.0]})  # environment-only settings need nothing
 
 

@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from benchctl import stats
+from benchctl.results import stats
 
-from benchctl.stats import (MIN_SAMPLES_FOR_CI, Samples, bimodality,
+from benchctl.results.stats import (MIN_SAMPLES_FOR_CI, Samples, bimodality,
                             bootstrap_median_ci, compare, detect_warmup, mann_whitney_u)
 
 Z_BAND = 3.5

@@ -2,10 +2,9 @@
 
 import pytest
 
-pytest.importorskip("benchctl.stats", reason="the verdict compares samples with benchctl.stats (issue 5)")
-
-from benchctl import runner, verdict  # noqa: E402
-from synthetic_results import make_doc  # noqa: E402
+from benchctl.results import verdict
+from benchctl.results.analysis import analyse
+from synthetic_results import make_doc
 
 ORDERS = ["eval_only", "train_then_eval"]
 
@@ -27,7 +26,7 @@ def allocator_story():
 
 
 def test_allocator_closes_the_gap_and_faults_move_with_it():
-    doc = runner.analyse(allocator_story(), focus="order")
+    doc = analyse(allocator_story(), focus="order")
     found = doc["verdict"]
     gap = _only(found, "gap")
     assert gap["a"] == {"order": "eval_only", "alloc": "default"}
@@ -58,7 +57,7 @@ def test_ftz_that_changes_nothing_is_reported_as_such():
                    factor=lambda c: 1.5 if c["order"] == "eval_only" else 1.0,
                    readback=lambda c: {"ftz": {"observed": {"flushed": 3 if c["ftz"] == "process" else 0,
                                                             "threads": 3}}})
-    found = runner.analyse(doc, focus="order")["verdict"]
+    found = analyse(doc, focus="order")["verdict"]
     keeps = _only(found, "keeps_gap")
     assert keeps["setting"] == "ftz=process" and keeps["explains"] is False
     assert "with ftz=process (FTZ/DAZ read back on 3/3 threads) it is 1.50× slower" in keeps["message"]
@@ -82,7 +81,7 @@ def test_how_much_of_the_gap_a_setting_closes(under, rule, explains):
         return 1.5 if c["threads"] == 2 else under
 
     doc = make_doc({"order": ORDERS, "threads": [2, 1]}, factor=factor)
-    found = runner.analyse(doc, focus="order")["verdict"]
+    found = analyse(doc, focus="order")["verdict"]
     hit = _only(found, rule, setting="threads=1")
     assert hit["explains"] is explains
     assert hit["evidence"]["gap_with_setting"]["ratio"] == pytest.approx(under)
@@ -91,7 +90,7 @@ def test_how_much_of_the_gap_a_setting_closes(under, rule, explains):
 def test_no_gap_and_a_gap_only_under_a_setting():
     doc = make_doc({"order": ORDERS, "pin": ["off", "compact"]},
                    factor=lambda c: 2.0 if (c["order"], c["pin"]) == ("eval_only", "compact") else 1.0)
-    found = runner.analyse(doc, focus="order")["verdict"]
+    found = analyse(doc, focus="order")["verdict"]
     gap = _only(found, "gap")
     assert gap["significant"] is False and gap["ratio"] == pytest.approx(1.0)
     assert gap["message"].startswith("no significant difference between order=eval_only and order=train_then_eval")
@@ -100,7 +99,7 @@ def test_no_gap_and_a_gap_only_under_a_setting():
 
 
 def test_without_focus_only_setting_effects():
-    found = runner.analyse(allocator_story())["verdict"]
+    found = analyse(allocator_story())["verdict"]
     assert {f["rule"] for f in found} == {"setting_effect"}
     assert sorted(f["setting"] for f in found) == ["alloc=retain", "order=train_then_eval"]
 
@@ -108,7 +107,7 @@ def test_without_focus_only_setting_effects():
 def test_missing_cells_are_skipped_not_invented():
     doc = allocator_story()
     doc["runs"] = [r for r in doc["runs"] if r["cell"] != {"order": "train_then_eval", "alloc": "retain"}]
-    found = runner.analyse(doc, focus="order")["verdict"]
+    found = analyse(doc, focus="order")["verdict"]
     assert not [f for f in found if f["rule"] == "closes_gap"]
     assert _only(found, "gap")["ratio"] == pytest.approx(1.5)
 
@@ -120,7 +119,7 @@ def test_unknown_focus():
 
 def test_pairs_stats_refuses_are_reported_not_dropped():
     doc = make_doc({"order": ORDERS}, factor=lambda c: 0.0 if c["order"] == "eval_only" else 1.0)
-    found = runner.analyse(doc, focus="order")["verdict"]
+    found = analyse(doc, focus="order")["verdict"]
     (refused,) = found
     assert refused["rule"] == "not_comparable" and refused["ratio"] is None
     assert refused["message"].startswith("cannot compare order=eval_only with order=train_then_eval: median")
@@ -130,7 +129,7 @@ def test_differences_under_run_to_run_variation_are_not_called():
     """A 3% difference is statistically clear within processes, yet below MIN_EFFECT: not a finding."""
     assert verdict.MIN_EFFECT == pytest.approx(0.05)
     doc = make_doc({"order": ORDERS}, factor=lambda c: 1.03 if c["order"] == "eval_only" else 1.0)
-    found = runner.analyse(doc, focus="order")["verdict"]
+    found = analyse(doc, focus="order")["verdict"]
     gap = _only(found, "gap")
     assert gap["ratio"] == pytest.approx(1.03)
     assert gap["ci95"][0] > 1.0, "the synthetic samples separate the medians statistically"
@@ -141,7 +140,7 @@ def test_differences_under_run_to_run_variation_are_not_called():
 
 def test_a_difference_at_the_threshold_is_called():
     doc = make_doc({"order": ORDERS}, factor=lambda c: 1.06 if c["order"] == "eval_only" else 1.0)
-    gap = _only(runner.analyse(doc, focus="order")["verdict"], "gap")
+    gap = _only(analyse(doc, focus="order")["verdict"], "gap")
     assert gap["significant"] is True
     assert gap["message"].startswith("order=eval_only is 1.06× slower than order=train_then_eval")
 
@@ -175,7 +174,7 @@ def test_a_gap_hidden_by_noise_is_not_called_closed():
         cell = run["cell"]
         if cell == {"order": "eval_only", "alloc": "retain"} and run["repetition"] == 1:
             run["phases"]["eval"]["ns"] = [v * 1.6 for v in run["phases"]["eval"]["ns"]]
-    found = runner.analyse(doc, focus="order")["verdict"]
+    found = analyse(doc, focus="order")["verdict"]
     assert not [f for f in found if f["rule"] == "closes_gap"]
     hit = _only(found, "unresolved_gap", setting="alloc=retain")
     assert hit["explains"] is False and "add repetitions" in hit["message"]
@@ -188,6 +187,6 @@ def test_counters_count_as_evidence_only_when_they_fall_in_the_slow_cell():
                    factor=lambda c: 1.5 if slow(c) else 1.0,
                    faults=lambda c: 340_000 if (c["order"] == "train_then_eval" and c["alloc"] == "default")
                    else 20_000)
-    closes = _only(runner.analyse(doc, focus="order")["verdict"], "closes_gap")
+    closes = _only(analyse(doc, focus="order")["verdict"], "closes_gap")
     assert closes["evidence"]["counters_moving_with_gap"] == []
     assert "page faults" not in closes["message"]

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from benchctl import workloads
-from benchctl.recorder import Recorder
+from benchctl.denormals import layer_census, weights_census
+from benchctl.run.recorder import Recorder
 from benchctl.workloads import resnet_order, weights, zero_weights
 from conftest import require_gpu
 
@@ -88,10 +89,10 @@ def test_real_resnet50_eval_at_batch_2():
     "bad, message",
     [
         ({"order": "eval_first"}, "order must be one of eval_only, train_then_eval"),
-        ({"batch_size": 0}, "batch_size must be a positive integer"),
+        ({"batch_size": 0}, "batch_size must be >= 1"),
         ({"num_data": 1, "batch_size": 2}, "num_data (1) must be at least batch_size (2)"),
         ({"device": "tpu"}, "device must be one of cpu, cuda"),
-        ({"train_batches": 0}, "train_batches must be a positive integer or None"),
+        ({"train_batches": 0}, "train_batches must be >= 1, got 0 (or None)"),
     ],
 )
 def test_resnet_order_rejects_bad_arguments(bad, message):
@@ -170,13 +171,10 @@ def test_subnormal_planting_survives_flush_to_zero_on_the_calling_thread():
 
 
 def test_weights_census_counts_planted_subnormals():
-    pytest.importorskip("benchctl.denormals", reason="benchctl.denormals (issue 3) has not landed")
-    from benchctl.workloads.value_census import weights_census
-
     model, info = tiny_model("subnormal:0.1")
     census = weights_census(model)
     conv_values = sum(w.numel() for w in conv_weights(model).values())
-    assert census["available"] and census["subnormal"] == sum(info["planted"].values())
+    assert census["subnormal"] == sum(info["planted"].values())
     assert census["subnormal"] == pytest.approx(0.1 * conv_values, rel=0.01)
 
 
@@ -246,13 +244,11 @@ def test_zero_weights_records_the_seeds_naive_timing_beside_the_real_one():
     assert all(t > 0 for t in rec.ticks["forward"] + rec.ticks["forward_backward"])
 
 
-def test_activation_profile_shows_uniform_init_growth_and_removes_its_hooks():
-    from benchctl.workloads.value_census import activation_profile
-
+def test_layer_census_shows_uniform_init_growth_and_removes_its_hooks():
     torch.manual_seed(0)
     net = zero_weights.build_net()
     zero_weights.init_weights(net, "uniform")
-    profile = activation_profile(net, torch.randn(zero_weights.INPUT_SHAPE))
+    profile = layer_census(net, torch.randn(zero_weights.INPUT_SHAPE))
     assert [r["layer"] for r in profile][:3] == ["conv_0", "conv_1", "relu_1"]
     assert len(profile) == 21
     # Each uniform[0,1) 3×3×64 conv multiplies magnitudes by ~100.
@@ -263,7 +259,7 @@ def test_activation_profile_shows_uniform_init_growth_and_removes_its_hooks():
 def test_zero_weights_rejects_bad_arguments():
     with pytest.raises(ValueError, match="init must be one of uniform, zero"):
         run("zero_weights", init="normal", **SMALL)
-    with pytest.raises(ValueError, match="iterations must be a positive integer"):
+    with pytest.raises(ValueError, match="iterations must be >= 1"):
         run("zero_weights", iterations=0)
 
 

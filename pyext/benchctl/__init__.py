@@ -1,18 +1,44 @@
 """benchctl: true, explained PyTorch timings.
 
-Submodules: :mod:`benchctl.clock` (precise ticks and timing loops),
-:mod:`benchctl.counters` (per-iteration event counters), :mod:`benchctl.stats`
-(warm-up, robust summaries, comparisons), :mod:`benchctl.metadata` (the
-context of a result), :mod:`benchctl.doctor` (what distorts timings here), :mod:`benchctl.omp`
-(loaded OpenMP runtimes), :mod:`benchctl.threads` and :mod:`benchctl.topology`
-(thread counts, pinning, CPU layout), :mod:`benchctl.cuda` (GPU event timing),
-:mod:`benchctl.fpenv` (FTZ/DAZ on every thread, read back), :mod:`benchctl.denormals`
-(subnormal census and the CPU's penalty profile).
+The package is layered; each layer imports only the ones above it in this list:
+
+* the native core and its controls and probes, here at the root:
+  :mod:`.clock` (ticks and timing loops), :mod:`.fpenv` (FTZ/DAZ on every
+  thread), :mod:`.omp` (OpenMP runtimes and torch's team), :mod:`.topology`,
+  :mod:`.placement` and :mod:`.threads` (CPU layout, thread counts, pinning),
+  :mod:`.counters` (per-iteration event counters), :mod:`.alloc` (malloc
+  choices), :mod:`.cuda` (GPU event timing), :mod:`.denormals` (subnormal
+  census), and :mod:`.settings` (the settings a matrix cell can have, each
+  applied with those controls and read back);
+* :mod:`.system`: the machine behind a result (metadata) and what distorts it (doctor);
+* :mod:`.results` and :mod:`.workloads`: the results document and everything
+  read from it; the workloads a run can measure;
+* :mod:`.run`: a settings matrix, each cell in a fresh worker process;
+* :mod:`.studies`: penalty profile, flush scopes, the seed questions;
+* :mod:`.cli`: ``python -m benchctl``.
+
+What most users need is re-exported here; torch is imported only when a call needs it.
 """
 
-# Light imports: torch is imported only when a call needs it.
-from . import clock, counters, cuda, denormals, doctor, fpenv, metadata, omp, stats, threads, topology
+from importlib.metadata import version as _version
 
-__all__ = ["clock", "counters", "cuda", "denormals", "doctor", "fpenv", "metadata", "omp", "stats", "threads",
-           "topology"]
-__version__ = "0.1.0"
+#: The installed distribution's version (its one source is pyproject.toml).
+__version__ = _version("benchctl")
+
+from . import alloc, clock, counters, cuda, denormals, fpenv, omp, threads, topology  # noqa: E402
+from ._validate import ArgumentError  # noqa: E402
+from .clock import Stopwatch, time_calls, to_ns  # noqa: E402
+from .counters import CounterGroup  # noqa: E402
+from .fpenv import flush_denormals, set_flush_denormal  # noqa: E402
+from .results import load as load_results  # noqa: E402
+from .results import stats  # noqa: E402
+from .results.stats import Samples, compare  # noqa: E402
+from .run import run_matrix  # noqa: E402
+from .threads import pin, pinned, set_num_threads, unpin  # noqa: E402
+
+__all__ = [
+    "__version__", "ArgumentError",
+    "alloc", "clock", "counters", "cuda", "denormals", "fpenv", "omp", "stats", "threads", "topology",
+    "Stopwatch", "time_calls", "to_ns", "CounterGroup", "flush_denormals", "set_flush_denormal",
+    "pin", "pinned", "unpin", "set_num_threads", "Samples", "compare", "load_results", "run_matrix",
+]

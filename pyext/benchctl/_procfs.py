@@ -7,7 +7,10 @@ threads exit and sysfs files vary between kernels and containers.
 from __future__ import annotations
 
 import os
+import platform
 import threading
+
+__all__ = ["TASK_DIR", "read_text", "task_ids", "task_name", "cpuinfo_fields", "cpu_model"]
 
 TASK_DIR = "/proc/self/task"
 
@@ -37,3 +40,24 @@ def task_name(tid: int) -> str | None:
             return f.read().rstrip("\n")
     except OSError:
         return None
+
+
+def cpuinfo_fields() -> dict[str, str]:
+    """The first processor's ``key: value`` fields from /proc/cpuinfo ({} where unreadable)."""
+    fields: dict[str, str] = {}
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_model(fields: dict[str, str] | None = None) -> str | None:
+    """The CPU's model name (from ``fields``, default :func:`cpuinfo_fields`); else what ``platform``
+    knows; None if nothing. x86 says "model name"; arm64 kernels "Model", or only "CPU part"."""
+    fields = cpuinfo_fields() if fields is None else fields
+    return (fields.get("model name") or fields.get("Model") or fields.get("CPU part")
+            or platform.processor() or None)

@@ -33,7 +33,12 @@ def count(name: str, value, minimum: int) -> int:
 
 def optional_count(name: str, value, minimum: int) -> int | None:
     """:func:`count`, or None when ``value`` is None."""
-    return None if value is None else count(name, value, minimum)
+    if value is None:
+        return None
+    try:
+        return count(name, value, minimum)
+    except ArgumentError as e:
+        raise ArgumentError(f"{e} (or None)") from None
 
 
 def seconds(name: str, value, maximum: float = math.inf) -> float:

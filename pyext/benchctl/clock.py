@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _native
+from . import _native, _procfs
 from ._validate import count
 
 ENV_VAR = "BENCHCTL_CLOCK"
@@ -47,14 +47,8 @@ _state: dict[str, Any] = {}
 
 
 def _kernel_cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith(("flags", "Features")):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+    fields = _procfs.cpuinfo_fields()
+    return set((fields.get("flags") or fields.get("Features") or "").split())
 
 
 def _kernel_distrusts_tsc() -> bool:

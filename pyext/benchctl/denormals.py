@@ -2,15 +2,16 @@
 
 Counting works on the bit patterns (exponent field all zeros, fraction not),
 never on float comparisons: with DAZ on, ``x != 0`` reads a subnormal as zero
-and would count nothing.
-
-:func:`penalty_profile` (what they cost on this CPU) lives in
-:mod:`benchctl.penalty` and is re-exported here.
+and would count nothing. What subnormals cost on this CPU is a study:
+:mod:`benchctl.studies.penalty`.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+__all__ = ["count_subnormal", "layer_census", "model_census", "weights_census", "activation_census"]
 
 # dtype name -> (integer dtype name of the same width, exponent mask, fraction mask)
 _LAYOUTS = {
@@ -72,56 +73,103 @@ def _output_tensors(value):
             yield from _output_tensors(v)
 
 
-def _activation_census(model, example_input) -> dict:
+def _call(model, example_input) -> None:
     import torch
 
-    # Leaf modules (no children) are the layers; a model that is itself a
-    # leaf is reported under the name "".
-    layers = [(name, m) for name, m in model.named_modules() if not any(True for _ in m.children())]
-    counts: dict[str, dict[str, Any]] = {
-        name: {"type": type(m).__name__, "calls": 0, "numel": 0, "subnormal": 0} for name, m in layers
-    }
+    with torch.no_grad():
+        if isinstance(example_input, tuple):
+            model(*example_input)
+        elif isinstance(example_input, dict):
+            model(**example_input)
+        else:
+            model(example_input)
 
-    def hook_for(name):
+
+class _LayerTally:
+    """What one layer's outputs held, summed over its calls."""
+
+    def __init__(self, name: str, module) -> None:
+        self.name, self.type = name, type(module).__name__
+        self.calls = self.numel = self.subnormal = self.zero = self.nonfinite = 0
+        self.abs_sum = 0.0
+        self.peak = -math.inf  # largest magnitude seen; inf once anything overflowed
+
+    def add(self, tensor) -> None:
+        import torch
+
+        out = tensor.detach()
+        magnitude = out.abs().double()
+        finite = torch.isfinite(magnitude)
+        self.numel += out.numel()
+        self.subnormal += count_subnormal(out)
+        self.zero += int((out == 0).sum())
+        self.nonfinite += int((~finite).sum())
+        if out.numel():
+            self.peak = max(self.peak, float(magnitude.max()))
+            self.abs_sum += float(magnitude[finite].sum())
+
+    def record(self) -> dict[str, Any]:
+        n = self.numel
+        return {"layer": self.name, "type": self.type, "calls": self.calls, "numel": n,
+                "subnormal": self.subnormal, "fraction": self.subnormal / n if n else 0.0,
+                "zero_fraction": self.zero / n if n else 0.0, "nonfinite": self.nonfinite,
+                # Overflowed activations are facts worth reporting (nonfinite), but JSON has no inf.
+                "max_abs": self.peak if math.isfinite(self.peak) else None,
+                "mean_abs": self.abs_sum / n if n else None}
+
+
+def layer_census(model, example_input) -> list[dict[str, Any]]:
+    """Run ``model`` once on ``example_input`` (no grad) and describe each leaf layer's outputs.
+
+    One record per leaf module (a model that is itself a leaf is named ""),
+    layers that ran first in the order they first ran, then those that did
+    not run (``calls`` 0): ``layer``, ``type``, ``calls``, ``numel``,
+    ``subnormal`` (by bit pattern) and its ``fraction``, ``zero_fraction``,
+    ``nonfinite``, ``max_abs`` (None when not finite or nothing ran) and
+    ``mean_abs`` (of the finite values). The forward runs in the model's
+    current train/eval mode; ``example_input`` is one argument, a tuple of
+    arguments or a dict of keyword arguments. Hooks are removed afterwards,
+    also on error.
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    tallies = {name: _LayerTally(name, m) for name, m in model.named_modules()
+               if not any(True for _ in m.children())}
+    order: list[str] = []
+
+    def hook_for(tally: _LayerTally):
         def hook(module, inputs, output):
-            entry = counts[name]
-            entry["calls"] += 1
+            if not tally.calls:
+                order.append(tally.name)
+            tally.calls += 1
             for t in _output_tensors(output):
-                entry["numel"] += t.numel()
-                entry["subnormal"] += count_subnormal(t)
+                tally.add(t)
 
         return hook
 
+    modules = dict(model.named_modules())
     handles = []
     try:
-        for name, m in layers:
-            handles.append(m.register_forward_hook(hook_for(name)))
-        with torch.no_grad():
-            if isinstance(example_input, tuple):
-                model(*example_input)
-            elif isinstance(example_input, dict):
-                model(**example_input)
-            else:
-                model(example_input)
+        for name, tally in tallies.items():
+            handles.append(modules[name].register_forward_hook(hook_for(tally)))
+        _call(model, example_input)
     finally:
         for h in handles:
             h.remove()
-    for entry in counts.values():
-        entry["fraction"] = entry["subnormal"] / entry["numel"] if entry["numel"] else 0.0
-    return counts
+    names = order + [n for n in tallies if n not in order]
+    return [tallies[n].record() for n in names]
 
 
 def model_census(model, example_input=None) -> dict:
     """Subnormal counts in a model, and with ``example_input`` in its layers' outputs.
 
     Returns ``{"parameters": {name: entry}, "buffers": {name: entry},
-    "activations": {layer name: entry} (only with an input), "totals":
-    {"parameters", "buffers"[, "activations"]}}``; an entry has ``numel``,
-    ``subnormal`` and ``fraction`` (plus ``dtype`` for tensors, ``type`` and
-    ``calls`` for layers). Integer buffers (``num_batches_tracked``) are left
-    out. The forward pass runs under ``torch.no_grad()`` in the model's current
-    train/eval mode; ``example_input`` is one argument, a tuple of arguments or
-    a dict of keyword arguments. Hooks are removed afterwards, also on error.
+    "activations": {layer name: record} (only with an input, records of
+    :func:`layer_census`), "totals": {"parameters", "buffers"[, "activations"]}}``;
+    a parameter or buffer entry has ``dtype``, ``numel``, ``subnormal`` and
+    ``fraction``. Integer buffers (``num_batches_tracked``) are left out.
     """
     import torch
 
@@ -132,14 +180,25 @@ def model_census(model, example_input=None) -> dict:
     out: dict[str, Any] = {"parameters": params, "buffers": buffers}
     totals = {"parameters": _total(params), "buffers": _total(buffers)}
     if example_input is not None:
-        out["activations"] = _activation_census(model, example_input)
+        out["activations"] = {r["layer"]: r for r in layer_census(model, example_input)}
         totals["activations"] = _total(out["activations"])
     out["totals"] = totals
     return out
 
 
-def penalty_profile(threads=None, **options) -> dict:
-    """This CPU's and this torch build's cost of subnormals, per op: see :func:`benchctl.penalty.profile`."""
-    from .penalty import profile
+def weights_census(model) -> dict[str, Any]:
+    """Subnormal values among the model's floating-point parameters and buffers:
+    ``{"values", "subnormal", "fraction", "by_tensor"}`` (by_tensor lists the tensors holding any)."""
+    census = model_census(model)
+    entries = {**census["parameters"], **census["buffers"]}
+    total = _total(entries)
+    return {"values": total["numel"], "subnormal": total["subnormal"], "fraction": total["fraction"],
+            "by_tensor": {name: e["subnormal"] for name, e in entries.items() if e["subnormal"]}}
 
-    return profile(threads, **options)
+
+def activation_census(model, example_input) -> dict[str, Any]:
+    """Subnormal values in every layer's output for one forward of ``example_input``:
+    ``{"values", "subnormal", "by_layer"}`` (by_layer lists the layers holding any)."""
+    layers = layer_census(model, example_input)
+    return {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers),
+            "by_layer": {r["layer"]: r["subnormal"] for r in layers if r["subnormal"]}}

@@ -113,6 +113,12 @@ def _state(raw: int | None) -> dict:
     return _decode(raw) if raw is not None else {"ftz": None, "daz": None, "raw": None}
 
 
+def is_flushed(record: dict) -> bool:
+    """Whether a census record shows a thread that flushes subnormals: read back, FTZ on, and DAZ
+    on where the CPU has a DAZ control (aarch64's FPCR.FZ has none and reads ``daz=None``)."""
+    return bool(record.get("reached", True) and record.get("ftz") and record.get("daz") is not False)
+
+
 def _record(tid: int, raw: int | None, reached: bool, **extra) -> dict:
     return {"tid": tid, "name": _procfs.task_name(tid), **_state(raw), "reached": reached, **extra}
 

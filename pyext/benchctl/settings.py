@@ -23,10 +23,15 @@ import json
 import os
 from typing import Any
 
+from . import _validate, fpenv, threads
 from . import alloc as _alloc
 
+__all__ = ["SettingError", "Setting", "SETTINGS", "is_setting", "split_values", "parse_assignment",
+           "canonical_value", "canonical_matrix", "check_available", "cell_environment", "format_value",
+           "cell_label", "split_cell", "ordered"]
 
-class SettingError(ValueError):
+
+class SettingError(_validate.ArgumentError):
     """A setting value that is invalid or cannot be applied on this machine."""
 
 
@@ -78,16 +83,6 @@ class Setting:
         return text
 
 
-def _control_module(module: str, setting: str):
-    """Import ``benchctl.<module>``, or say which setting needs it."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"benchctl.{module}")
-    except ImportError as e:
-        raise SettingError(f"the {setting} setting needs benchctl.{module}, which this build lacks: {e}") from None
-
-
 class FlushDenormals(Setting):
     """``ftz``: flush denormals (FTZ+DAZ) with benchctl.fpenv, census of every thread."""
 
@@ -105,14 +100,11 @@ class FlushDenormals(Setting):
         return self._choice(value, ("off",) + self.SCOPES)
 
     def check_available(self) -> None:
-        fpenv = _control_module("fpenv", self.name)
         ok, reason = fpenv.supported()
         if not ok:
             raise SettingError(f"ftz cannot be applied here: {reason}")
 
     def apply(self, value: str) -> Any:
-        from . import fpenv
-
         if value == "off":
             return None  # a fresh process starts with FTZ/DAZ clear; the readback shows it
         return fpenv.set_flush_denormal(True, scope=value)
@@ -129,11 +121,9 @@ class FlushDenormals(Setting):
         return f"FTZ/DAZ read back on {facts['flushed']}/{facts['threads']} threads" if facts.get("threads") else ""
 
     def readback(self, value: str) -> dict:
-        from . import fpenv
-
         census = fpenv.census(scope="process")
         reached = [t for t in census if t.get("reached", True)]
-        flushed = [t for t in reached if t.get("ftz") and t.get("daz")]
+        flushed = [t for t in reached if fpenv.is_flushed(t)]
         return {
             "census": census,
             "threads": len(census),
@@ -153,34 +143,23 @@ class ThreadCount(Setting):
     needs_torch = True
 
     def canonical(self, value: Any) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            n = value
-        elif isinstance(value, str) and value.strip().isdigit():
-            n = int(value)
-        else:
-            n = 0
-        if n < 1:
-            raise SettingError(f"threads={value!r}: expected a positive integer")
-        return n
-
-    def check_available(self) -> None:
-        _control_module("threads", self.name)
+        text_count = isinstance(value, str) and value.strip().isdigit()
+        try:
+            return _validate.count("threads", int(value) if text_count else value, 1)
+        except _validate.ArgumentError:
+            raise SettingError(f"threads={value!r}: expected a positive integer") from None
 
     def environment(self, value: int, env: dict[str, str], cell: dict) -> dict[str, str]:
         # Sized at start as well: pools created before our call then agree.
         return {**env, "OMP_NUM_THREADS": str(value), "MKL_NUM_THREADS": str(value)}
 
     def apply(self, value: int) -> Any:
-        from . import threads
-
         return threads.set_num_threads(value)
 
     evidence_counter = "context_switches_per_iter"
     mechanism = "more threads than the CPUs can run at once"
 
     def readback(self, value: int) -> Any:
-        from . import threads
-
         return threads.get_num_threads()
 
 
@@ -220,14 +199,9 @@ class Pinning(Setting):
             raise SettingError(f"pin={value!r}: CPU ids repeat")
         return list(cpus)
 
-    def check_available(self) -> None:
-        _control_module("threads", self.name)
-
     def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
         if value == "off":
             return env
-        from . import threads
-
         n = cell.get("threads")
         if n is None:
             # Places for every allowed (or listed) CPU; the count variables are
@@ -253,8 +227,6 @@ class Pinning(Setting):
         return "each team thread read back on one CPU" if facts.get("team_single_cpu") else ""
 
     def readback(self, value: Any) -> Any:
-        from . import threads
-
         census = threads.census()
         team = [t for t in census if t.get("omp_thread") is not None]
         return {

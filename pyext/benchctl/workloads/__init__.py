@@ -3,8 +3,12 @@
 A workload is ``fn(args: dict, rec) -> None`` registered with
 :func:`register`; ``args`` holds every parameter declared in ``params``
 (defaults filled in, unknown keys rejected), and ``rec`` is a
-:class:`benchctl.recorder.Recorder`-like object (``rec.iteration(phase)``,
+:class:`benchctl.run.recorder.Recorder`-like object (``rec.iteration(phase)``,
 ``rec.note(key, value)``).
+
+The package holds the registry, the small built-in workloads and the seed
+questions' workloads. It may import the controls at the package root (the
+census of :mod:`benchctl.denormals`, :mod:`benchctl.cuda`) and nothing above.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+__all__ = ["Workload", "register", "get", "names"]
 
 # Modules whose import registers the workloads shipped with benchctl.
 _BUILTIN_MODULES: tuple[str, ...] = (

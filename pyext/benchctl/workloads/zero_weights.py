@@ -25,9 +25,10 @@ import timeit
 from collections import OrderedDict
 from typing import Any
 
+from .. import _validate
 from . import register
 from .device import DEVICES, check_device, cuda_event_ms, gpu_info, synchronizer
-from .value_census import activation_profile, weights_census
+from ..denormals import layer_census, weights_census
 
 INITS = ("uniform", "zero")
 N_CONV = 10  # the seed's n_conv: conv_0 plus 10 conv+ReLU blocks
@@ -53,9 +54,7 @@ def check_args(args: dict[str, Any]) -> None:
     if args["device"] not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {args['device']!r}")
     for key in ("iterations", "naive_trials"):
-        value = args[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{key} must be a positive integer; got {value!r}")
+        _validate.count(key, args[key], 1)
 
 
 def build_net():
@@ -170,7 +169,7 @@ def zero_weights(args: dict[str, Any], rec) -> None:
             # Gradients accumulate across these calls; the work per call is the same.
             "forward_backward": cuda_event_ms(forward_backward, args["iterations"]),
         })
-    rec.note("activations", activation_profile(net, x))
+    rec.note("activations", [r for r in layer_census(net, x) if r["calls"]])
     rec.note("weights_census", weights_census(net))
 
 

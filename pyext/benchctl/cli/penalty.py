@@ -30,7 +30,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import penalty
+    from ..studies import penalty
 
     options = {}
     if args.numel is not None:

@@ -16,10 +16,16 @@ import subprocess
 import sys
 from typing import Any, Callable, Optional
 
-from ._procfs import read_text
-from .topology import cpu_topology, parse_cpu_list
+from .. import clock, counters
+from .._procfs import cpu_model, cpuinfo_fields, read_text
+from ..topology import cpu_topology, parse_cpu_list
+
+__all__ = ["SECTIONS", "collect", "cpu", "cpu_model", "topology", "clocksource", "frequency", "isolation",
+           "kernel", "libc", "python", "packages", "threadpools", "environment", "git_revision"]
 
 SYS_CPU = "/sys/devices/system/cpu"
+# benchctl's own package directory (this module lives in its system/ subpackage).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # CPU flags that change what kernels run or how time is kept.
 _FLAG_PREFIXES = ("avx512", "amx")
@@ -38,35 +44,12 @@ def _cpu_list(path: str) -> list[int]:
     return parse_cpu_list(text) if text else []
 
 
-def _cpuinfo_fields() -> dict[str, str]:
-    """The first processor's ``key: value`` fields from /proc/cpuinfo ({} where unreadable)."""
-    fields: dict[str, str] = {}
-    for line in (read_text("/proc/cpuinfo") or "").splitlines():
-        if not line.strip():
-            if fields:
-                break
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields
-
-
-def _model_name(fields: dict[str, str]) -> Optional[str]:
-    # x86 says "model name"; arm64 kernels may say "Model" (or give only "CPU part").
-    return fields.get("model name") or fields.get("Model") or fields.get("CPU part") or platform.processor() or None
-
-
-def cpu_model() -> Optional[str]:
-    """The CPU's model name (``/proc/cpuinfo``; else what ``platform`` knows; None if nothing)."""
-    return _model_name(_cpuinfo_fields())
-
-
 def cpu() -> dict[str, Any]:
     """Model, vendor, family/model/stepping and the flags of interest (first CPU's entry)."""
-    fields = _cpuinfo_fields()
+    fields = cpuinfo_fields()
     flags = (fields.get("flags") or fields.get("Features") or "").split()
     return {
-        "model_name": _model_name(fields),
+        "model_name": cpu_model(fields),
         "vendor": fields.get("vendor_id") or fields.get("CPU implementer"),
         "family": fields.get("cpu family") or fields.get("CPU architecture"),
         "model": fields.get("model") or fields.get("CPU part"),
@@ -151,10 +134,9 @@ def isolation() -> dict[str, Any]:
 
 
 def kernel() -> dict[str, Any]:
-    from .counters import perf_event_paranoid
     uname = platform.uname()
     return {"system": uname.system, "release": uname.release, "version": uname.version,
-            "perf_event_paranoid": perf_event_paranoid(),
+            "perf_event_paranoid": counters.perf_event_paranoid(),
             "transparent_hugepage": read_text("/sys/kernel/mm/transparent_hugepage/enabled")}
 
 
@@ -208,13 +190,11 @@ def environment() -> dict[str, str]:
 
 
 def clock_info() -> dict[str, Any]:
-    from . import clock
     return clock.info()
 
 
 def counter_availability() -> dict[str, Any]:
-    from .counters import CounterGroup
-    with CounterGroup("process") as group:
+    with counters.CounterGroup("process") as group:
         return group.describe()
 
 
@@ -227,7 +207,7 @@ def git_revision(package_dir: Optional[str] = None) -> Optional[dict[str, Any]]:
     (a virtual environment in it, say) must not record that project's HEAD.
     None otherwise, or without git.
     """
-    here = os.path.realpath(package_dir or os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.realpath(package_dir or _PACKAGE_DIR)
 
     def git(*args: str) -> Optional[str]:
         try:

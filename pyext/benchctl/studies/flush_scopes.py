@@ -21,7 +21,10 @@ import contextlib
 import statistics
 import threading
 
-from . import _validate, clock, fpenv
+from .. import _validate, clock, fpenv
+from .penalty import make_input
+
+__all__ = ["METHODS", "compare", "toggle_cost"]
 
 METHODS = ("none", "torch", "openmp", "process")
 
@@ -47,8 +50,7 @@ def _method(name: str):
 
 
 def _fraction_flushed(records: list[dict]) -> float:
-    reached = [r for r in records if r["reached"]]
-    return sum(1 for r in reached if r["ftz"] and r["daz"] is not False) / len(records) if records else 0.0
+    return sum(1 for r in records if fpenv.is_flushed(r)) / len(records) if records else 0.0
 
 
 def _min_median_ns(call, repeats: int) -> tuple[float, float]:
@@ -68,8 +70,6 @@ def compare(numel: int = 1 << 20, threads: int | None = None, repeats: int = 9) 
     least 2. Every thread's state and torch's thread count are restored.
     """
     import torch
-
-    from .penalty import make_input
 
     numel = _validate.count("numel", numel, 1)
     repeats = _validate.count("repeats", repeats, 1)

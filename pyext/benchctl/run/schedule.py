@@ -1,4 +1,4 @@
-"""Which cells a matrix has, and in which order their worker processes run.
+"""In which order the worker processes of a matrix run.
 
 Repetitions are interleaved: every cell runs once per round, so slow drift
 of the machine (thermal state, other load) is shared by all cells instead of
@@ -8,18 +8,11 @@ round, reproducibly, so a periodic disturbance cannot line up with one cell.
 
 from __future__ import annotations
 
-import itertools
 import random
-from typing import Any
 
+from .. import _validate
 
-def expand(matrix: dict[str, list]) -> list[dict[str, Any]]:
-    """Every combination of the matrix values, as cell dicts in matrix-key order.
-
-    An empty matrix has one cell: ``{}`` (the workload with its arguments).
-    """
-    keys = list(matrix)
-    return [dict(zip(keys, combo)) for combo in itertools.product(*(matrix[k] for k in keys))]
+__all__ = ["interleaved"]
 
 
 def interleaved(n_cells: int, repeat: int, shuffle_seed: int | None = None) -> list[tuple[int, int]]:
@@ -28,10 +21,8 @@ def interleaved(n_cells: int, repeat: int, shuffle_seed: int | None = None) -> l
     Without a seed each round runs the cells in matrix order (round-robin);
     with one each round is shuffled by ``random.Random(shuffle_seed)``.
     """
-    if n_cells < 1:
-        raise ValueError("a matrix needs at least one cell")
-    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-        raise ValueError(f"repeat must be a positive integer, got {repeat!r}")
+    _validate.count("the number of cells", n_cells, 1)
+    repeat = _validate.count("repeat", repeat, 1)
     rng = random.Random(shuffle_seed) if shuffle_seed is not None else None
     order = []
     for repetition in range(repeat):

@@ -1,8 +1,8 @@
-"""``python -m benchctl``: one subcommand per module in :mod:`benchctl.commands`.
+"""``python -m benchctl``: one subcommand per module of this package.
 
 Each command module defines ``NAME``, ``HELP``, ``configure(parser)`` and
 ``run(args) -> int``, and imports heavy dependencies (torch) inside ``run``
-so that ``--help`` stays fast.
+so that ``--help`` stays fast. The top layer: it may import every other one.
 """
 
 from __future__ import annotations
@@ -11,14 +11,16 @@ import argparse
 import importlib
 import sys
 
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
 # Listed explicitly (no plugin discovery): the order is the order in --help.
 COMMAND_MODULES = (
-    "benchctl.commands.clock_info",
-    "benchctl.commands.doctor",
-    "benchctl.commands.penalty",
-    "benchctl.commands.run",
-    "benchctl.commands.report",
-    "benchctl.commands.compare",
+    "benchctl.cli.clock_info",
+    "benchctl.cli.doctor",
+    "benchctl.cli.penalty",
+    "benchctl.cli.run",
+    "benchctl.cli.report",
+    "benchctl.cli.compare",
 )
 
 

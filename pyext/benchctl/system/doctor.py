@@ -1,7 +1,7 @@
 """Checks of the things that make timings on this machine wrong or noisy.
 
 Each check is a small class with a ``name``, a ``title`` and a
-``run(probe) -> Finding``; :data:`CHECKS` lists them in the order they are
+``run(probe) -> CheckResult``; :data:`CHECKS` lists them in the order they are
 reported. A finding's status is
 
 * ``OK``: nothing to fix;
@@ -22,8 +22,11 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, Optional, Sequence
 
-from . import fpenv, metadata
-from .topology import cpu_topology
+from .. import clock, counters, fpenv, omp
+from ..topology import cpu_topology
+from . import metadata
+
+__all__ = ["OK", "WARN", "INFO", "ERROR", "CheckResult", "Probe", "Check", "CHECKS", "run_checks", "as_data"]
 
 OK, WARN, INFO, ERROR = "OK", "WARN", "INFO", "ERROR"
 
@@ -39,7 +42,7 @@ _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 
 @dataclass
-class Finding:
+class CheckResult:
     name: str
     title: str
     status: str
@@ -66,6 +69,11 @@ class Probe:
     @cached_property
     def threadpools(self) -> list[dict[str, Any]]:
         return metadata.threadpools()
+
+    @cached_property
+    def openmp_runtimes(self) -> list[dict[str, str]]:
+        """:func:`benchctl.omp.runtimes`: the OpenMP runtimes mapped into this process."""
+        return omp.runtimes()
 
     @cached_property
     def torch_num_threads(self) -> Optional[int]:
@@ -107,19 +115,18 @@ class Check:
     name = ""
     title = ""
 
-    def run(self, probe: Probe) -> Finding:
+    def run(self, probe: Probe) -> CheckResult:
         raise NotImplementedError
 
-    def finding(self, status: str, summary: str, advice: Optional[str] = None, **data: Any) -> Finding:
-        return Finding(self.name, self.title, status, summary, advice, data)
+    def finding(self, status: str, summary: str, advice: Optional[str] = None, **data: Any) -> CheckResult:
+        return CheckResult(self.name, self.title, status, summary, advice, data)
 
 
 class TscCheck(Check):
     name = "tsc"
     title = "invariant TSC and clocksource"
 
-    def run(self, probe: Probe) -> Finding:
-        from . import clock
+    def run(self, probe: Probe) -> CheckResult:
         info = clock.info()
         cs = metadata.clocksource()
         data = dict(tick_source=info["source"], invariant=info["invariant"], reason=info["reason"],
@@ -147,7 +154,7 @@ class FrequencyCheck(Check):
     name = "frequency"
     title = "frequency governor and turbo"
 
-    def run(self, probe: Probe) -> Finding:
+    def run(self, probe: Probe) -> CheckResult:
         f = metadata.frequency()
         if not f["cpufreq_visible"] and f["turbo"] is None:
             return self.finding(
@@ -174,7 +181,7 @@ class SmtSiblingsCheck(Check):
     name = "smt_siblings"
     title = "SMT siblings of our CPUs busy"
 
-    def run(self, probe: Probe) -> Finding:
+    def run(self, probe: Probe) -> CheckResult:
         topo = probe.topology
         ours = set(topo["allowed_cpus"])
         smt_cores = [c for c in topo["cores"] if len(c["siblings"]) > 1]
@@ -201,7 +208,7 @@ class LoadCheck(Check):
     name = "load"
     title = "other work on our CPUs"
 
-    def run(self, probe: Probe) -> Finding:
+    def run(self, probe: Probe) -> CheckResult:
         ours = probe.allowed_cpus
         busy = probe.cpu_busy
         busy_cpus = sum(busy.get(c, 0.0) for c in ours)
@@ -230,7 +237,7 @@ class ThreadCountCheck(Check):
     name = "thread_oversubscription"
     title = "thread-count variables and pools vs our CPUs"
 
-    def run(self, probe: Probe) -> Finding:
+    def run(self, probe: Probe) -> CheckResult:
         n = len(probe.allowed_cpus)
         env = {k: os.environ[k] for k in _THREAD_ENV if k in os.environ}
         too_many, bad = [], []
@@ -271,43 +278,50 @@ class FtzDazCheck(Check):
     name = "ftz_daz"
     title = "FTZ/DAZ state of every thread"
 
-    def run(self, probe: Probe) -> Finding:
+    def run(self, probe: Probe) -> CheckResult:
         ok, why = fpenv.supported()
         if not ok:
             return self.finding(INFO, f"FTZ/DAZ cannot be read here: {why}")
         census = fpenv.census()
         reached = [t for t in census if t.get("reached")]
         missed = [t for t in census if not t.get("reached")]
-        states = {(bool(t["ftz"]), bool(t["daz"])) for t in reached}
+        states = {(t["ftz"], t["daz"]) for t in reached}
         data = dict(threads=len(census), unreached=[t.get("tid") for t in missed],
                     census=[{k: t.get(k) for k in ("tid", "name", "ftz", "daz", "reached")} for t in census])
         if len(states) > 1:
-            on = sum(1 for t in reached if t["ftz"] or t["daz"])
+            flushing = sum(1 for t in reached if fpenv.is_flushed(t))
             return self.finding(
-                WARN, f"threads disagree: {on} of {len(reached)} flush denormals, the others do not",
+                WARN, f"threads disagree: {flushing} of {len(reached)} flush denormals, the others do not",
                 "torch.set_flush_denormal reaches only the calling thread; use "
                 "benchctl.fpenv.set_flush_denormal(on, scope='process') so every thread agrees", **data)
         if missed:
             return self.finding(
                 INFO, f"{len(missed)} of {len(census)} threads did not answer the census",
                 "they may be blocked in a system call; their FP state is unknown", **data)
-        ftz, daz = states.pop() if states else (False, False)
-        mode = "FTZ and DAZ on" if ftz and daz else "FTZ on, DAZ off" if ftz else \
-            "DAZ on, FTZ off" if daz else "IEEE default (FTZ/DAZ off)"
-        return self.finding(OK, f"all {len(reached)} threads agree: {mode}", **data)
+        return self.finding(OK, f"all {len(reached)} threads agree: {_fp_mode(*states.pop()) if states else 'none read'}",
+                            **data)
+
+
+def _fp_mode(ftz: bool, daz: bool | None) -> str:
+    if daz is None:
+        return "FTZ on (this CPU has no separate DAZ)" if ftz else "IEEE default (FTZ off)"
+    if ftz and daz:
+        return "FTZ and DAZ on"
+    if ftz or daz:
+        return "FTZ on, DAZ off" if ftz else "DAZ on, FTZ off"
+    return "IEEE default (FTZ/DAZ off)"
 
 
 class PerfEventsCheck(Check):
     name = "perf_events"
     title = "perf_event_paranoid and PMU counters"
 
-    def run(self, probe: Probe) -> Finding:
-        from .counters import HARDWARE_EVENTS, CounterGroup, perf_event_paranoid
-        with CounterGroup("process") as group:
+    def run(self, probe: Probe) -> CheckResult:
+        with counters.CounterGroup("process") as group:
             d = group.describe()
-        paranoid = perf_event_paranoid()
-        software_missing = {k: v for k, v in d["unavailable"].items() if k not in HARDWARE_EVENTS}
-        hardware_missing = {k: v for k, v in d["unavailable"].items() if k in HARDWARE_EVENTS}
+        paranoid = counters.perf_event_paranoid()
+        software_missing = {k: v for k, v in d["unavailable"].items() if k not in counters.HARDWARE_EVENTS}
+        hardware_missing = {k: v for k, v in d["unavailable"].items() if k in counters.HARDWARE_EVENTS}
         data = dict(d, perf_event_paranoid=paranoid)
         if software_missing:
             return self.finding(
@@ -329,11 +343,10 @@ class OpenMpRuntimesCheck(Check):
     name = "openmp_runtimes"
     title = "OpenMP runtimes loaded"
 
-    def run(self, probe: Probe) -> Finding:
-        runtimes = [p for p in probe.threadpools if p.get("user_api") == "openmp"]
-        paths = sorted({os.path.realpath(p["filepath"]) for p in runtimes if p.get("filepath")})
-        data = dict(runtimes=[dict(library=p.get("prefix"), path=p.get("filepath"),
-                                   num_threads=p.get("num_threads")) for p in runtimes])
+    def run(self, probe: Probe) -> CheckResult:
+        runtimes = probe.openmp_runtimes
+        paths = sorted({os.path.realpath(r["path"]) for r in runtimes})
+        data = dict(runtimes=[dict(kind=r["kind"], path=r["path"]) for r in runtimes])
         if len(paths) > 1:
             return self.finding(
                 WARN, f"{len(paths)} OpenMP runtimes loaded: {', '.join(paths)}",
@@ -357,7 +370,7 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def run_checks(checks: Optional[Sequence[Check]] = None, probe: Optional[Probe] = None) -> list[Finding]:
+def run_checks(checks: Optional[Sequence[Check]] = None, probe: Optional[Probe] = None) -> list[CheckResult]:
     """Run ``checks`` (default :data:`CHECKS`) sharing one :class:`Probe`.
 
     A check that raises becomes an ERROR finding; the others still run.
@@ -369,12 +382,12 @@ def run_checks(checks: Optional[Sequence[Check]] = None, probe: Optional[Probe] 
         try:
             findings.append(check.run(probe))
         except Exception as exc:
-            findings.append(Finding(check.name, check.title, ERROR,
+            findings.append(CheckResult(check.name, check.title, ERROR,
                                     f"the check could not run: {type(exc).__name__}: {exc}"))
     return findings
 
 
-def as_data(findings: Sequence[Finding]) -> dict[str, Any]:
-    """Findings as JSON-serialisable data: ``{"checks": [...], "counts": {status: n}}``."""
+def as_data(findings: Sequence[CheckResult]) -> dict[str, Any]:
+    """CheckResults as JSON-serialisable data: ``{"checks": [...], "counts": {status: n}}``."""
     counts = {s: sum(f.status == s for f in findings) for s in (OK, WARN, INFO, ERROR)}
     return {"checks": [asdict(f) for f in findings], "counts": counts}

@@ -20,6 +20,13 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from .. import _validate
+from .wording import factor as _fmt_ratio
+
+__all__ = ["CONFIDENCE", "BOOTSTRAP_RESAMPLES", "WARMUP_BAND_SIGMAS", "UNSTABLE_IQR_OVER_MEDIAN",
+           "MIN_SAMPLES_FOR_CI", "detect_warmup", "bootstrap_median_ci", "bootstrap_median_ci_by_run",
+           "mann_whitney_u", "compare", "bimodality", "Samples"]
+
 CONFIDENCE = 0.95
 ALPHA = 1.0 - CONFIDENCE
 BOOTSTRAP_RESAMPLES = 2000
@@ -122,10 +129,9 @@ def _bootstrap_medians(x: np.ndarray, rng: np.random.Generator, resamples: int) 
 
 
 def _check_resamples(resamples: int, confidence: float) -> None:
-    if not isinstance(resamples, (int, np.integer)) or isinstance(resamples, bool) or resamples < 100:
-        raise ValueError(f"resamples must be an integer >= 100, got {resamples!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+    _validate.count("resamples", resamples, 100)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise _validate.ArgumentError(f"confidence must be between 0 and 1, got {confidence!r}")
 
 
 def bootstrap_median_ci(x: ArrayLike, seed: int = 0, confidence: float = CONFIDENCE,
@@ -203,10 +209,6 @@ def mann_whitney_u(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 
 
 
-def _fmt_ratio(x: float) -> str:
-    return f"{x:.3f}" if abs(x - 1.0) < 0.05 else f"{x:.2f}"
-
-
 def _steady(x: Any, name: str) -> np.ndarray:
     return x.steady_ns if isinstance(x, Samples) else _durations(x, name)
 
@@ -254,50 +256,59 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
         raise ValueError(
             f"median durations must be > 0 to form a ratio (got {med_a} and {med_b} ns): "
             "the work is below the clock's resolution; time more work per iteration")
-    rng = np.random.default_rng(seed)
-    by_run = runs is not None and min(len(runs[0]), len(runs[1])) >= 2
-    if by_run:
-        a_runs, b_runs = ([np.asarray(r, dtype=np.float64) for r in side if len(r)] for side in runs)
-        if sum(r.size for r in a_runs) != a.size or sum(r.size for r in b_runs) != b.size:
-            raise ValueError("runs must split exactly the samples being compared")
-        ratios = (_bootstrap_pooled_medians(a_runs, rng, resamples)
-                  / _bootstrap_pooled_medians(b_runs, rng, resamples))
-    else:
-        ratios = _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples)
+    ratios, by_run = _bootstrap_ratios(a, b, runs, np.random.default_rng(seed), resamples)
     tail = (1.0 - confidence) / 2.0
     lo, hi = (float(v) for v in np.quantile(ratios, [tail, 1.0 - tail]))
-    _, p = mann_whitney_u(a, b)
-    p = float(p)
+    p = float(mann_whitney_u(a, b)[1])
     ratio = med_a / med_b
     significant = p < 1.0 - confidence
-    pct = f"{confidence * 100:g}%"
-    if not significant:
-        verdict = (f"no significant difference between {la} and {lb} "
-                   f"({la}/{lb} = {_fmt_ratio(ratio)}, {pct} CI [{_fmt_ratio(lo)}, {_fmt_ratio(hi)}], "
-                   f"Mann-Whitney p = {p:.2g})")
-    elif lo <= 1.0 <= hi:
-        verdict = (f"{la} and {lb} differ in distribution (Mann-Whitney p = {p:.2g}) but not "
-                   f"clearly in median: {la}/{lb} = {_fmt_ratio(ratio)}, {pct} CI "
-                   f"[{_fmt_ratio(lo)}, {_fmt_ratio(hi)}]; look at spread and tails")
-    elif ratio > 1.0:
-        verdict = (f"{la} is {_fmt_ratio(ratio)}× slower than {lb}, {pct} CI "
-                   f"[{_fmt_ratio(lo)}, {_fmt_ratio(hi)}] (Mann-Whitney p = {p:.2g})")
-    else:
-        verdict = (f"{la} is {_fmt_ratio(1 / ratio)}× faster than {lb}, {pct} CI "
-                   f"[{_fmt_ratio(1 / hi)}, {_fmt_ratio(1 / lo)}] (Mann-Whitney p = {p:.2g})")
     return {
         "ratio": ratio,
         "ci95": [lo, hi],
         "ci_method": "runs, then iterations" if by_run else "iterations",
         "p_value": p,
         "significant": bool(significant),
-        "verdict": verdict,
+        "verdict": _sentence(labels, ratio, (lo, hi), p, significant, confidence),
         "median_a": med_a,
         "median_b": med_b,
         "n_a": int(a.size),
         "n_b": int(b.size),
         "labels": [la, lb],
     }
+
+
+def _bootstrap_ratios(a: np.ndarray, b: np.ndarray, runs, rng: np.random.Generator,
+                      resamples: int) -> tuple[np.ndarray, bool]:
+    """Bootstrap ratios of medians, and whether processes were resampled (two or more runs a side)."""
+    by_run = runs is not None and min(len(runs[0]), len(runs[1])) >= 2
+    if not by_run:
+        return _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples), False
+    a_runs, b_runs = ([np.asarray(r, dtype=np.float64) for r in side if len(r)] for side in runs)
+    if sum(r.size for r in a_runs) != a.size or sum(r.size for r in b_runs) != b.size:
+        raise ValueError("runs must split exactly the samples being compared")
+    return (_bootstrap_pooled_medians(a_runs, rng, resamples)
+            / _bootstrap_pooled_medians(b_runs, rng, resamples)), True
+
+
+def _sentence(labels: tuple[str, str], ratio: float, ci: tuple[float, float], p: float, significant: bool,
+              confidence: float) -> str:
+    """compare()'s plain verdict; a U test that finds a difference the ratio's CI does not resolve
+    says so instead of naming a winner."""
+    la, lb = labels
+    lo, hi = ci
+    pct = f"{confidence * 100:g}%"
+    test = f"Mann-Whitney p = {p:.2g}"
+    if not significant:
+        return (f"no significant difference between {la} and {lb} "
+                f"({la}/{lb} = {_fmt_ratio(ratio)}, {pct} CI [{_fmt_ratio(lo)}, {_fmt_ratio(hi)}], {test})")
+    if lo <= 1.0 <= hi:
+        return (f"{la} and {lb} differ in distribution ({test}) but not clearly in median: {la}/{lb} = "
+                f"{_fmt_ratio(ratio)}, {pct} CI [{_fmt_ratio(lo)}, {_fmt_ratio(hi)}]; look at spread and tails")
+    if ratio > 1.0:
+        return (f"{la} is {_fmt_ratio(ratio)}× slower than {lb}, {pct} CI "
+                f"[{_fmt_ratio(lo)}, {_fmt_ratio(hi)}] ({test})")
+    return (f"{la} is {_fmt_ratio(1 / ratio)}× faster than {lb}, {pct} CI "
+            f"[{_fmt_ratio(1 / hi)}, {_fmt_ratio(1 / lo)}] ({test})")
 
 
 def _count_modes(x: np.ndarray) -> list[tuple[float, float]]:
@@ -418,17 +429,16 @@ class Samples:
             self.warmup = detect_warmup(self.ns)
             self.warmup_detected = True
         else:
-            if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)):
-                raise TypeError(f"warmup must be an int or None, got {type(warmup).__name__}")
-            if not 0 <= warmup < n:
-                raise ValueError(f"warmup must be in [0, {n - 1}] to leave a steady sample; got {warmup}")
-            self.warmup = int(warmup)
+            warmup = _validate.count("warmup", warmup, 0)
+            if warmup >= n:
+                raise _validate.ArgumentError(f"warmup must be in [0, {n - 1}] to leave a steady sample; got {warmup}")
+            self.warmup = warmup
             self.warmup_detected = False
 
     @classmethod
     def from_ticks(cls, ticks: ArrayLike, counters: Any = None, warmup: Optional[int] = None) -> "Samples":
         """Samples from tick durations, converted with :func:`benchctl.clock.to_ns`."""
-        from . import clock
+        from .. import clock
         t = np.asarray(ticks)
         return cls(clock.to_ns(t), counters=counters, warmup=warmup, ticks=t)
 
@@ -461,12 +471,34 @@ class Samples:
         iteration, None where never available).
         """
         x = self.steady_ns
-        n = int(x.size)
         median = float(np.median(x))
         q1, q3 = (float(v) for v in np.percentile(x, [25, 75]))
         iqr = q3 - q1
         lo, hi = bootstrap_median_ci(x, seed=seed)
         iqr_over_median = iqr / median if median > 0 else None
+        flags, advice = self._flags(iqr_over_median)
+        return {
+            "n": int(x.size),
+            "median": median,
+            "mean": float(np.mean(x)),
+            "min": float(np.min(x)),
+            "iqr": iqr,
+            "mad": float(np.median(np.abs(x - median))),
+            "ci95": [lo, hi],
+            "iqr_over_median": iqr_over_median,
+            "flags": flags,
+            "advice": advice,
+            "warmup": self.warmup,
+            "warmup_detected": self.warmup_detected,
+            "n_total": len(self),
+            "unit": "ns",
+            "counters": self._counter_summary(),
+        }
+
+    def _flags(self, iqr_over_median: float | None) -> tuple[list[str], list[str]]:
+        """(flags, one sentence of advice per flag) for the steady iterations."""
+        x = self.steady_ns
+        n = int(x.size)
         flags: list[str] = []
         advice: list[str] = []
         if self.warmup > len(self) // 2:
@@ -492,28 +524,15 @@ class Samples:
                 f"iterations fall into two groups (around {m1:.4g} ns, {s1:.0%}, and {m2:.4g} ns, "
                 f"{s2:.0%}): something alternates (thread placement, frequency, allocator, GC); "
                 "the counters per iteration may show what, and the median hides it")
-        counters = {}
+        return flags, advice
+
+    def _counter_summary(self) -> dict[str, dict | None]:
+        """Per counter, median and mean per steady iteration (None where never available)."""
+        out = {}
         for name, values in self.steady_counters.items():
             ok = values[~np.isnan(values)]
-            counters[name] = (None if ok.size == 0 else
-                              {"median": float(np.median(ok)), "mean": float(np.mean(ok))})
-        return {
-            "n": n,
-            "median": median,
-            "mean": float(np.mean(x)),
-            "min": float(np.min(x)),
-            "iqr": iqr,
-            "mad": float(np.median(np.abs(x - median))),
-            "ci95": [lo, hi],
-            "iqr_over_median": iqr_over_median,
-            "flags": flags,
-            "advice": advice,
-            "warmup": self.warmup,
-            "warmup_detected": self.warmup_detected,
-            "n_total": len(self),
-            "unit": "ns",
-            "counters": counters,
-        }
+            out[name] = None if ok.size == 0 else {"median": float(np.median(ok)), "mean": float(np.mean(ok))}
+        return out
 
     def __repr__(self) -> str:
         return f"Samples(n={len(self)}, warmup={self.warmup}, median={np.median(self.steady_ns):.4g} ns)"

@@ -1,11 +1,11 @@
 """Run a seed workload's settings matrix and answer its question: the code
 behind ``bench/resnet_order.py`` and ``bench/zero_weights.py``.
 
-:func:`run_and_explain` runs the matrix with :func:`benchctl.runner.run_matrix`
+:func:`run_and_explain` runs the matrix with :func:`benchctl.run.runner.run_matrix`
 (each cell and repetition in a fresh process), measures the CPU's penalty
 profile in this process afterwards (so it never competes with a cell), adds
-the seed's verdict rules (:mod:`benchctl.seed_verdicts`) to the runner's
-generic ones, saves the document, and prints the report and the answer.
+the seed's verdict rules (:mod:`.seed_rules`) to the runner's generic ones,
+saves the document, and prints the report and the answer.
 """
 
 from __future__ import annotations
@@ -17,6 +17,16 @@ import sys
 import time
 from typing import Any, Callable
 
+from .. import settings
+from ..results import document, report, wording
+from ..run import runner
+from . import penalty, seed_rules
+
+__all__ = ["RESULTS_DIR", "PENALTY_SECONDS_PER_OP", "MAX_DEFAULT_REPEAT", "apply_sets", "default_json_path",
+           "count_cells", "measure_interpreter_seconds", "add_output_arguments", "parse_seed_arguments",
+           "fit_repeat", "choose_repeat", "penalty_profile_evidence", "format_values", "format_answer",
+           "run_and_explain"]
+
 RESULTS_DIR = "results"
 # Planning figure for penalty_profile_evidence(): about 0.5 s per op was measured
 # on the 2-core development machine; twice that leaves room for a busy one.
@@ -27,12 +37,10 @@ MAX_DEFAULT_REPEAT = 3
 def apply_sets(matrix: dict[str, list], sets: list[str]) -> dict[str, list]:
     """``--set NAME=V1,V2`` items over a default matrix: a new NAME adds an axis,
     an existing one is replaced (so ``--set alloc=retain`` narrows it)."""
-    from .settings import parse_assignment
-
     out = {k: list(v) for k, v in matrix.items()}
     seen = set()
     for item in sets:
-        key, values = parse_assignment(item)
+        key, values = settings.parse_assignment(item)
         if key in seen:
             raise ValueError(f"--set {key}=... given twice; list all its values in one --set")
         seen.add(key)
@@ -55,7 +63,7 @@ def count_cells(matrix: dict[str, list]) -> int:
 def measure_interpreter_seconds() -> float:
     """Seconds a fresh worker spends starting Python and importing torch, torchvision and benchctl."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import torch, torchvision, benchctl.workloads, benchctl.worker"],
+    subprocess.run([sys.executable, "-c", "import torch, torchvision, benchctl.workloads, benchctl.run.worker"],
                    check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
 
@@ -94,25 +102,15 @@ def choose_repeat(cell_seconds: float, cells: int, budget_s: float, minimum: int
     return repeat
 
 
-def _fmt_duration(seconds: float) -> str:
-    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
-
-
 def penalty_profile_evidence(ops: tuple[str, ...]) -> dict[str, Any]:
     """The CPU's penalty profile for ``ops``, raw and as the verdict rules read it, or why it is missing."""
-    from . import seed_verdicts
-
-    try:
-        from . import denormals
-    except ImportError as exc:
-        return {"penalty": None, "penalty_unavailable": f"benchctl.denormals is not available ({exc})"}
     started = time.perf_counter()
     try:
-        profile = denormals.penalty_profile(ops=list(ops))
+        profile = penalty.profile(ops=list(ops))
     except RuntimeError as exc:  # no FP control on this CPU: the profile cannot compare FTZ off/on
         return {"penalty": None, "penalty_unavailable": str(exc)}
     return {
-        "penalty": seed_verdicts.penalty_evidence(profile),
+        "penalty": seed_rules.penalty_evidence(profile),
         "penalty_profile": profile,
         "penalty_seconds": time.perf_counter() - started,
     }
@@ -128,7 +126,7 @@ def format_values(doc: dict) -> str:
         weights = notes.get("weights") or {}
         census = notes["weights_census"]
         text = (f"{census['subnormal']:,} of {census['values']:,} values subnormal"
-                if census.get("available") else f"census unavailable: {census.get('reason')}")
+                if census.get("available", True) else f"census unavailable: {census.get('reason')}")
         line = f" weights {weights.get('used', run['cell'].get('init', '?'))}: {text}"
         if weights.get("why"):
             line += f" ({weights['why']})"
@@ -164,8 +162,6 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
 
     ``resume`` continues ``json_path`` left by an interrupted run (same
     workload, arguments and matrix): only the missing runs are started."""
-    from . import report, results, runner
-
     if resume and not json_path:
         raise ValueError("--resume needs --json FILE: the results file to continue")
     json_path = json_path or default_json_path(workload)
@@ -176,7 +172,7 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     if cell_seconds is not None:
         penalty_s = PENALTY_SECONDS_PER_OP * len(penalty_ops) if measure_penalty else 0.0
         expected = cells * repeat * cell_seconds + penalty_s
-        print(f"expected duration ≈ {_fmt_duration(expected)}: {cells * repeat} workers × ~{cell_seconds:.0f} s "
+        print(f"expected duration ≈ {wording.duration(expected)}: {cells * repeat} workers × ~{cell_seconds:.0f} s "
               f"(probed in this process)" + (f" + ~{penalty_s:.0f} s penalty profile" if penalty_s else ""),
               file=out)
     print(f"results: {json_path} (rewritten after every cell; after an interruption "
@@ -189,7 +185,7 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
                        {"penalty": None, "penalty_unavailable": "skipped (--skip-penalty)"})
     seed_findings = seed_rules(doc)
     doc["verdict"] = list(doc.get("verdict") or []) + seed_findings
-    results.save(doc, json_path)
+    document.save(doc, json_path)
     print(report.format_report(doc), file=out)
     values = format_values(doc)
     if values:
@@ -198,5 +194,5 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
         report.plot(doc, plot_path)
         print(f"plot: {plot_path}", file=out)
     print(format_answer(doc, tuple({f["rule"] for f in seed_findings})), file=out)
-    print(f"took {_fmt_duration(time.perf_counter() - started)}; results in {json_path}", file=out)
+    print(f"took {wording.duration(time.perf_counter() - started)}; results in {json_path}", file=out)
     return doc

@@ -10,8 +10,10 @@ be carried over and is counted in the run's ``benchctl_dropped_zero_values``.
 
 from __future__ import annotations
 
-from . import settings as _settings
-from . import summary as _summary
+from .. import settings as _settings
+from . import queries
+
+__all__ = ["benchmark_name", "to_suite", "export"]
 
 
 def benchmark_name(workload: str, phase: str, cell: dict) -> str:
@@ -26,11 +28,11 @@ def to_suite(doc: dict):
         raise RuntimeError("exporting to pyperf needs pyperf: pip install pyperf") from None
 
     benchmarks = []
-    for phase in _summary.phases(doc):
-        for cell in _summary.cells(doc):
+    for phase in queries.phases(doc):
+        for cell in queries.cells(doc):
             name = benchmark_name(doc["workload"], phase, cell)
             runs = []
-            for run in _summary.ok_runs(doc, cell):
+            for run in queries.ok_runs(doc, cell):
                 data = run["phases"].get(phase)
                 if not data or not data["ns"]:
                     continue

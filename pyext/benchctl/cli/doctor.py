@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     # A benchmark process has torch (and its OpenMP runtime) loaded: so must the one we inspect.
     import torch  # noqa: F401
 
-    from .. import doctor
+    from ..system import doctor
 
     findings = doctor.run_checks()
     if args.json:

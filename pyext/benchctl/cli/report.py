@@ -23,23 +23,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import report, results, runner
+    from ..results import analysis, document, pyperf_export, report
 
     try:
-        doc = results.load(args.file)
+        doc = document.load(args.file)
         if args.focus:
-            runner.analyse(doc, focus=args.focus)
+            analysis.analyse(doc, focus=args.focus)
         print(report.format_report(doc, baseline=args.baseline))
         if args.plot:
             report.plot(doc, args.plot)
             print(f"plot written to {args.plot}")
         if args.export == "pyperf":
-            from .. import pyperf_export
-
             out = args.output or os.path.splitext(args.file)[0] + ".pyperf.json"
             pyperf_export.export(doc, out)
             print(f"pyperf file written to {out} (python -m pyperf stats {out})")
-    except (results.ResultsError, ValueError, RuntimeError) as e:
+    except (document.ResultsError, ValueError, RuntimeError) as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
     return 0

@@ -15,12 +15,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import report, results
+    from ..results import document, report
 
     try:
-        a, b = results.load(args.a), results.load(args.b)
+        a, b = document.load(args.a), document.load(args.b)
         print(report.format_comparison(a, b, a_name=args.a, b_name=args.b))
-    except (results.ResultsError, ValueError) as e:
+    except (document.ResultsError, ValueError) as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
     return 0

@@ -1,9 +1,9 @@
-"""``python -m benchctl.worker JOB.json``: run one matrix cell in this fresh process.
+"""``python -m benchctl.run.worker JOB.json``: run one matrix cell in this fresh process.
 
 The runner writes the job (workload, its arguments, the cell's settings and
 where to put the result) to a JSON file and starts this module with its own
 interpreter, no shell. The worker applies the settings, runs the workload
-under a :class:`~benchctl.counted_recorder.CountedRecorder`, reads every
+under a :class:`~benchctl.run.recorder.CountedRecorder`, reads every
 setting back, and writes one JSON result atomically to ``result_path``.
 Exit status 0 means the result says ``"status": "ok"``; on an exception the
 worker still writes what it has (``"status": "failed"`` with the error and
@@ -21,12 +21,17 @@ import time
 import traceback
 from typing import Any
 
+from .. import clock, settings, workloads
+from ..results.document import atomic_write_text, dumps
+from .recorder import CountedRecorder, open_counter_group
+
+__all__ = ["PROTOCOL", "run_job", "die_with_parent", "main"]
+
+#: The job/result format the runner and this worker speak; the runner writes it into every job.
 PROTOCOL = 1
 
 
-def _phases(rec) -> dict[str, Any]:
-    from . import clock
-
+def _phases(rec: CountedRecorder) -> dict[str, Any]:
     out = {}
     for phase, ticks in rec.ticks.items():
         out[phase] = {
@@ -37,12 +42,34 @@ def _phases(rec) -> dict[str, Any]:
     return out
 
 
+class _Stage:
+    """What the worker is doing now, so that a failure says where it happened."""
+
+    def __init__(self) -> None:
+        self.now = "loading the workload"
+
+
+def _apply_settings(plan: list, stage: _Stage) -> dict[str, Any]:
+    if any(setting.needs_torch for _, setting, _ in plan):
+        stage.now = "importing torch"
+        import torch  # noqa: F401  (its thread pools must exist before settings touch them)
+    applied = {}
+    for name, setting, value in plan:
+        stage.now = f"applying {name}={settings.format_value(value)}"
+        applied[name] = setting.apply(value)
+    return applied
+
+
+def _read_back(plan: list, applied: dict[str, Any], stage: _Stage) -> dict[str, Any]:
+    out = {}
+    for name, setting, value in plan:
+        stage.now = f"reading back {name}={settings.format_value(value)}"
+        out[name] = {"requested": value, "applied": applied[name], "observed": setting.readback(value)}
+    return out
+
+
 def run_job(job: dict) -> dict:
     """Execute ``job`` in this process; return the result document (never raises)."""
-    from . import settings as _settings
-    from . import workloads
-    from .counted_recorder import CountedRecorder, open_counter_group
-
     result: dict[str, Any] = {
         "protocol": PROTOCOL,
         "status": "failed",
@@ -53,37 +80,25 @@ def run_job(job: dict) -> dict:
     }
     started = time.perf_counter()
     rec = None
-    stage = "loading the workload"
+    stage = _Stage()
     try:
         workload = workloads.get(job["workload"])
         args = workload.resolve_args(job["args"])
-        plan = _settings.ordered(job["settings"])
-        if any(setting.needs_torch for _, setting, _ in plan):
-            stage = "importing torch"
-            import torch  # noqa: F401  (its thread pools must exist before settings touch them)
-        applied = {}
-        for name, setting, value in plan:
-            stage = f"applying {name}={_settings.format_value(value)}"
-            applied[name] = setting.apply(value)
-        stage = "opening counters"
+        plan = settings.ordered(job["settings"])
+        applied = _apply_settings(plan, stage)
+        stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
         rec = CountedRecorder(group)
-        stage = f"running workload {workload.name!r}"
+        stage.now = f"running workload {workload.name!r}"
         try:
             workload.fn(args, rec)
         finally:
-            if group is not None and hasattr(group, "close"):
+            if group is not None:
                 group.close()
-        for name, setting, value in plan:
-            stage = f"reading back {name}={_settings.format_value(value)}"
-            result["readback"][name] = {
-                "requested": value,
-                "applied": applied[name],
-                "observed": setting.readback(value),
-            }
+        result["readback"] = _read_back(plan, applied, stage)
         result["status"] = "ok"
     except BaseException as e:  # the result must say what happened, whatever it was
-        result["error"] = f"{type(e).__name__} while {stage}: {e}"
+        result["error"] = f"{type(e).__name__} while {stage.now}: {e}"
         traceback.print_exc(file=sys.stderr)
     finally:
         if rec is not None:
@@ -118,7 +133,7 @@ def die_with_parent() -> bool:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m benchctl.worker JOB.json (started by benchctl's runner)", file=sys.stderr)
+        print("usage: python -m benchctl.run.worker JOB.json (started by benchctl's runner)", file=sys.stderr)
         return 2
     die_with_parent()
     with open(argv[0]) as f:
@@ -132,8 +147,6 @@ def main(argv: list[str] | None = None) -> int:
         print("benchctl.worker: the runner that started this worker is gone", file=sys.stderr)
         return 2
     result = run_job(job)
-    from .results import atomic_write_text, dumps
-
     atomic_write_text(job["result_path"], dumps(result))
     return 0 if result["status"] == "ok" else 1
 

@@ -15,11 +15,15 @@ file on disk is a complete document holding every finished run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import tempfile
 from typing import Any
+
+__all__ = ["SCHEMA", "VERSION", "RUN_STATUSES", "ResultsError", "new_document", "dumps", "atomic_write_text",
+           "save", "validate", "load", "cell_id", "matrix_cells"]
 
 SCHEMA = "benchctl.results"
 VERSION = 1
@@ -180,3 +184,12 @@ def load(path: str) -> dict:
 def cell_id(cell: dict) -> str:
     """A stable identity for a cell: its canonical JSON (keys sorted)."""
     return json.dumps(cell, sort_keys=True, separators=(",", ":"))
+
+
+def matrix_cells(matrix: dict[str, list]) -> list[dict[str, Any]]:
+    """Every combination of the matrix values, as cell dicts in matrix-key order.
+
+    An empty matrix has one cell: ``{}`` (the workload with its arguments).
+    """
+    keys = list(matrix)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(matrix[k] for k in keys))]

@@ -62,7 +62,9 @@ def _assignments(items: list[str], multi: bool) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import report, results, runner, workloads
+    from .. import workloads
+    from ..results import document, queries, report
+    from ..run import runner
     from ..settings import SettingError
 
     if args.list:
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
                                 focus=args.focus)
-    except (SettingError, results.ResultsError, ValueError) as e:
+    except (SettingError, document.ResultsError, ValueError) as e:
         print(f"run: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -99,4 +101,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"run: {e}", file=sys.stderr)
         return 2
     # Non-zero when a worker failed, so scripts notice; the file still holds everything.
-    return 1 if runner.failed_runs(doc) else 0
+    return 1 if queries.failed_runs(doc) else 0

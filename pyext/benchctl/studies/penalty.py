@@ -28,8 +28,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable
 
-from . import _procfs, _validate, clock, fpenv
-from .denormals import count_subnormal
+from .. import _procfs, _validate, clock, fpenv
+from ..denormals import count_subnormal
+
+__all__ = ["PENALTY_RATIO", "REMOVED_RATIO", "NO_PENALTY", "REMOVED", "NOT_REMOVED", "INPUTS", "OP_NAMES",
+           "DEFAULT_NUMEL", "MATMUL_SIDE", "CONV_SHAPE", "make_input", "classify", "profile", "format_table"]
 
 # A slowdown of 1.5x or more on subnormals counts as a penalty. The penalties
 # seen on the development machine are 1.9x (rsqrt) and more; the min of
@@ -195,11 +198,96 @@ def _time_kinds(calls: dict, target_s: float, rounds: int, min_reps: int, max_re
     return samples
 
 
-def _cpu_model() -> str:
-    for line in (_procfs.read_text("/proc/cpuinfo") or "").splitlines():
-        if line.startswith(("model name", "Model", "CPU part")):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+@dataclass(frozen=True)
+class _Plan:
+    """A validated request: which ops, at which sizes, on which thread counts, timed how long."""
+
+    ops: list
+    numel: int
+    thread_counts: list[int]
+    target_s: float
+    rounds: int
+    min_reps: int
+    max_reps: int
+
+
+def _plan(threads, numel, ops, target_s, rounds, min_reps, max_reps, torch_threads: int) -> _Plan:
+    """Check every argument before anything is measured (nothing half-done on bad input)."""
+    numel = _validate.count("numel", numel, 1)
+    rounds = _validate.count("rounds", rounds, 1)
+    min_reps = _validate.count("min_reps", min_reps, 1)
+    max_reps = _validate.count("max_reps", max_reps, min_reps)
+    target_s = _validate.seconds("target_s", target_s)
+    all_ops = {op.name: op for op in _ops()}
+    names = list(OP_NAMES if ops is None else ops)
+    unknown = [n for n in names if n not in all_ops]
+    if unknown or not names:
+        raise _validate.ArgumentError(f"unknown ops {unknown}; choose from {', '.join(OP_NAMES)}")
+    threads = _validate.count("threads", torch_threads if threads is None else threads, 1)
+    return _Plan([all_ops[n] for n in names], numel, sorted({1, threads}), target_s, rounds, min_reps, max_reps)
+
+
+def _inputs(plan: _Plan) -> dict[int, dict]:
+    """Normal, zero and subnormal inputs for each input size the ops need, checked by census."""
+    inputs: dict[int, dict] = {}
+    for op in plan.ops:
+        size = op.input_numel(plan.numel)
+        if size not in inputs:
+            inputs[size] = {kind: make_input(kind, size) for kind in INPUTS}
+            # A real check, not an assert: python -O must not skip it, as
+            # every ratio would silently compare normal with normal.
+            found = count_subnormal(inputs[size]["subnormal"])
+            if found != size:
+                raise RuntimeError(f"the subnormal input holds {found} subnormals out of {size} values")
+    return inputs
+
+
+def _measure(plan: _Plan, inputs: dict, n_threads: int, measurements: list, flushed: list) -> dict:
+    """Time every op on every input kind, FTZ/DAZ off then on, at ``n_threads``.
+
+    Appends the raw figures to ``measurements`` and the FTZ readback to
+    ``flushed``; returns ``{(op, ftz, kind): (min, median/min)}`` of ns per element.
+    """
+    per_cell: dict = {}
+    for ftz in (False, True):
+        with fpenv.flush_denormals(ftz, "process") as census:
+            reached = [r for r in census if r["reached"]]
+            flushed.append({
+                "threads": n_threads, "ftz_daz": ftz, "tasks": len(census),
+                "tasks_with_requested_state": sum(1 for r in reached if r["ftz"] == ftz),
+            })
+            for op in plan.ops:
+                size = op.input_numel(plan.numel)
+                calls = {kind: op.build(inputs[size][kind], size) for kind in INPUTS}
+                samples = _time_kinds(calls, plan.target_s, plan.rounds, plan.min_reps, plan.max_reps)
+                for kind in INPUTS:
+                    per_el = [v / op.output_elements(plan.numel) for v in samples[kind]]
+                    best, median = min(per_el), statistics.median(per_el)
+                    per_cell[(op.name, ftz, kind)] = (best, median / best)
+                    measurements.append({
+                        "op": op.name, "threads": n_threads, "ftz_daz": ftz, "input": kind,
+                        "ns_per_element_min": best, "ns_per_element_median": median, "repeats": len(per_el),
+                    })
+    return per_cell
+
+
+def _row(op: Op, n_threads: int, per_cell: dict) -> dict:
+    """One op's ratios at one thread count, its class and notes."""
+    def ratio(ftz, kind):
+        return per_cell[(op.name, ftz, kind)][0] / per_cell[(op.name, ftz, "normal")][0]
+
+    sub_off, sub_on = ratio(False, "subnormal"), ratio(True, "subnormal")
+    zero_off, zero_on = ratio(False, "zero"), ratio(True, "zero")
+    worst_spread = max(spread for key, (_, spread) in per_cell.items() if key[0] == op.name)
+    return {
+        "op": op.name, "what": op.what, "threads": n_threads,
+        "normal_ns_per_element": per_cell[(op.name, False, "normal")][0],
+        "zero_ratio_off": zero_off, "subnormal_ratio_off": sub_off,
+        "zero_ratio_on": zero_on, "subnormal_ratio_on": sub_on,
+        "classification": classify(sub_off, sub_on),
+        "spread": worst_spread,
+        "note": _note(zero_off, sub_off, sub_on, worst_spread),
+    }
 
 
 def profile(
@@ -226,97 +314,36 @@ def profile(
     ok, reason = fpenv.supported()
     if not ok:
         raise RuntimeError(f"cannot measure with FTZ/DAZ on: {reason}")
-    numel = _validate.count("numel", numel, 1)
-    rounds = _validate.count("rounds", rounds, 1)
-    min_reps = _validate.count("min_reps", min_reps, 1)
-    max_reps = _validate.count("max_reps", max_reps, min_reps)
-    if isinstance(target_s, bool) or not isinstance(target_s, (int, float)) or not 0 < target_s < float("inf"):
-        raise ValueError(f"target_s must be a finite number of seconds > 0, got {target_s!r}")
-    all_ops = {op.name: op for op in _ops()}
-    names = list(OP_NAMES if ops is None else ops)
-    unknown = [n for n in names if n not in all_ops]
-    if unknown or not names:
-        raise ValueError(f"unknown ops {unknown}; choose from {', '.join(OP_NAMES)}")
     start_threads = torch.get_num_threads()
-    threads = _validate.count("threads", start_threads if threads is None else threads, 1)
-    thread_counts = sorted({1, threads})
-
-    inputs = {}
-    for op in (all_ops[n] for n in names):
-        size = op.input_numel(numel)
-        if size not in inputs:
-            inputs[size] = {kind: make_input(kind, size) for kind in INPUTS}
-            # A real check, not an assert: python -O must not skip it, as
-            # every ratio would silently compare normal with normal.
-            found = count_subnormal(inputs[size]["subnormal"])
-            if found != size:
-                raise RuntimeError(f"the subnormal input holds {found} subnormals out of {size} values")
-
+    plan = _plan(threads, numel, ops, target_s, rounds, min_reps, max_reps, start_threads)
+    inputs = _inputs(plan)
     measurements, rows, flushed = [], [], []
     try:
-        for n_threads in thread_counts:
+        for n_threads in plan.thread_counts:
             torch.set_num_threads(n_threads)
-            best: dict = {}
-            spread: dict = {}
-            for ftz in (False, True):
-                with fpenv.flush_denormals(ftz, "process") as census:
-                    reached = [r for r in census if r["reached"]]
-                    flushed.append({
-                        "threads": n_threads, "ftz_daz": ftz, "tasks": len(census),
-                        "tasks_with_requested_state": sum(1 for r in reached if r["ftz"] == ftz),
-                    })
-                    for name in names:
-                        op = all_ops[name]
-                        size = op.input_numel(numel)
-                        calls = {kind: op.build(inputs[size][kind], size) for kind in INPUTS}
-                        samples = _time_kinds(calls, target_s, rounds, min_reps, max_reps)
-                        for kind in INPUTS:
-                            per_el = [s / op.output_elements(numel) for s in samples[kind]]
-                            best[(name, ftz, kind)] = min(per_el)
-                            spread[(name, ftz, kind)] = statistics.median(per_el) / min(per_el)
-                            measurements.append({
-                                "op": name, "threads": n_threads, "ftz_daz": ftz, "input": kind,
-                                "ns_per_element_min": min(per_el),
-                                "ns_per_element_median": statistics.median(per_el),
-                                "repeats": len(per_el),
-                            })
-            for name in names:
-                def ratio(ftz, kind):
-                    return best[(name, ftz, kind)] / best[(name, ftz, "normal")]
-
-                sub_off, sub_on = ratio(False, "subnormal"), ratio(True, "subnormal")
-                zero_off, zero_on = ratio(False, "zero"), ratio(True, "zero")
-                worst_spread = max(v for k, v in spread.items() if k[0] == name)
-                rows.append({
-                    "op": name, "what": all_ops[name].what, "threads": n_threads,
-                    "normal_ns_per_element": best[(name, False, "normal")],
-                    "zero_ratio_off": zero_off, "subnormal_ratio_off": sub_off,
-                    "zero_ratio_on": zero_on, "subnormal_ratio_on": sub_on,
-                    "classification": classify(sub_off, sub_on),
-                    "spread": worst_spread,
-                    "note": _note(zero_off, sub_off, sub_on, worst_spread),
-                })
+            per_cell = _measure(plan, inputs, n_threads, measurements, flushed)
+            rows += [_row(op, n_threads, per_cell) for op in plan.ops]
     finally:
         torch.set_num_threads(start_threads)
 
     return {
         "schema": "benchctl.penalty",
         "version": 1,
-        "cpu": _cpu_model(),
+        "cpu": _procfs.cpu_model() or platform.machine(),
         "machine": platform.machine(),
         "torch": torch.__version__,
         "fp_control": reason,
         "dtype": "float32",
-        "numel": numel,
+        "numel": plan.numel,
         "matmul_side": MATMUL_SIDE,
         "conv_input_shape": list(CONV_SHAPE),
-        "threads": thread_counts,
+        "threads": plan.thread_counts,
         "flush_scope": "process",
         "penalty_ratio": PENALTY_RATIO,
         "removed_ratio": REMOVED_RATIO,
         "method": (
             "benchctl.clock.time_calls; per cell the min (and median) of repeats in "
-            f"{rounds} rounds interleaved over the input kinds; ratios use the min; "
+            f"{plan.rounds} rounds interleaved over the input kinds; ratios use the min; "
             "outputs preallocated where the op allows"
         ),
         "flush_readback": flushed,

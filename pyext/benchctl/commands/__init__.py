@@ -1,1 +1,0 @@
-"""Subcommands of ``python -m benchctl`` (see :mod:`benchctl.cli`)."""

@@ -1,0 +1,185 @@
+"""The questions every reader asks of a results document, answered in one place.
+
+The verdict, the report, ``compare`` and the seed rules all read a document
+through these: which phases and cells it has, its baseline cell, the
+successful runs of a cell (exact match of the whole cell), their steady-state
+samples, the notes and readbacks they carry, and a cached comparison of two
+cells (:class:`Comparisons`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import settings as _settings
+from . import stats
+from .document import cell_id, matrix_cells
+
+__all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
+           "first_note", "readback_facts", "summary_entry", "per_iter_median", "Comparisons"]
+
+
+def phases(doc: dict) -> list[str]:
+    """Phase names in order of first appearance among successful runs."""
+    seen: dict[str, None] = {}
+    for run in doc["runs"]:
+        if run["status"] == "ok":
+            seen.update(dict.fromkeys(run["phases"]))
+    return list(seen)
+
+
+def cells(doc: dict) -> list[dict]:
+    """The document's cells in matrix order."""
+    return matrix_cells(doc["matrix"])
+
+
+def baseline(doc: dict, overrides: Any = None) -> dict:
+    """The baseline cell: the matrix's first values, overlaid with ``overrides``.
+
+    ``overrides`` may be None, a (partial) cell dict, or text like
+    ``"alloc=retain,order=eval_only"`` (values as the report prints them).
+    Keys outside the matrix and values outside its lists raise ValueError.
+    """
+    cell = {k: v[0] for k, v in doc["matrix"].items()}
+    if overrides is None:
+        return cell
+    if isinstance(overrides, str):
+        overrides = _parse_cell_text(overrides)
+    for key, value in overrides.items():
+        if key not in doc["matrix"]:
+            raise ValueError(f"baseline key {key!r} is not a matrix key ({', '.join(doc['matrix']) or 'none'})")
+        values = doc["matrix"][key]
+        # Text from the command line matches a value as the report prints it.
+        match = [v for v in values if v == value or (isinstance(value, str) and _settings.format_value(v) == value)]
+        if not match:
+            raise ValueError(f"baseline {key}={_settings.format_value(value)} is not among the matrix values "
+                             f"{', '.join(_settings.format_value(v) for v in values)}")
+        cell[key] = match[0]
+    return cell
+
+
+def _parse_cell_text(text: str) -> dict[str, str]:
+    items = {}
+    for item in _settings.split_values(text):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"baseline {text!r}: write NAME=VALUE[,NAME=VALUE...]")
+        items[key.strip()] = value
+    return items
+
+
+def ok_runs(doc: dict, cell: dict) -> list[dict]:
+    """The successful runs of exactly ``cell`` (every key and value equal)."""
+    key = cell_id(cell)
+    return [r for r in doc["runs"] if r["status"] == "ok" and cell_id(r["cell"]) == key]
+
+
+def failed_runs(doc: dict) -> list[dict]:
+    return [r for r in doc["runs"] if r["status"] == "failed"]
+
+
+def _steady_start(data: dict) -> int:
+    return data.get("warmup") or 0
+
+
+def steady_samples(doc: dict, phase: str, cell: dict) -> tuple[np.ndarray, dict[str, list]]:
+    """Pooled steady-state ns and per-iteration counters of ``cell`` in ``phase``."""
+    ns: list[float] = []
+    counters: dict[str, list] = {}
+    runs = [r for r in ok_runs(doc, cell) if phase in r["phases"]]
+    events = set().union(*(r["phases"][phase].get("counters", {}) for r in runs)) if runs else set()
+    for run in runs:
+        data = run["phases"][phase]
+        start = _steady_start(data)
+        steady = data["ns"][start:]
+        ns += steady
+        for event in events:
+            values = data.get("counters", {}).get(event)
+            # A repetition without this event contributes "unknown", not zeros.
+            counters.setdefault(event, []).extend(values[start:] if values else [None] * len(steady))
+    return np.asarray(ns, dtype=np.float64), counters
+
+
+def steady_by_run(doc: dict, phase: str, cell: dict) -> list[np.ndarray]:
+    """Steady-state ns of ``cell`` in ``phase``, one array per ok run (fresh process)."""
+    out = []
+    for run in ok_runs(doc, cell):
+        data = run["phases"].get(phase)
+        if data:
+            steady = data["ns"][_steady_start(data):]
+            if steady:
+                out.append(np.asarray(steady, dtype=np.float64))
+    return out
+
+
+def first_note(doc: dict, cell: dict, key: str) -> Any:
+    """The note ``key`` of the first successful run of ``cell`` that has it, else None."""
+    for run in ok_runs(doc, cell):
+        if key in run.get("notes", {}):
+            return run["notes"][key]
+    return None
+
+
+def readback_facts(doc: dict, cell: dict, name: str) -> dict | None:
+    """The observed state of setting ``name`` in ``cell``'s successful runs, condensed by the setting.
+
+    The same facts in every run give those facts; differing ones give
+    ``{"varies": [...]}``; no readback gives None.
+    """
+    setting = _settings.SETTINGS[name]
+    facts = [setting.facts(observed) for run in ok_runs(doc, cell)
+             if (observed := (run.get("readback", {}).get(name) or {}).get("observed")) is not None]
+    if not facts:
+        return None
+    return facts[0] if all(f == facts[0] for f in facts) else {"varies": facts}
+
+
+def summary_entry(doc: dict, phase: str, cell: dict) -> dict | None:
+    """The ``summary`` entry of ``cell`` in ``phase``, or None."""
+    key = cell_id(cell)
+    for entry in doc["summary"]:
+        if entry["phase"] == phase and cell_id(entry["cell"]) == key:
+            return entry
+    return None
+
+
+def per_iter_median(values: list | None) -> float | None:
+    """Median of per-iteration counter deltas; None if any iteration could not be counted."""
+    if not values or any(v is None for v in values):
+        return None
+    return float(np.median(np.asarray(values, dtype=np.float64)))
+
+
+class Comparisons:
+    """:func:`benchctl.results.stats.compare` of two cells of one document, computed once.
+
+    ``compare(phase, a, b)`` is None when either cell has no steady samples
+    in ``phase``, or when the comparison was refused (medians of 0 ns, say):
+    :attr:`refused` keeps those with the reason, so they are said, not dropped.
+    """
+
+    def __init__(self, doc: dict) -> None:
+        self.doc = doc
+        self._cache: dict[tuple[str, str, str], dict | None] = {}
+        #: (phase, a id, b id) -> (a, b, reason) for each pair stats.compare refused.
+        self.refused: dict[tuple[str, str, str], tuple[dict, dict, str]] = {}
+
+    def compare(self, phase: str, a: dict, b: dict) -> dict | None:
+        key = (phase, cell_id(a), cell_id(b))
+        if key not in self._cache:
+            self._cache[key] = self._compute(key, phase, a, b)
+        return self._cache[key]
+
+    def _compute(self, key: tuple, phase: str, a: dict, b: dict) -> dict | None:
+        a_ns, _ = steady_samples(self.doc, phase, a)
+        b_ns, _ = steady_samples(self.doc, phase, b)
+        if not len(a_ns) or not len(b_ns):
+            return None
+        runs = (steady_by_run(self.doc, phase, a), steady_by_run(self.doc, phase, b))
+        try:
+            return stats.compare(a_ns, b_ns, seed=0, runs=runs)
+        except ValueError as e:
+            self.refused[key] = (a, b, str(e))
+            return None

@@ -1,0 +1,86 @@
+"""What a workload reports to: timed iterations per phase, and notes.
+
+A workload never times itself. It wraps each iteration it wants measured in
+``with rec.iteration("eval"):`` and reports facts that explain a result with
+``rec.note("weights_census", {...})``. :class:`Recorder` is the plain
+in-process one (ticks only), used directly by tests and simple scripts;
+the worker's :class:`CountedRecorder` also reads event counters around each
+iteration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any, Iterator
+
+from .. import clock, counters
+
+__all__ = ["Recorder", "CountedRecorder", "COUNTER_SCOPE", "open_counter_group"]
+
+# All threads of the process: torch's OpenMP team may exist before the group opens.
+COUNTER_SCOPE = "process"
+
+
+class Recorder:
+    """Collects per-phase iteration ticks (read overhead subtracted) and notes."""
+
+    def __init__(self) -> None:
+        self.ticks: dict[str, list[int]] = {}
+        self.notes: dict[str, Any] = {}
+
+    @contextlib.contextmanager
+    def iteration(self, phase: str) -> Iterator[None]:
+        """Time one iteration of ``phase``. A raising iteration is not recorded."""
+        with clock.Stopwatch() as sw:
+            yield
+        self.ticks.setdefault(phase, []).append(sw.ticks)
+
+    def note(self, key: str, value: Any) -> None:
+        """Attach a JSON-serialisable fact to the result (checked now, not at save time)."""
+        json.dumps(value)
+        self.notes[key] = value
+
+
+def open_counter_group() -> tuple[counters.CounterGroup | None, dict]:
+    """(group or None, description) for the worker's per-iteration counters.
+
+    A counter never fails a measurement: when the group cannot be opened at
+    all, the description says why and iterations are timed without counts.
+    """
+    try:
+        group = counters.CounterGroup(scope=COUNTER_SCOPE)
+    except Exception as e:  # whatever the kernel or the native group says, the run goes on
+        return None, {"scope": COUNTER_SCOPE, "error": f"{type(e).__name__}: {e}"}
+    return group, {
+        "scope": group.scope,
+        "available": dict(group.available),
+        "unavailable": dict(group.unavailable),
+    }
+
+
+class CountedRecorder(Recorder):
+    """Recorder whose ``counters[phase][event]`` holds one delta per recorded iteration.
+
+    The counters are read just outside each timed interval, so the reads cost
+    nothing in the time they bracket. A counter that cannot be read is kept as
+    ``None`` per iteration, never as a made-up zero.
+    """
+
+    def __init__(self, group: counters.CounterGroup | None = None) -> None:
+        super().__init__()
+        self.counters: dict[str, dict[str, list]] = {}
+        self._group = group
+
+    @contextlib.contextmanager
+    def iteration(self, phase: str) -> Iterator[None]:
+        before = self._group.read() if self._group is not None else None
+        with clock.Stopwatch() as sw:
+            yield
+        after = self._group.read() if self._group is not None else None
+        self.ticks.setdefault(phase, []).append(sw.ticks)
+        if before is None:
+            return
+        per_event = self.counters.setdefault(phase, {})
+        for event, delta in counters.delta(before, after).items():
+            per_event.setdefault(event, []).append(delta)
