@@ -41,19 +41,24 @@ def sizes(batch_size: int | None, num_data: int | None, train_batches: int | Non
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--batch-size", type=int, default=None, help=f"images per batch (default {DEFAULT_BATCH_SIZE}; seed: 128)")
-    p.add_argument("--num-data", type=int, default=None, help=f"FakeData images per loader (default {DEFAULT_NUM_DATA}; seed: 1024)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help=f"images per batch (default {DEFAULT_BATCH_SIZE}; seed: 128)")
+    p.add_argument("--num-data", type=int, default=None,
+                   help=f"FakeData images per loader (default {DEFAULT_NUM_DATA}; seed: 1024)")
     p.add_argument("--train-batches", type=int, default=None,
                    help=f"stop training after N batches, 0 = all (default: {DEFAULT_TRAIN_BATCHES} with the default "
                         "sizes; all, as the seed, once --batch-size or --num-data is given)")
-    p.add_argument("--weights", default="auto", help="auto | imagenet | random | subnormal:F | PATH (default auto: imagenet if cached, else random)")
+    p.add_argument("--weights", default="auto",
+                   help="auto | imagenet | random | subnormal:F | PATH (default auto: imagenet if cached, else random)")
     p.add_argument("--device", default="cpu", help="cpu | cuda")
     p.add_argument("--seed", type=int, default=0, help="seed for weights and init")
     p.add_argument("--arch", default="resnet50", help="torchvision model (default resnet50, the seed's)")
     p.add_argument("--image-size", type=int, default=224, help="FakeData image side (seed: 224)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
-                   help="replace or add a matrix axis: a setting (ftz, alloc, threads, pin, env) or a parameter (order)")
-    p.add_argument("--repeat", type=int, default=None, help="fresh processes per cell (default: what fits in 5 minutes, at least 2)")
+                   help="replace or add a matrix axis: a setting (ftz, alloc, threads, pin, env) "
+                        "or a parameter (order)")
+    p.add_argument("--repeat", type=int, default=None,
+                   help="fresh processes per cell (default: what fits in 5 minutes, at least 2)")
     seed_runs.add_output_arguments(p, "resnet_order")
     opts = seed_runs.parse_seed_arguments(p, argv)
 

@@ -31,12 +31,15 @@ def default_matrix(devices: list[str]) -> dict[str, list]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default=None, help="cpu | cuda | cpu,cuda (default: cpu, plus cuda when torch sees a GPU)")
+    p.add_argument("--device", default=None,
+                   help="cpu | cuda | cpu,cuda (default: cpu, plus cuda when torch sees a GPU)")
     p.add_argument("--iterations", type=int, default=40, help="timed iterations per phase (default 40)")
-    p.add_argument("--naive-trials", type=int, default=50, help="calls in the seed's naive loops (default 50; seed: 1000)")
+    p.add_argument("--naive-trials", type=int, default=50,
+                   help="calls in the seed's naive loops (default 50; seed: 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed for init and input")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
-                   help="replace or add a matrix axis: a setting (ftz, threads, alloc, pin, env) or a parameter (init, device)")
+                   help="replace or add a matrix axis: a setting (ftz, threads, alloc, pin, env) "
+                        "or a parameter (init, device)")
     p.add_argument("--repeat", type=int, default=None,
                    help="fresh processes per cell (default: what fits in 2 minutes, at least 2)")
     seed_runs.add_output_arguments(p, "zero_weights")

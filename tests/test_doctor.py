@@ -173,7 +173,9 @@ def test_ftz_check_uses_fpenv_census(monkeypatch):
                                     is_flushed=fpenv.is_flushed)
         monkeypatch.setattr(doctor, "fpenv", mod)
 
-    t = lambda tid, ftz, reached=True: dict(tid=tid, name="t", ftz=ftz, daz=ftz, raw=0, reached=reached)
+    def t(tid, ftz, reached=True):
+        return dict(tid=tid, name="t", ftz=ftz, daz=ftz, raw=0, reached=reached)
+
     fake([t(1, True), t(2, False), t(3, False)])
     f = run_one(doctor.FtzDazCheck())
     assert f.status == WARN and "1 of 3" in f.summary and "scope='process'" in f.advice

@@ -35,7 +35,8 @@ def test_cpu_section_matches_proc_cpuinfo(collected):
         assert f"vendor_id\t: {cpu['vendor']}" in text
         assert f"model name\t: {cpu['model_name']}" in text
         assert cpu["family"] and cpu["model"]
-    flags = set(next(line for line in text.splitlines() if line.startswith(("flags", "Features"))).split(":")[1].split())
+    flags_line = next(line for line in text.splitlines() if line.startswith(("flags", "Features")))
+    flags = set(flags_line.split(":")[1].split())
     assert set(cpu["flags_of_interest"]) <= flags
     assert {f for f in flags if f.startswith("avx512")} <= set(cpu["flags_of_interest"])
     assert ("constant_tsc" in flags) == ("constant_tsc" in cpu["flags_of_interest"])

@@ -16,7 +16,9 @@ ORDERS = ["eval_only", "train_then_eval"]
 
 
 def _story():
-    slow = lambda c: c["order"] == "eval_only" and c["alloc"] == "default"
+    def slow(c):
+        return c["order"] == "eval_only" and c["alloc"] == "default"
+
     doc = make_doc({"order": ORDERS, "alloc": ["default", "retain"]},
                    factor=lambda c: 1.5 if slow(c) else 1.0,
                    faults=lambda c: 340_000 if slow(c) else 20_000)

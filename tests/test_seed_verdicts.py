@@ -200,7 +200,8 @@ def test_cpu_answer_says_why_values_do_not_matter():
     # Only what was measured: the profile's conv2d ratios, not a claim about GEMM kernels.
     assert "GEMM" not in msg
     assert "conv2d is not slower on zero or subnormal inputs on this CPU" in msg
-    assert "the penalty profile measures conv2d 1.0×, matmul 1.0× on zeros and conv2d 1.0×, matmul 1.0× on subnormals" in msg
+    assert ("the penalty profile measures conv2d 1.0×, matmul 1.0× on zeros and conv2d 1.0×, matmul 1.0× "
+            "on subnormals") in msg
     assert "sqrt 6.0× on zeros" in msg and "this net runs only convolutions and ReLU" in msg
     assert "uniform weights grow activations to 1.0e+20, 0 subnormal" in msg
     assert "zero weights make every activation 0" in msg

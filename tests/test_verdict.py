@@ -17,7 +17,9 @@ def _only(found, rule, **match):
 
 def allocator_story():
     """eval_only is 1.5x slower with 340k faults/iter unless alloc=retain: then equal, 20k faults."""
-    slow = lambda c: c["order"] == "eval_only" and c["alloc"] == "default"
+    def slow(c):
+        return c["order"] == "eval_only" and c["alloc"] == "default"
+
     return make_doc({"order": ORDERS, "alloc": ["default", "retain"]},
                     factor=lambda c: 1.5 if slow(c) else 1.0,
                     faults=lambda c: 340_000 if slow(c) else 20_000,
@@ -182,7 +184,9 @@ def test_a_gap_hidden_by_noise_is_not_called_closed():
 
 def test_counters_count_as_evidence_only_when_they_fall_in_the_slow_cell():
     """Faults higher in the *fast* cell that converge under the setting are no evidence."""
-    slow = lambda c: c["order"] == "eval_only" and c["alloc"] == "default"
+    def slow(c):
+        return c["order"] == "eval_only" and c["alloc"] == "default"
+
     doc = make_doc({"order": ORDERS, "alloc": ["default", "retain"]},
                    factor=lambda c: 1.5 if slow(c) else 1.0,
                    faults=lambda c: 340_000 if (c["order"] == "train_then_eval" and c["alloc"] == "default")

@@ -52,7 +52,8 @@ def _countable(tensor) -> bool:
 def _tensor_census(tensor) -> dict:
     n = tensor.numel()
     k = count_subnormal(tensor)
-    return {"dtype": str(tensor.dtype).replace("torch.", ""), "numel": n, "subnormal": k, "fraction": k / n if n else 0.0}
+    return {"dtype": str(tensor.dtype).replace("torch.", ""), "numel": n, "subnormal": k,
+            "fraction": k / n if n else 0.0}
 
 
 def _total(entries: dict) -> dict:

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "main"]
 
 # Listed explicitly (no plugin discovery): the order is the order in --help.
 COMMAND_MODULES = (
@@ -24,7 +24,7 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchctl",
         description="benchctl: make PyTorch timings true and explained.",
@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+__all__ = ["NAME", "HELP", "configure", "run"]
+
 NAME = "clock"
 HELP = "describe the tick source (counter, frequency and how it was found, read overhead)"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+__all__ = ["NAME", "HELP", "configure", "run"]
+
 NAME = "compare"
 HELP = "compare two results files cell by cell: medians and ratio B/A with its 95% CI"
 

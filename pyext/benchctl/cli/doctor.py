@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+__all__ = ["NAME", "HELP", "configure", "run"]
+
 NAME = "doctor"
 HELP = "check the machine for what distorts timings (TSC, frequency, load, threads, FTZ, counters)"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+__all__ = ["NAME", "HELP", "configure", "run"]
+
 NAME = "penalty"
 HELP = ("measure the cost of subnormal inputs per op (normal/zero/subnormal, FTZ/DAZ off/on, "
         "1 and all threads) and classify each op")

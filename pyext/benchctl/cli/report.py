@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+__all__ = ["NAME", "HELP", "configure", "run"]
+
 NAME = "report"
 HELP = "print a results file's tables and verdict; --plot a figure; --export pyperf"
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+__all__ = ["NAME", "HELP", "configure", "run"]
+
 NAME = "run"
 HELP = "run a workload over a settings matrix, each cell and repetition in a fresh worker process"
 
@@ -34,8 +36,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="shuffle the cell order within each round with this seed")
     parser.add_argument("--json", dest="json_path", metavar="FILE",
                         help="results file, rewritten atomically after every worker")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted --json FILE (its repetitions and shuffle seed are kept; "
-                        "a larger --repeat adds rounds)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted --json FILE (its repetitions and shuffle seed are kept; "
+                             "a larger --repeat adds rounds)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S", help="kill a worker after S seconds")
     parser.add_argument("--focus", metavar="NAME", help="matrix key whose contrast the verdict explains")
     parser.add_argument("--baseline", metavar="NAME=V,...", help="cell the report's ratios are against")

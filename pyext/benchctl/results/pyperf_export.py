@@ -13,10 +13,10 @@ from __future__ import annotations
 from .. import settings as _settings
 from . import queries
 
-__all__ = ["benchmark_name", "to_suite", "export"]
+__all__ = ["to_suite", "export"]
 
 
-def benchmark_name(workload: str, phase: str, cell: dict) -> str:
+def _benchmark_name(workload: str, phase: str, cell: dict) -> str:
     return f"{workload}.{phase}[{_settings.cell_label(cell)}]"
 
 
@@ -30,7 +30,7 @@ def to_suite(doc: dict):
     benchmarks = []
     for phase in queries.phases(doc):
         for cell in queries.cells(doc):
-            name = benchmark_name(doc["workload"], phase, cell)
+            name = _benchmark_name(doc["workload"], phase, cell)
             runs = []
             for run in queries.ok_runs(doc, cell):
                 data = run["phases"].get(phase)

@@ -47,7 +47,7 @@ from . import queries, wording
 from .summary import COUNTER_FIELDS
 
 __all__ = ["MIN_EFFECT", "CLOSED_SHARE", "NARROWED_SHARE", "COUNTER_FACTOR", "COUNTER_MIN_DIFFERENCE",
-           "COUNTER_WORDS", "Finding", "Context", "resolved", "describe", "headline", "relation", "gap", "closes_gap",
+           "COUNTER_WORDS", "Finding", "Context", "resolved", "describe", "headline", "gap", "closes_gap",
            "setting_effect", "not_comparable", "RULES", "findings"]
 
 #: Differences smaller than this share are never called. Each cell runs in its
@@ -148,7 +148,7 @@ def resolved(cmp: dict) -> bool:
     return _statistically_apart(cmp) and abs(_log(cmp["ratio"])) >= math.log1p(MIN_EFFECT)
 
 
-# Why a comparison is not called a difference, as an adjective (describe) and a noun phrase (relation).
+# Why a comparison is not called a difference, as an adjective (describe) and a noun phrase (_relation).
 _UNDER_FLOOR = ("within run-to-run variation", "no difference beyond run-to-run variation")
 _NOT_SIGNIFICANT = ("not significantly different", "no significant difference")
 
@@ -176,7 +176,7 @@ def headline(cmp: dict) -> str:
     return wording.slower_or_faster(cmp["ratio"], cmp["ci95"])[0]
 
 
-def relation(a_label: str, b_label: str, cmp: dict) -> str:
+def _relation(a_label: str, b_label: str, cmp: dict) -> str:
     """"A is 1.45× slower than B [95% CI ...]", or that no difference between them is called."""
     if not resolved(cmp):
         (_, noun), ratio = _unresolved_words(cmp)
@@ -224,7 +224,7 @@ def gap(ctx: Context) -> list[Finding]:
         cmp = ctx.compare(a, b)
         if cmp is None:
             continue
-        message = relation(_label(a, [ctx.focus]), _label(b, [ctx.focus]), cmp)
+        message = _relation(_label(a, [ctx.focus]), _label(b, [ctx.focus]), cmp)
         out.append(Finding.of("gap", ctx.phase, cmp, message, a=a, b=b,
                               evidence={"counters": _counters(ctx, {"a": a, "b": b})}))
     return out
@@ -308,7 +308,7 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
         "readback": readback,
     }
     rule, explains, outcome = _gap_outcome(base, under, setting)
-    message = (f"{relation(_label(a0, [ctx.focus]), _label(b0, [ctx.focus]), base)}; "
+    message = (f"{_relation(_label(a0, [ctx.focus]), _label(b0, [ctx.focus]), base)}; "
                f"with {setting}{_readback_text(key, readback.get('a'))} it is {describe(under)}{outcome}")
     if rule == "closes_gap":
         message += _mechanism_text(key, counters, moved)
@@ -358,7 +358,7 @@ def setting_effect(ctx: Context) -> list[Finding]:
             setting = f"{key}={_settings.format_value(value)}"
             is_setting = key in _settings.SETTINGS
             readback = {setting: queries.readback_facts(ctx.doc, b, key)} if is_setting else {}
-            message = relation(_label(b, [key]), _label(a, [key]), cmp)
+            message = _relation(_label(b, [key]), _label(a, [key]), cmp)
             if is_setting:
                 message += _readback_text(key, readback[setting])
             out.append(Finding.of("setting_effect", ctx.phase, cmp, message, a=b, b=a, setting=setting,

@@ -27,11 +27,11 @@ from ..system import metadata
 from . import schedule
 from .process import now, run_worker
 
-__all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
+__all__ = ["run_matrix"]
 
 
 @dataclass(frozen=True)
-class MatrixPlan:
+class _MatrixPlan:
     """A matrix checked against its workload: each cell's arguments and worker environment."""
 
     workload: workloads.Workload
@@ -42,7 +42,7 @@ class MatrixPlan:
     environments: list[dict[str, str]]
 
 
-def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> MatrixPlan:
+def _plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> _MatrixPlan:
     """Validate everything a run needs before its first worker starts: nothing half-runs on bad input."""
     wl = workloads.get(workload)
     given = {k: settings.canonical_value(k, v, wl.params) for k, v in (args or {}).items()}
@@ -60,7 +60,7 @@ def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None
         wl.check_args(resolved)  # a bad value (order=foo) fails here, not in every worker
         cell_args.append(resolved)
         environments.append(settings.cell_environment(cell, dict(os.environ)))
-    return MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
+    return _MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
 
 
 def _metadata(repeat: int, shuffle_seed: int | None, worker_timeout_s: float | None) -> dict:
@@ -77,7 +77,7 @@ def _metadata(repeat: int, shuffle_seed: int | None, worker_timeout_s: float | N
     }
 
 
-def _check_resumable(doc: dict, plan: MatrixPlan, path: str) -> None:
+def _check_resumable(doc: dict, plan: _MatrixPlan, path: str) -> None:
     differs = [name for name, old, new in (("workload", doc["workload"], plan.workload.name),
                                             ("args", doc["args"], plan.args), ("matrix", doc["matrix"], plan.matrix))
                if old != new]
@@ -128,7 +128,7 @@ class _Log:
         self.save()
 
 
-def _open_log(plan: MatrixPlan, repeat: int, json_path: str | None, resume: bool, shuffle_seed: int | None,
+def _open_log(plan: _MatrixPlan, repeat: int, json_path: str | None, resume: bool, shuffle_seed: int | None,
               worker_timeout_s: float | None) -> tuple[_Log, int, int | None]:
     """The run's log (new, or the file to resume), with the repeat count and shuffle seed it keeps."""
     if not resume:
@@ -167,7 +167,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     written atomically after every finished worker. ``focus`` names the matrix
     key whose contrast the verdict explains (see :func:`benchctl.results.verdict.findings`).
     """
-    plan = plan_matrix(workload, args, matrix)
+    plan = _plan_matrix(workload, args, matrix)
     if focus is not None and focus not in plan.matrix:
         raise _validate.ArgumentError(f"focus {focus!r} is not a matrix key "
                                       f"({', '.join(plan.matrix) or 'empty matrix'})")

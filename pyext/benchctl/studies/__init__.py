@@ -8,3 +8,5 @@
 May import every layer below it (the controls at the package root,
 ``system``, ``results``, ``workloads``, ``run``); only ``cli`` imports it.
 """
+
+__all__: list[str] = []

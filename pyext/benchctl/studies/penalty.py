@@ -77,7 +77,7 @@ def make_input(kind: str, numel: int):
 
 
 @dataclass(frozen=True)
-class Op:
+class _Op:
     """One measured op: ``build(x)`` returns the call to time, on input ``x`` of ``input_numel`` values."""
 
     name: str
@@ -87,14 +87,14 @@ class Op:
     build: Callable[[object, int], Callable[[], object]]
 
 
-def _elementwise(name: str, what: str, fn) -> Op:
+def _elementwise(name: str, what: str, fn) -> _Op:
     def build(x, numel):
         import torch
 
         out = torch.empty_like(x)
         return lambda: fn(x, out)
 
-    return Op(name, what, lambda n: n, lambda n: n, build)
+    return _Op(name, what, lambda n: n, lambda n: n, build)
 
 
 def _matmul_build(x, numel):
@@ -107,7 +107,6 @@ def _matmul_build(x, numel):
 
 
 def _conv_build(x, numel):
-    import torch
     import torch.nn.functional as F
 
     inp = x.reshape(CONV_SHAPE)
@@ -116,7 +115,7 @@ def _conv_build(x, numel):
     return lambda: F.conv2d(inp, weight, padding=1)
 
 
-def _ops() -> list[Op]:
+def _ops() -> list[_Op]:
     import torch
 
     half = {}
@@ -138,9 +137,9 @@ def _ops() -> list[Op]:
         _elementwise("sqrt", "sqrt(x)", lambda x, out: torch.sqrt(x, out=out)),
         _elementwise("rsqrt", "rsqrt(x)", lambda x, out: torch.rsqrt(x, out=out)),
         _elementwise("exp", "exp(x)", lambda x, out: torch.exp(x, out=out)),
-        Op("matmul", f"A @ B, {MATMUL_SIDE}x{MATMUL_SIDE}, A of the input kind, B normal",
+        _Op("matmul", f"A @ B, {MATMUL_SIDE}x{MATMUL_SIDE}, A of the input kind, B normal",
            lambda n: side2, lambda n: side2, _matmul_build),
-        Op("conv2d", f"conv2d 3x3, input {CONV_SHAPE} of the input kind, weights normal",
+        _Op("conv2d", f"conv2d 3x3, input {CONV_SHAPE} of the input kind, weights normal",
            lambda n: conv_numel, lambda n: conv_numel, _conv_build),
     ]
 
@@ -271,7 +270,7 @@ def _measure(plan: _Plan, inputs: dict, n_threads: int, measurements: list, flus
     return per_cell
 
 
-def _row(op: Op, n_threads: int, per_cell: dict) -> dict:
+def _row(op: _Op, n_threads: int, per_cell: dict) -> dict:
     """One op's ratios at one thread count, its class and notes."""
     def ratio(ftz, kind):
         return per_cell[(op.name, ftz, kind)][0] / per_cell[(op.name, ftz, "normal")][0]
@@ -360,7 +359,8 @@ def format_table(result: dict) -> str:
         f"ratios = time on zero/subnormal inputs / time on normal inputs (min of repeats); "
         f"penalty when >= {result['penalty_ratio']}, removed by FTZ/DAZ when back under {result['removed_ratio']}",
         "",
-        f"{'op':8} {'thr':>3} {'normal ns/el':>12} | {'off: zero':>9} {'subn':>7} | {'on: zero':>8} {'subn':>7} | class",
+        f"{'op':8} {'thr':>3} {'normal ns/el':>12} | {'off: zero':>9} {'subn':>7} | "
+        f"{'on: zero':>8} {'subn':>7} | class",
     ]
     for r in result["ops"]:
         lines.append(

@@ -22,7 +22,7 @@ from ..results.verdict import Finding, resolved
 from .penalty import OP_NAMES
 
 __all__ = ["FMA_OPS", "PENALTY_OPS", "WIDE_CI_FACTOR", "NAIVE_MISLEADS_RATIO", "penalty_evidence",
-           "penalised_ops", "rule_ftz_explained", "rule_values_do_not_matter_on_cpu", "rule_seed_naive_timing",
+           "rule_ftz_explained", "rule_values_do_not_matter_on_cpu", "rule_seed_naive_timing",
            "rule_ftz_no_effect_zero_weights", "resnet_order_findings", "zero_weights_findings"]
 
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
@@ -118,7 +118,7 @@ def _penalty(doc: dict) -> dict | None:
     return (doc.get("evidence") or {}).get("penalty")
 
 
-def penalised_ops(penalty: dict, ops: Iterable[str], kind: str) -> dict[str, float]:
+def _penalised_ops(penalty: dict, ops: Iterable[str], kind: str) -> dict[str, float]:
     """{op: ratio} for the ops among ``ops`` penalised on ``kind`` inputs ('subnormal' | 'zero')."""
     return {op: penalty[op][f"{kind}_ratio"] for op in ops
             if op in penalty and penalty[op].get(f"penalised_{kind}")}
@@ -149,7 +149,7 @@ def _census_total(note: Any, key: str = "subnormal") -> int | None:
 def _cpu_penalty_reason(penalty: dict) -> tuple[bool, str]:
     """(does FTZ/DAZ remove a multiply-add penalty on this CPU?, the reason in words)."""
     # Only a penalty that FTZ/DAZ removes can make FTZ matter.
-    penalised = penalised_ops(penalty, FMA_OPS, "subnormal")
+    penalised = _penalised_ops(penalty, FMA_OPS, "subnormal")
     removes = any(penalty[op].get("ftz_removes") for op in penalised)
     ratios = f"{_ratios_text(penalty, FMA_OPS, 'subnormal_ratio')} on subnormal inputs, penalty profile"
     if removes:
@@ -251,8 +251,8 @@ def _special_value_parts(penalty: dict) -> list[str]:
     conv_like = ("conv2d", "matmul")
     parts = [f"the penalty profile measures {_ratios_text(penalty, conv_like, 'zero_ratio')} on zeros and "
              f"{_ratios_text(penalty, conv_like, 'subnormal_ratio')} on subnormals"]
-    slow_on_zero = penalised_ops(penalty, sorted(penalty), "zero")
-    slow_on_sub = penalised_ops(penalty, sorted(penalty), "subnormal")
+    slow_on_zero = _penalised_ops(penalty, sorted(penalty), "zero")
+    slow_on_sub = _penalised_ops(penalty, sorted(penalty), "subnormal")
     conv_slow = {k: r for k, r in {**slow_on_sub, **slow_on_zero}.items() if k == "conv2d"}
     others_zero = {k: r for k, r in slow_on_zero.items() if k != "conv2d"}
     others_sub = {k: r for k, r in slow_on_sub.items() if k != "conv2d" and k not in slow_on_zero}

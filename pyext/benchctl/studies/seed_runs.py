@@ -22,10 +22,9 @@ from ..results import document, report, wording
 from ..run import runner
 from . import penalty, seed_rules
 
-__all__ = ["RESULTS_DIR", "PENALTY_SECONDS_PER_OP", "MAX_DEFAULT_REPEAT", "apply_sets", "default_json_path",
-           "count_cells", "measure_interpreter_seconds", "add_output_arguments", "parse_seed_arguments",
-           "fit_repeat", "choose_repeat", "penalty_profile_evidence", "format_values", "format_answer",
-           "run_and_explain"]
+__all__ = ["RESULTS_DIR", "PENALTY_SECONDS_PER_OP", "MAX_DEFAULT_REPEAT", "apply_sets", "count_cells",
+           "measure_interpreter_seconds", "add_output_arguments", "parse_seed_arguments", "fit_repeat",
+           "choose_repeat", "penalty_profile_evidence", "format_answer", "run_and_explain"]
 
 RESULTS_DIR = "results"
 # Planning figure for penalty_profile_evidence(): about 0.5 s per op was measured
@@ -48,7 +47,7 @@ def apply_sets(matrix: dict[str, list], sets: list[str]) -> dict[str, list]:
     return out
 
 
-def default_json_path(workload: str) -> str:
+def _default_json_path(workload: str) -> str:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return os.path.join(RESULTS_DIR, f"{workload}-{stamp}.json")
 
@@ -116,7 +115,7 @@ def penalty_profile_evidence(ops: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def format_values(doc: dict) -> str:
+def _format_values(doc: dict) -> str:
     """Which weights each distinct setup used, and their subnormal census (from the runs' notes)."""
     lines, seen = [], set()
     for run in doc["runs"]:
@@ -164,7 +163,7 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     workload, arguments and matrix): only the missing runs are started."""
     if resume and not json_path:
         raise ValueError("--resume needs --json FILE: the results file to continue")
-    json_path = json_path or default_json_path(workload)
+    json_path = json_path or _default_json_path(workload)
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
     cells = count_cells(matrix)
     print(f"{workload}: {cells} cells × {repeat} repetition(s), each in a fresh process; matrix "
@@ -187,7 +186,7 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     doc["verdict"] = list(doc.get("verdict") or []) + seed_findings
     document.save(doc, json_path)
     print(report.format_report(doc), file=out)
-    values = format_values(doc)
+    values = _format_values(doc)
     if values:
         print(values, file=out)
     if plot_path:

@@ -3,3 +3,5 @@
 May import the controls at the package root and nothing above
 (``results``, ``run``, ``workloads``, ``studies``, ``cli``).
 """
+
+__all__: list[str] = []

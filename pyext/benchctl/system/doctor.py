@@ -298,8 +298,8 @@ class FtzDazCheck(Check):
             return self.finding(
                 INFO, f"{len(missed)} of {len(census)} threads did not answer the census",
                 "they may be blocked in a system call; their FP state is unknown", **data)
-        return self.finding(OK, f"all {len(reached)} threads agree: {_fp_mode(*states.pop()) if states else 'none read'}",
-                            **data)
+        mode = _fp_mode(*states.pop()) if states else "none read"
+        return self.finding(OK, f"all {len(reached)} threads agree: {mode}", **data)
 
 
 def _fp_mode(ftz: bool, daz: bool | None) -> str:

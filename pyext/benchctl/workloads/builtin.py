@@ -16,6 +16,8 @@ import time
 
 from . import register
 
+__all__ = ["sleep_workload", "matmul_workload", "conv_workload"]
+
 _INITS = ("normal", "zero", "subnormal")
 # float32 bit pattern 0x00100000 is a subnormal (exponent bits all zero).
 _SUBNORMAL_BITS = 0x00100000

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+__all__ = ["DEVICES", "check_device", "synchronizer", "cuda_event_ms", "gpu_info"]
+
 DEVICES = ("cpu", "cuda")
 
 

@@ -36,6 +36,9 @@ from .device import DEVICES, check_device, gpu_info, synchronizer
 from ..denormals import activation_census, weights_census
 from .weights import apply_weights, parse_spec
 
+__all__ = ["ORDERS", "NUM_CLASSES", "PARAMS", "check_args", "build_model", "resnet_order",
+           "TRAIN_COST_IN_FORWARDS", "PROBE_MAX_BATCH", "probe_costs", "estimate_cell_seconds"]
+
 ORDERS = ("eval_only", "train_then_eval")
 NUM_CLASSES = 1000  # FakeData's class count in the seed, and ImageNet's
 
@@ -79,7 +82,7 @@ def build_model(args: dict[str, Any]):
     return model, info
 
 
-def make_loader(args: dict[str, Any]):
+def _make_loader(args: dict[str, Any]):
     """The seed's FakeData + DataLoader (num_workers=1, pin_memory=True)."""
     import torch
     from torchvision import datasets, transforms
@@ -117,7 +120,7 @@ def resnet_order(args: dict[str, Any], rec) -> None:
         warnings.filterwarnings("ignore", message=".*pin_memory.*")
         if args["order"] == "train_then_eval":
             model.train()
-            for batch, (images, target) in enumerate(make_loader(args)):
+            for batch, (images, target) in enumerate(_make_loader(args)):
                 if batch == args["train_batches"]:
                     break
                 images, target = images.to(device, non_blocking=True), target.to(device, non_blocking=True)
@@ -131,7 +134,7 @@ def resnet_order(args: dict[str, Any], rec) -> None:
                 optimizer.step()
 
         model.eval()
-        for images, _target in make_loader(args):
+        for images, _target in _make_loader(args):
             images = images.to(device, non_blocking=True)
             with torch.no_grad():
                 sync()
@@ -170,7 +173,7 @@ def probe_costs(args: dict[str, Any]) -> dict[str, float]:
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*pin_memory.*")
-        next(iter(make_loader({**args, "num_data": 1, "batch_size": 1})))
+        next(iter(_make_loader({**args, "num_data": 1, "batch_size": 1})))
     loader_s = time.perf_counter() - started
     probe_batch = min(args["batch_size"], PROBE_MAX_BATCH)
     x = torch.randn(probe_batch, 3, args["image_size"], args["image_size"])

@@ -24,6 +24,9 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
+__all__ = ["OFFLINE_ENV", "KINDS", "WeightsUnavailable", "parse_spec", "imagenet_cache_file", "prefetch",
+           "apply_weights"]
+
 OFFLINE_ENV = "BENCHCTL_OFFLINE"
 KINDS = ("auto", "imagenet", "random", "subnormal:F", "PATH")
 
@@ -62,7 +65,7 @@ def parse_spec(spec: str) -> tuple[str, Any]:
     )
 
 
-def imagenet_weights_enum(arch: str):
+def _imagenet_weights_enum(arch: str):
     """The torchvision weights entry that ``pretrained=True`` meant for ``arch``."""
     from torchvision import models
 
@@ -78,12 +81,12 @@ def imagenet_cache_file(arch: str) -> str:
     """Where torchvision's loader looks for (and would download) ``arch``'s ImageNet file."""
     import torch
 
-    url = imagenet_weights_enum(arch).url
+    url = _imagenet_weights_enum(arch).url
     return os.path.join(torch.hub.get_dir(), "checkpoints", os.path.basename(urlparse(url).path))
 
 
 def _load_imagenet(arch: str) -> tuple[dict, str]:
-    enum = imagenet_weights_enum(arch)
+    enum = _imagenet_weights_enum(arch)
     path = imagenet_cache_file(arch)
     cached = os.path.isfile(path)
     if not cached and os.environ.get(OFFLINE_ENV, "") not in ("", "0"):
@@ -116,7 +119,7 @@ def prefetch(arch: str, spec: str) -> None:
         _load_imagenet(arch)
 
 
-def plant_subnormals(model, fraction: float, generator) -> dict[str, int]:
+def _plant_subnormals(model, fraction: float, generator) -> dict[str, int]:
     """Overwrite ``fraction`` of each float32 Conv2d weight with subnormal values.
 
     The values are written as int32 bit patterns through an integer view of the
@@ -180,7 +183,7 @@ def apply_weights(model, arch: str, spec: str, seed: int) -> dict[str, Any]:
         info["source"] = f"{type(model).__name__} default initialisation, torch.manual_seed({seed})"
     else:  # subnormal
         generator = torch.Generator().manual_seed(seed)
-        info["planted"] = plant_subnormals(model, value, generator)
+        info["planted"] = _plant_subnormals(model, value, generator)
         info["fraction"] = value
         info["source"] = (
             f"{type(model).__name__} default initialisation, torch.manual_seed({seed}), "

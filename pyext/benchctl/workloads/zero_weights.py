@@ -30,6 +30,10 @@ from . import register
 from .device import DEVICES, check_device, cuda_event_ms, gpu_info, synchronizer
 from ..denormals import layer_census, weights_census
 
+__all__ = ["INITS", "N_CONV", "INPUT_SHAPE", "SEED_BACKWARD_BUG", "PARAMS", "check_args", "build_net",
+           "init_weights", "naive_seed_timing", "zero_weights", "probe_call_seconds",
+           "estimate_cell_seconds"]
+
 INITS = ("uniform", "zero")
 N_CONV = 10  # the seed's n_conv: conv_0 plus 10 conv+ReLU blocks
 INPUT_SHAPE = (1, 3, 32, 32)
@@ -102,7 +106,7 @@ def naive_seed_timing(net, x, trials: int) -> dict[str, Any]:
     }
 
 
-def gradient_summary(net) -> dict[str, Any]:
+def _gradient_summary(net) -> dict[str, Any]:
     """Per conv weight: is there a gradient, its largest magnitude, how many entries are non-zero."""
     from torch import nn
 
@@ -161,7 +165,7 @@ def zero_weights(args: dict[str, Any], rec) -> None:
         with rec.iteration("forward_backward"):
             forward_backward()
             sync()
-    rec.note("gradients", gradient_summary(net))
+    rec.note("gradients", _gradient_summary(net))
 
     if args["device"] == "cuda":
         rec.note("cuda_event_ms", {
