@@ -20,21 +20,17 @@ The package is layered; each layer imports only the ones above it in this list:
 What most users need is re-exported here; torch is imported only when a call needs it.
 """
 
-from importlib.metadata import version as _version
-
-#: The installed distribution's version (its one source is pyproject.toml).
-__version__ = _version("benchctl")
-
-from . import alloc, clock, counters, cuda, denormals, fpenv, omp, threads, topology  # noqa: E402
-from ._validate import ArgumentError  # noqa: E402
-from .clock import Stopwatch, time_calls, to_ns  # noqa: E402
-from .counters import CounterGroup  # noqa: E402
-from .fpenv import flush_denormals, set_flush_denormal  # noqa: E402
-from .results import load as load_results  # noqa: E402
-from .results import stats  # noqa: E402
-from .results.stats import Samples, compare  # noqa: E402
-from .run import run_matrix  # noqa: E402
-from .threads import pin, pinned, set_num_threads, unpin  # noqa: E402
+from . import alloc, clock, counters, cuda, denormals, fpenv, omp, threads, topology
+from ._validate import ArgumentError
+from ._version import __version__
+from .clock import Stopwatch, time_calls, to_ns
+from .counters import CounterGroup
+from .fpenv import flush_denormals, set_flush_denormal
+from .results import load as load_results
+from .results import stats
+from .results.stats import Samples, compare
+from .run import run_matrix
+from .threads import pin, pinned, set_num_threads, unpin
 
 __all__ = [
     "__version__", "ArgumentError",

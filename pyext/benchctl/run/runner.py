@@ -20,7 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__, _validate, clock, settings, workloads
+from .. import _validate, clock, settings, workloads
+from .._version import __version__
 from ..results import document
 from ..results.analysis import analyse
 from ..system import metadata
