@@ -322,7 +322,7 @@ def test_llvm_runtime_pinning_and_its_launch_env(llvm_libomp):
         rt = [r for r in omp.runtimes() if r["kind"] == "libomp"][0]
         if sys.argv[-1] == "pin":
             pinned = _native.omp_team_pin(rt["kind"], rt["path"], [[c] for c in {ALLOWED[1::-1]!r}])
-            print(json.dumps([after for _, _, _, after, _ in pinned]))
+            print(json.dumps([member.after for member in pinned]))
         else:
             print(json.dumps([sorted(os.sched_getaffinity(m["tid"])) for m in omp.team_census(2, runtime=rt)]))
     """

@@ -98,4 +98,4 @@ def team_census(num_threads: int = 0, runtime: dict | None = None) -> list[dict]
     num_threads = _validate.count("num_threads", num_threads, 0)
     rt = resolve_runtime(runtime)
     members = _native.omp_team_members(rt["kind"], rt["path"], num_threads)
-    return [{"omp_thread": n, "tid": tid, "cpu": cpu} for n, tid, cpu in members]
+    return [{"omp_thread": m.omp_thread, "tid": m.tid, "cpu": m.cpu} for m in members]

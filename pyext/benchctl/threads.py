@@ -281,14 +281,14 @@ def _pin(policy, oversubscribe: bool) -> tuple[list[dict], _SavedMasks]:
     cpus = placement(policy, len(team), _topology(), oversubscribe=oversubscribe)
     # Everything is validated; from here each step changes masks or undoes them.
     members = _native.omp_team_pin(runtime["kind"], runtime["path"], [[c] for c in cpus])
-    previous = _SavedMasks({tid: frozenset(before) for _, tid, before, _, _ in members}, members[0][1])
+    previous = _SavedMasks({m.tid: frozenset(m.before) for m in members}, members[0].tid)
     try:
         result = census()
         placed = {r["omp_thread"]: r for r in result if r["omp_thread"] is not None}
         off = [
             (i, placed.get(i, {}).get("allowed_cpus"))
             for i, cpu in enumerate(cpus)
-            if placed.get(i, {}).get("allowed_cpus") != [cpu] or placed[i]["tid"] != members[i][1]
+            if placed.get(i, {}).get("allowed_cpus") != [cpu] or placed[i]["tid"] != members[i].tid
         ]
         if off or len(placed) != len(cpus):
             raise RuntimeError(
