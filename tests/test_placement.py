@@ -51,7 +51,7 @@ def test_bad_input_raises_clearly(tmp_path):
         placement("tight", 2, topo)
     with pytest.raises(ValueError, match=r"outside this process's allowed CPUs \(0-1,4-5\)"):
         placement([0, 2], 2, topo)
-    with pytest.raises(TypeError, match="must be integers"):
+    with pytest.raises(TypeError, match="the CPU id at position 1 must be an integer, got str"):
         placement([0, "1"], 2, topo)
     with pytest.raises(ValueError, match="a list of CPU ids"):
         placement(3, 1, topo)

@@ -45,10 +45,11 @@ import threading
 import warnings
 from typing import Optional
 
-from . import _native, _procfs, omp
+from . import _native, _procfs, _validate, omp
 
 SCOPES = ("thread", "openmp", "process")
 DEFAULT_DEADLINE_S = 1.0
+# No caller means a longer wait, and the native clock arithmetic would overflow on huge values.
 MAX_DEADLINE_S = _native.FP_BROADCAST_MAX_DEADLINE_S
 
 _REGISTER = _native.fp_control_register()  # "MXCSR" | "FPCR" | ""
@@ -80,21 +81,6 @@ def _require_supported() -> None:
 def _check_scope(scope: str) -> None:
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(repr(s) for s in SCOPES)}; got {scope!r}")
-
-
-def _check_flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return value
-
-
-def _check_deadline(deadline_s) -> float:
-    # The comparison also refuses NaN; infinity and huge values are refused
-    # because no caller means them and the native clock arithmetic overflows.
-    if (isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float))
-            or not 0 < deadline_s <= MAX_DEADLINE_S):
-        raise ValueError(f"deadline_s must be a number of seconds > 0 and <= {MAX_DEADLINE_S}, got {deadline_s!r}")
-    return float(deadline_s)
 
 
 def _decode(raw: int) -> dict:
@@ -136,8 +122,8 @@ def set_thread_state(ftz: bool, daz: bool) -> dict:
     ``daz=True`` raises ValueError where the CPU has no DAZ control.
     """
     _require_supported()
-    _check_flag("ftz", ftz)
-    _check_flag("daz", daz)
+    _validate.flag("ftz", ftz)
+    _validate.flag("daz", daz)
     if daz and not _DAZ_MASK:
         raise ValueError(f"this CPU has no separate DAZ control ({supported()[1]})")
     return _decode(_native.fp_thread_apply((ftz, daz)).after)
@@ -250,7 +236,7 @@ def census(scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Ce
     """
     _check_scope(scope)
     _require_supported()
-    return _apply(scope, None, {}, _check_deadline(deadline_s))[1]
+    return _apply(scope, None, {}, _validate.seconds("deadline_s", deadline_s, MAX_DEADLINE_S))[1]
 
 
 def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Census:
@@ -262,10 +248,10 @@ def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEF
     time (``.unconfirmed``). A thread read back with other bits than asked
     for is listed in ``.mismatched``, and named in a RuntimeWarning.
     """
-    _check_flag("on", on)
+    _validate.flag("on", on)
     _check_scope(scope)
     _require_supported()
-    result = _apply(scope, (on, on), {}, _check_deadline(deadline_s))[1]
+    result = _apply(scope, (on, on), {}, _validate.seconds("deadline_s", deadline_s, MAX_DEADLINE_S))[1]
     if result.mismatched:
         warnings.warn(f"threads {result.mismatched} read back with FTZ/DAZ other than {on}", RuntimeWarning,
                       stacklevel=2)
@@ -291,10 +277,10 @@ class flush_denormals:
     """
 
     def __init__(self, on: bool = True, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S):
-        self.on = _check_flag("on", on)
+        self.on = _validate.flag("on", on)
         _check_scope(scope)
         self.scope = scope
-        self.deadline_s = _check_deadline(deadline_s)
+        self.deadline_s = _validate.seconds("deadline_s", deadline_s, MAX_DEADLINE_S)
         self._before: dict | None = None
 
     def __enter__(self) -> Census:
@@ -403,4 +389,4 @@ def broadcast_handler() -> dict:
 
 def signal_disposition(sig: int) -> str:
     """``"default"``, ``"ignore"``, ``"benchctl"`` (the broadcast handler) or ``"other"``."""
-    return _native.signal_disposition(int(sig))
+    return _native.signal_disposition(_validate.count("sig", sig, 1))

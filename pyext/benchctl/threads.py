@@ -142,8 +142,7 @@ def set_num_threads(n: int, interop: int | None = None) -> dict:
     announced with a RuntimeWarning.
     """
     n = _validate.count("n", n, 1)
-    if interop is not None:
-        interop = _validate.count("interop", interop, 1)
+    interop = _validate.optional_count("interop", interop, 1)
     torch = _torch()
     pools = _pools()
     before_torch = torch.get_num_threads()
