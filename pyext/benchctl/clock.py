@@ -30,6 +30,10 @@ import numpy as np
 from . import _native, _procfs
 from ._validate import count
 
+__all__ = [
+    "ENV_VAR", "cycles", "info", "to_ns", "busy_wait_cycles", "time_calls", "Stopwatch",
+]
+
 ENV_VAR = "BENCHCTL_CLOCK"
 _COUNTER = _native.counter_name()  # "rdtsc", "cntvct" or "" (none compiled in)
 _REQUESTS = ("auto", "clock_gettime", "rdtsc", "cntvct")
@@ -70,7 +74,8 @@ def _counter_invariance() -> tuple[bool, str]:
     flags = _kernel_cpu_flags()
     if {"constant_tsc", "nonstop_tsc"} <= flags:
         return True, "the kernel reports constant_tsc and nonstop_tsc"
-    return False, "the TSC is not invariant (no CPUID bit, no constant_tsc+nonstop_tsc): its rate may follow CPU frequency or stop in sleep states"
+    return False, ("the TSC is not invariant (no CPUID bit, no constant_tsc+nonstop_tsc): its rate may follow "
+                   "CPU frequency or stop in sleep states")
 
 
 def _configure(requested: str) -> None:

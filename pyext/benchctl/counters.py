@@ -45,6 +45,10 @@ import numpy as np
 
 from . import _native, _procfs, _validate
 
+__all__ = [
+    "SCOPES", "EVENTS", "HARDWARE_EVENTS", "perf_event_paranoid", "CounterGroup", "delta",
+]
+
 SCOPES = ("inherit", "process")
 
 #: Every event name benchctl can count, software first.

@@ -47,6 +47,12 @@ from typing import Optional
 
 from . import _native, _procfs, _validate, omp
 
+__all__ = [
+    "SCOPES", "DEFAULT_DEADLINE_S", "MAX_DEADLINE_S", "supported", "is_flushed", "thread_state",
+    "set_thread_state", "Census", "census", "set_flush_denormal", "flush_denormals", "broadcast_handler",
+    "signal_disposition",
+]
+
 SCOPES = ("thread", "openmp", "process")
 DEFAULT_DEADLINE_S = 1.0
 # No caller means a longer wait, and the native clock arithmetic would overflow on huge values.

@@ -14,6 +14,10 @@ import sys
 
 from . import _native, _validate
 
+__all__ = [
+    "runtime_kind", "runtimes", "torch_runtime", "resolve_runtime", "team_census",
+]
+
 
 # Each runtime kind and the file-name prefixes that identify it. Wheels rename
 # the copies they bundle (libgomp-a34b3233.so.1), so names are matched by

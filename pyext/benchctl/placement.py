@@ -19,6 +19,10 @@ import warnings
 from . import _validate
 from .topology import format_cpu_list
 
+__all__ = [
+    "POLICIES", "cpu_order", "placement",
+]
+
 POLICIES = ("compact", "scatter")
 
 

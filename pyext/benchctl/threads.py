@@ -31,6 +31,10 @@ from . import _native, _procfs, _validate, omp
 from .placement import placement
 from .topology import cpu_topology
 
+__all__ = [
+    "get_num_threads", "set_num_threads", "census", "pin", "unpin", "pinned", "launch_env",
+]
+
 # /proc/<tid>/stat field 39 ("processor"): the CPU the thread last ran on.
 # Fields are counted after the ")" closing the command name, which may hold
 # spaces; field 3 is the first one after it.

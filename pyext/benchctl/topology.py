@@ -23,6 +23,10 @@ import re
 
 from ._procfs import read_text
 
+__all__ = [
+    "parse_cpu_list", "format_cpu_list", "cpu_topology",
+]
+
 
 def parse_cpu_list(text: str) -> list[int]:
     """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]`` (the kernel's list format)."""
