@@ -23,13 +23,17 @@ def four_nodes_two_sockets(root):
 
 
 def test_compact_fills_physical_cores_before_siblings(tmp_path):
-    assert cpu_order("compact", cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))) == [0, 1, 2, 3, 4, 5, 6, 7]
-    assert cpu_order("compact", cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))) == [0, 2, 4, 6, 1, 3, 5, 7]
+    two_sockets = cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))
+    adjacent = cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))
+    assert cpu_order("compact", two_sockets) == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert cpu_order("compact", adjacent) == [0, 2, 4, 6, 1, 3, 5, 7]
 
 
 def test_scatter_alternates_sockets_then_nodes(tmp_path):
-    assert cpu_order("scatter", cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))) == [0, 2, 1, 3, 4, 6, 5, 7]
-    assert cpu_order("scatter", cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))) == [0, 4, 2, 6, 1, 5, 3, 7]
+    two_sockets = cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))
+    adjacent = cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))
+    assert cpu_order("scatter", two_sockets) == [0, 2, 1, 3, 4, 6, 5, 7]
+    assert cpu_order("scatter", adjacent) == [0, 4, 2, 6, 1, 5, 3, 7]
     # Sockets first: threads 0 and 1 land on different sockets, not on nodes 0 and 1 of socket 0.
     assert cpu_order("scatter", cpu_topology(four_nodes_two_sockets(tmp_path / "c"), allowed=range(4))) == [0, 2, 1, 3]
 
