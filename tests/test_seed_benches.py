@@ -28,13 +28,13 @@ def resnet_doc(tmp_path_factory):
     # ftz=process only: the readback then has something to show, at two workers' cost.
     matrix = {"order": ["eval_only", "train_then_eval"], "ftz": ["process"]}
     return runner.run_matrix("resnet_order", TINY_RESNET, matrix, repeat=1, json_path=str(path),
-                               progress=False, focus="order")
+                               progress=False, focus="order", control=False)
 
 
 @pytest.fixture(scope="module")
 def zero_doc():
     return runner.run_matrix("zero_weights", TINY_ZERO, {"init": ["uniform", "zero"], "ftz": ["off", "process"]},
-                               repeat=1, progress=False, focus="init")
+                               repeat=1, progress=False, focus="init", control=False)
 
 
 def test_both_orders_run_in_their_own_processes_with_times_and_counters(resnet_doc):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..run.options import add_matrix_arguments
+
 __all__ = ["NAME", "HELP", "configure", "run"]
 
 NAME = "run"
@@ -18,7 +20,11 @@ settings (--set NAME=V1,V2,...; brackets group a list value):
   alloc    default | retain | jemalloc | tcmalloc
   env      NAME=VALUE | [A=1,B=2] | none
 any other NAME is a workload parameter: --set init=normal,zero
-example: python -m benchctl run matmul --set alloc=default,retain --set n=64,128 --repeat 3 --json out.json
+every run also repeats the baseline cell (the first value of each --set) as the
+second arm of an A/A control, unless --no-control: how far two identical arms
+differ is this run's own process-to-process noise, and no difference smaller
+than that (or than 5%) is called.
+example: python -m benchctl run matmul --set alloc=default,retain --set n=64,128 --repeat auto --json out.json
 """
 
 
@@ -30,8 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a matrix axis: a setting or a workload parameter and its values (repeatable)")
     parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
                         help="a fixed workload parameter (repeatable)")
-    parser.add_argument("--repeat", type=int, default=1, metavar="R",
-                        help="fresh processes per cell, interleaved across cells (default 1)")
+    add_matrix_arguments(parser, repeat=1, budget_s=None)
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
                         help="shuffle the cell order within each round with this seed")
     parser.add_argument("--json", dest="json_path", metavar="FILE",
@@ -66,7 +71,7 @@ def _assignments(items: list[str], multi: bool) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from .. import workloads
-    from ..results import document, queries, report
+    from ..results import document, plot, queries, report
     from ..run import runner
     from ..settings import SettingError
 
@@ -86,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
-                                focus=args.focus)
+                                focus=args.focus, control=args.control, budget_s=args.budget)
     except (SettingError, document.ResultsError, ValueError) as e:
         print(f"run: {e}", file=sys.stderr)
         return 2
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(report.format_report(doc, baseline=args.baseline))
         if args.plot:
-            report.plot(doc, args.plot)
+            plot.plot(doc, args.plot)
             print(f"plot written to {args.plot}")
     except (ValueError, RuntimeError) as e:
         print(f"run: {e}", file=sys.stderr)

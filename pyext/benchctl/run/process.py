@@ -142,6 +142,7 @@ def _record(result: dict | None, status: int, pid: int) -> dict[str, Any]:
         "readback": got.get("readback", {}),
         "notes": got.get("notes", {}),
         "counters_info": got.get("counters_info"),
+        "beside": got.get("beside"),
         "worker": got.get("worker", {"pid": pid}),
         "error": got.get("error"),
         "stderr_tail": None,

@@ -22,6 +22,7 @@ import traceback
 from typing import Any
 
 from .. import clock, settings, workloads
+from .._cpustat import BusySampler
 from ..results.document import atomic_write_text, dumps
 from .recorder import CountedRecorder, open_counter_group
 
@@ -90,9 +91,11 @@ def run_job(job: dict) -> dict:
         group, result["counters_info"] = open_counter_group()
         rec = CountedRecorder(group)
         stage.now = f"running workload {workload.name!r}"
+        beside = BusySampler()  # what else ran on the machine while the workload did
         try:
             workload.fn(args, rec)
         finally:
+            result["beside"] = beside.finish()
             if group is not None:
                 group.close()
         result["readback"] = _read_back(plan, applied, stage)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from ..results import queries, wording
-from ..results.verdict import Finding, resolved
+from ..results import queries
+from ..results.verdict import Finding, ratio_text, resolved
 from .penalty import OP_NAMES
 
 __all__ = ["FMA_OPS", "PENALTY_OPS", "WIDE_CI_FACTOR", "NAIVE_MISLEADS_RATIO", "penalty_evidence",
@@ -60,15 +60,13 @@ def _compare(doc: dict, phase: str, a: dict, b: dict) -> dict | None:
     return queries.Comparisons(doc).compare(phase, a, b)
 
 
-def _ratio_text(cmp: dict) -> str:
-    return wording.ratio_ci(cmp["ratio"], cmp["ci95"])
-
-
 def _is_different(cmp: dict | None) -> bool:
     return bool(cmp) and resolved(cmp)
 
 
 def _wide(cmp: dict) -> bool:
+    if cmp["ci95"] is None:
+        return True  # no interval at all: nothing is ruled out
     lo, hi = cmp["ci95"]
     return lo > 0 and hi / lo > WIDE_CI_FACTOR
 
@@ -76,9 +74,9 @@ def _wide(cmp: dict) -> bool:
 def _no_effect_text(what: str, cmp: dict) -> str:
     """"FTZ has no effect (ratio)" or, when the CI is wide, that no effect was resolved."""
     if _wide(cmp):
-        return (f"{what} shows no significant effect ({_ratio_text(cmp)}; the CI is too wide to rule one "
+        return (f"{what} shows no significant effect ({ratio_text(cmp)}; the CI is too wide to rule one "
                 f"out: add repetitions)")
-    return f"{what} has no effect ({_ratio_text(cmp)})"
+    return f"{what} has no effect ({ratio_text(cmp)})"
 
 
 # --- evidence: the CPU's penalty profile ------------------------------------
@@ -186,13 +184,13 @@ def _ftz_message(cmp: dict | None, on: str, off: str, expected: bool | None, bec
         return f"FTZ effect not measurable: too few eval iterations in ftz={on} / ftz={off} cells"
     changed = _is_different(cmp)
     if changed and cmp["ratio"] < 1 and expected:
-        return (f"FTZ explains a speed-up: ftz={on}/ftz={off} eval_only is {_ratio_text(cmp)}, "
+        return (f"FTZ explains a speed-up: ftz={on}/ftz={off} eval_only is {ratio_text(cmp)}, "
                 f"because {because}{reach}")
     if changed:
-        return (f"FTZ changes the eval time ({_ratio_text(cmp)}, ftz={on}/ftz={off}) although {because}: "
+        return (f"FTZ changes the eval time ({ratio_text(cmp)}, ftz={on}/ftz={off}) although {because}: "
                 f"the cause is not explained by denormals{reach}")
     if expected:
-        return (f"FTZ should matter here ({because}) but shows no effect ({_ratio_text(cmp)}); "
+        return (f"FTZ should matter here ({because}) but shows no effect ({ratio_text(cmp)}); "
                 f"check the ftz readback{reach}")
     return f"{_no_effect_text('FTZ', cmp)} because {because}{reach}"
 
@@ -297,7 +295,7 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
                 "weights_census": {"zero": queries.first_note(doc, a, "weights_census"),
                                    "uniform": queries.first_note(doc, b, "weights_census")}}
     timings = "; ".join(
-        f"{phase} {c['median_a'] / 1e6:.2f} vs {c['median_b'] / 1e6:.2f} ms, zero/uniform {_ratio_text(c)}"
+        f"{phase} {c['median_a'] / 1e6:.2f} vs {c['median_b'] / 1e6:.2f} ms, zero/uniform {ratio_text(c)}"
         for phase, c in cmps.items())
     if same and any(_wide(c) for c in cmps.values()):
         message = (f"on cpu, no difference between zero and uniform weights is resolved ({timings}), but "
@@ -360,7 +358,7 @@ def rule_ftz_no_effect_zero_weights(doc: dict) -> list[Finding]:
         acts["subnormal"] if acts else None)
     because = " and ".join(reasons) or "no penalty profile or census was recorded"
     if _is_different(cmp):
-        message = f"ftz={on} changes the forward time ({_ratio_text(cmp)}); evidence: {because}"
+        message = f"ftz={on} changes the forward time ({ratio_text(cmp)}); evidence: {because}"
     else:
         message = f"{_no_effect_text('FTZ on this net', cmp)} because {because}"
     return [Finding.of("ftz_no_effect_zero_weights", "forward", cmp, message, a=a, b=b, setting=f"ftz={on}",

@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable
 
 from .. import settings
-from ..results import document, report, wording
+from ..results import document, plot, report, wording
 from ..run import runner
 from . import penalty, seed_rules
 
@@ -190,7 +190,7 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     if values:
         print(values, file=out)
     if plot_path:
-        report.plot(doc, plot_path)
+        plot.plot(doc, plot_path)
         print(f"plot: {plot_path}", file=out)
     print(format_answer(doc, tuple({f["rule"] for f in seed_findings})), file=out)
     print(f"took {wording.duration(time.perf_counter() - started)}; results in {json_path}", file=out)
