@@ -99,7 +99,7 @@ def test_allocator_case_explains_why_ftz_does_nothing():
     assert ftz["a"] == {"order": "eval_only", "ftz": "process", "alloc": "default"}
     assert ftz["b"] == {"order": "eval_only", "ftz": "off", "alloc": "default"}
     assert ftz["ratio"] == pytest.approx(1.0)
-    assert ftz["message"].startswith("FTZ has no effect (1.000× [95% CI 0.9")
+    assert ftz["message"].startswith("FTZ has no effect beyond ±5% (1.000× [95% CI 0.9")
     assert ("because this CPU does not penalise subnormal multiply-adds (conv2d 1.0×, matmul 1.0×, addcmul 1.0× "
             "on subnormal inputs, penalty profile)") in ftz["message"]
     assert "and the weights have none (census: 0 of 25,557,032 weights subnormal, activations 0)" in ftz["message"]
@@ -159,7 +159,8 @@ def test_wide_ci_is_not_called_no_effect():
             run["phases"]["eval"]["ns"] = [v * scale for v in run["phases"]["eval"]["ns"]]
     [ftz] = sv.resnet_order_findings(doc)
     assert not ftz["significant"]
-    assert ftz["message"].startswith("FTZ shows no significant effect") and "too wide to rule one out" in ftz["message"]
+    assert ftz["outcome"] == "unresolved"
+    assert ftz["message"].startswith("FTZ's effect is unresolved (") and "crosses the ±5% band" in ftz["message"]
 
 
 def test_matrix_without_ftz_axis_has_no_ftz_finding():
@@ -198,8 +199,8 @@ def test_cpu_answer_says_why_values_do_not_matter():
     [f] = by_rule(sv.zero_weights_findings(zero_weights_doc()), "values_do_not_matter_on_cpu")
     assert not f["explains"] and f["ratio"] == pytest.approx(1.0) and f["a"]["init"] == "zero"
     msg = f["message"]
-    assert msg.startswith("on cpu, zero weights cost the same as uniform (forward 4.30 vs 4.30 ms, zero/uniform 1.000× "
-                          "[95% CI ")
+    assert msg.startswith("on cpu, zero weights cost the same as uniform, within ±5% (forward 4.30 vs 4.30 ms, "
+                          "zero/uniform 1.000× [95% CI ")
     assert "forward_backward 13.00 vs 13.00 ms" in msg
     # Only what was measured: the profile's conv2d ratios, not a claim about GEMM kernels.
     assert "GEMM" not in msg

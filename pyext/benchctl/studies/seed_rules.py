@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from ..results import queries
+from ..results import processes, queries
 from ..results.verdict import Finding, ratio_text, resolved
 from .penalty import OP_NAMES
 
-__all__ = ["FMA_OPS", "PENALTY_OPS", "WIDE_CI_FACTOR", "NAIVE_MISLEADS_RATIO", "penalty_evidence",
+__all__ = ["FMA_OPS", "PENALTY_OPS", "NAIVE_MISLEADS_RATIO", "penalty_evidence", "ftz_precheck",
            "rule_ftz_explained", "rule_values_do_not_matter_on_cpu", "rule_seed_naive_timing",
            "rule_ftz_no_effect_zero_weights", "resnet_order_findings", "zero_weights_findings"]
 
@@ -32,8 +32,6 @@ FMA_OPS = ("conv2d", "matmul", "addcmul")
 #: resnet_order; every op for zero_weights, whose answer names which ones
 #: special values slow down.
 PENALTY_OPS = {"resnet_order": FMA_OPS, "zero_weights": OP_NAMES}
-# A ratio CI whose bounds are further apart than this factor cannot rule an effect out.
-WIDE_CI_FACTOR = 1.5
 # The seed's naive timing counts as misleading when it is off by more than this.
 NAIVE_MISLEADS_RATIO = 1.2
 
@@ -64,19 +62,17 @@ def _is_different(cmp: dict | None) -> bool:
     return bool(cmp) and resolved(cmp)
 
 
-def _wide(cmp: dict) -> bool:
-    if cmp["ci95"] is None:
-        return True  # no interval at all: nothing is ruled out
-    lo, hi = cmp["ci95"]
-    return lo > 0 and hi / lo > WIDE_CI_FACTOR
-
-
 def _no_effect_text(what: str, cmp: dict) -> str:
-    """"FTZ has no effect (ratio)" or, when the CI is wide, that no effect was resolved."""
-    if _wide(cmp):
-        return (f"{what} shows no significant effect ({ratio_text(cmp)}; the CI is too wide to rule one "
-                f"out: add repetitions)")
-    return f"{what} has no effect ({ratio_text(cmp)})"
+    """What a comparison that calls no effect says: none beyond the band, unresolved, or one process."""
+    outcome = cmp["outcome"]
+    if outcome == processes.NO_EFFECT:
+        return f"{what} has no effect beyond ±{cmp['band']:.0%} ({ratio_text(cmp)})"
+    if outcome == processes.UNRESOLVED:
+        need = processes.processes_to_resolve(cmp, cmp["band"])
+        more = f"about {need} processes per cell would settle it" if need else "more processes are unlikely to"
+        return (f"{what}'s effect is unresolved ({ratio_text(cmp)} crosses the ±{cmp['band']:.0%} band; "
+                f"{more})")
+    return f"{what}'s effect cannot be judged with one process per cell ({ratio_text(cmp)})"
 
 
 # --- evidence: the CPU's penalty profile ------------------------------------
@@ -217,6 +213,32 @@ def rule_ftz_explained(doc: dict) -> list[Finding]:
                        a=a, b=b, setting=f"ftz={on}", explains=explains, evidence=evidence)]
 
 
+def ftz_precheck(matrix: dict, penalty: dict | None, weights_census: dict | None,
+                 activation_subnormal: int | None) -> dict | None:
+    """FTZ ruled out before any cell runs, as a finding (JSON), or None when it may matter.
+
+    FTZ/DAZ can change a timing only if this CPU penalises subnormal
+    multiply-adds in a way they remove (the penalty profile) *and* the values
+    hold subnormals (the census of the weights and of one forward's
+    activations, taken in this process before the matrix runs). Missing
+    evidence rules nothing out.
+    """
+    ftz = _ftz_values({"matrix": matrix})
+    if ftz is None:
+        return None
+    expected, reasons = _why_ftz_cannot_matter(
+        penalty, _census_total(weights_census), (weights_census or {}).get("values"), activation_subnormal)
+    if expected is not False:
+        return None
+    off, on = ftz
+    message = (f"FTZ ruled out before any cell ran: {' and '.join(reasons)}; so the ftz={on} cells were not run "
+               f"(--set ftz={off},{on} runs them anyway)")
+    return Finding("ftz_ruled_out", None, message, setting=f"ftz={on}", explains=False, significant=None,
+                   evidence={"penalty": {op: (penalty or {}).get(op) for op in FMA_OPS},
+                             "weights_census": weights_census, "activation_subnormal": activation_subnormal,
+                             "dropped": {"ftz": [on]}}).to_json()
+
+
 def resnet_order_findings(doc: dict) -> list[dict]:
     return _apply(doc, (rule_ftz_explained,))
 
@@ -288,7 +310,9 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     cmps = {phase: _compare(doc, phase, a, b) for phase in ZW_PHASES}
     if any(c is None for c in cmps.values()):
         return []
-    same = not any(_is_different(c) for c in cmps.values())
+    outcomes = {c["outcome"] for c in cmps.values()}
+    same = outcomes == {processes.NO_EFFECT}
+    differ = processes.EFFECT in outcomes
     penalty = _penalty(doc)
     acts = {"zero": _activation_facts(doc, a), "uniform": _activation_facts(doc, b)}
     evidence = {"penalty": penalty, "activations": acts,
@@ -297,17 +321,17 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     timings = "; ".join(
         f"{phase} {c['median_a'] / 1e6:.2f} vs {c['median_b'] / 1e6:.2f} ms, zero/uniform {ratio_text(c)}"
         for phase, c in cmps.items())
-    if same and any(_wide(c) for c in cmps.values()):
-        message = (f"on cpu, no difference between zero and uniform weights is resolved ({timings}), but "
-                   "the CI is too wide to rule one out: add repetitions")
-    elif same:
-        message = f"on cpu, zero weights cost the same as uniform ({timings})"
-    else:
+    if differ:
         message = f"on cpu, zero and uniform weights differ in time ({timings})"
+    elif same:
+        message = f"on cpu, zero weights cost the same as uniform, within ±{cmps['forward']['band']:.0%} ({timings})"
+    else:
+        message = (f"on cpu, whether zero and uniform weights differ is unresolved ({timings}): "
+                   "more processes would settle it")
     parts = (_special_value_parts(penalty) if penalty else ["no penalty profile was measured to say why"])
     message += ": " + "; ".join(parts + _activation_parts(acts))
     return [Finding.of("values_do_not_matter_on_cpu", "forward", cmps["forward"], message, a=a, b=b,
-                       setting="init", explains=not same, evidence=evidence)]
+                       setting="init", explains=differ, evidence=evidence)]
 
 
 def _naive_finding(doc: dict, device: str, init: str) -> Finding | None:
