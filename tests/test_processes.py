@@ -90,7 +90,9 @@ def test_processes_to_resolve_grows_as_the_difference_nears_the_band():
     # The more processes, the narrower the interval: at the estimate the difference clears the band.
     sd, margin = 0.1, math.log(1.3) - math.log(1.05)
     assert 2.0 * sd * math.sqrt(2 / n_far) < margin
-    assert processes.processes_to_resolve(cmp(1.05), 0.05) is None  # on the band's edge: no count will do
+    edge = math.exp(math.log1p(0.05))
+    assert processes.processes_to_resolve(cmp(edge), 0.05) is None  # on the band's edge: no count will do
+    assert processes.processes_to_resolve(cmp(1.051), 0.05) > processes.MAX_ESTIMATE
 
 
 def test_identical_values_on_both_sides():

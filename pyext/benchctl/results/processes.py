@@ -31,15 +31,15 @@ from .. import _validate
 from .tdist import t_cdf, t_quantile
 
 __all__ = ["CONFIDENCE", "FLOOR", "EFFECT", "NO_EFFECT", "UNRESOLVED", "ONE_PROCESS", "OUTCOMES",
-           "cell_interval", "compare", "judge", "band_from_control", "processes_to_resolve"]
+           "MAX_ESTIMATE", "cell_interval", "compare", "judge", "band_from_control", "processes_to_resolve"]
 
 CONFIDENCE = 0.95
 #: Differences under 5% are never called: the floor of every no-effect band.
 FLOOR = 0.05
 EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS = "effect", "no_effect", "unresolved", "one_process"
 OUTCOMES = (EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS)
-# Beyond this many processes per cell the estimate of how many more are needed is not worth giving.
-_MAX_PROCESSES = 200
+#: Beyond this many processes per cell the estimate of how many would be needed is not worth giving.
+MAX_ESTIMATE = 200
 
 
 def _logs(values: Sequence[float], name: str) -> np.ndarray:
@@ -136,7 +136,8 @@ def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE)
 
     Assumes the observed difference and the observed disagreement between
     processes stay as they are. None when no estimate exists (one process a
-    side) or when the difference sits on the band's edge (no count would do).
+    side, or a difference right on the band's edge, which no count resolves);
+    more than :data:`MAX_ESTIMATE` when even that many would not do.
     """
     if cmp.get("log_se") is None:
         return None
@@ -147,7 +148,7 @@ def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE)
     sd = cmp["log_se"] / math.sqrt(1 / k_a + 1 / k_b)
     if margin == 0.0:
         return None
-    for k in range(max(k_a, k_b) + 1, _MAX_PROCESSES + 1):
+    for k in range(max(k_a, k_b) + 1, MAX_ESTIMATE + 1):
         if t_quantile(0.5 + confidence / 2, 2 * k - 2) * sd * math.sqrt(2 / k) < margin:
             return k
-    return None
+    return MAX_ESTIMATE + 1

@@ -92,8 +92,8 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
     header = ["cell", "proc", "median ms", "95% CI ms", "within", "between", "faults/iter", "migr/iter",
               "vs baseline [95% CI]"]
     lines = ["", f"phase {phase}", *_noise_lines(doc, phase, comparisons), _table(rows, header)]
-    for e in entries:
-        lines += [f"  note [{_settings.cell_label(e['cell'])}]: {flag}" for flag in e.get("flags", [])]
+    for e, row in zip(entries, rows):
+        lines += [f"  note [{row[0]}]: {flag}" for flag in e.get("flags", [])]
     return lines
 
 
@@ -104,7 +104,10 @@ def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> lis
                 "not against this run's own noise"]
     ctl = comparisons.control(phase)
     if ctl is None:
-        return ["  A/A control: an arm has no successful process in this phase"]
+        runs = queries.ok_runs(doc, doc["control"]["cell"])
+        why = ("its cell does not run this phase" if runs and all(phase not in r["phases"] for r in runs)
+               else "an arm has no successful process in this phase")
+        return [f"  A/A control: {why}: differences are judged against the {MIN_EFFECT:.0%} floor only"]
     cmp = ctl["comparison"]
     if cmp["ci95"] is None:
         return [f"  A/A control: arm B/arm A = {wording.factor(cmp['ratio'])}× with one process an arm: this run's "
@@ -143,20 +146,28 @@ def _rounds_lines(doc: dict) -> list[str]:
                 f"stopped: {doc.get('stopped', last.get('why', 'done'))}"]
 
 
+def _processes_needed(cmp: dict) -> str:
+    need = processes.processes_to_resolve(cmp, cmp["band"])
+    if need is None:
+        return "no number of processes would resolve it (its difference sits on the band's edge)"
+    if need > processes.MAX_ESTIMATE:
+        return f"more than {processes.MAX_ESTIMATE} processes per cell would be needed"
+    return f"about {need} processes per cell would resolve it"
+
+
 def _unresolved_lines(doc: dict, comparisons: queries.Comparisons) -> list[str]:
-    """Each unresolved finding with about how many processes per cell would settle it."""
-    lines = []
+    """Each unresolved comparison (once) with about how many processes per cell would settle it."""
+    lines, seen = [], set()
     for f in doc["verdict"]:
         if f.get("outcome") != processes.UNRESOLVED or f["a"] is None or f["b"] is None:
             continue
+        key = (f["phase"], cell_id(f["a"]), cell_id(f["b"]))
         cmp = comparisons.compare(f["phase"], f["a"], f["b"])
-        if cmp is None:
+        if cmp is None or key in seen:
             continue
-        need = processes.processes_to_resolve(cmp, cmp["band"])
-        more = (f"about {need} processes per cell would resolve it" if need
-                else "more processes are unlikely to resolve it (it sits on the band's edge)")
+        seen.add(key)
         lines.append(f"  [{f['phase']}] {_settings.cell_label(f['a'])} vs {_settings.cell_label(f['b'])}: "
-                     f"{describe(cmp)}; {more}")
+                     f"{describe(cmp)}; {_processes_needed(cmp)}")
     return ["", "unresolved comparisons:", *lines] if lines else []
 
 

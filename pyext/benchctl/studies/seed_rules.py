@@ -68,10 +68,7 @@ def _no_effect_text(what: str, cmp: dict) -> str:
     if outcome == processes.NO_EFFECT:
         return f"{what} has no effect beyond ±{cmp['band']:.0%} ({ratio_text(cmp)})"
     if outcome == processes.UNRESOLVED:
-        need = processes.processes_to_resolve(cmp, cmp["band"])
-        more = f"about {need} processes per cell would settle it" if need else "more processes are unlikely to"
-        return (f"{what}'s effect is unresolved ({ratio_text(cmp)} crosses the ±{cmp['band']:.0%} band; "
-                f"{more})")
+        return f"{what}'s effect is unresolved ({ratio_text(cmp)} crosses the ±{cmp['band']:.0%} band)"
     return f"{what}'s effect cannot be judged with one process per cell ({ratio_text(cmp)})"
 
 
@@ -324,7 +321,8 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     if differ:
         message = f"on cpu, zero and uniform weights differ in time ({timings})"
     elif same:
-        message = f"on cpu, zero weights cost the same as uniform, within ±{cmps['forward']['band']:.0%} ({timings})"
+        message = (f"on cpu, zero and uniform weights show no difference beyond ±{cmps['forward']['band']:.0%}, "
+                   f"this run's resolution ({timings})")
     else:
         message = (f"on cpu, whether zero and uniform weights differ is unresolved ({timings}): "
                    "more processes would settle it")
