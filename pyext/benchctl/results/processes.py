@@ -146,7 +146,7 @@ def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE)
     k_a, k_b = cmp["k_a"], cmp["k_b"]
     # The per-process spread behind the standard error, as if both cells had it.
     sd = cmp["log_se"] / math.sqrt(1 / k_a + 1 / k_b)
-    if margin == 0.0:
+    if margin <= 1e-12:  # on the edge, to rounding
         return None
     for k in range(max(k_a, k_b) + 1, MAX_ESTIMATE + 1):
         if t_quantile(0.5 + confidence / 2, 2 * k - 2) * sd * math.sqrt(2 / k) < margin:
