@@ -19,10 +19,12 @@ BASE_NS = 10e6 * (1 + 0.01 * np.random.default_rng(7).standard_normal(16))
 PROCESS_FACTORS = (0.995, 1.0, 1.005, 0.998, 1.003)
 
 
-def _run(cell, rep, ns, faults, readback, phase, arm=None):
+def _run(cell, rep, ns, faults, readback, phase, arm=None, counters_of=None):
     counters = {}
     if faults is not None:
         counters = {"minor_faults": [faults(cell)] * len(ns), "cpu_migrations": [0] * len(ns)}
+    if counters_of is not None:
+        counters.update({event: [value] * len(ns) for event, value in counters_of(cell).items()})
     run = {
         "cell": cell, "repetition": rep, "status": "ok",
         "phases": {phase: {"ticks": [int(v) for v in ns], "ns": ns, "counters": counters, "warmup": 0}},
@@ -34,13 +36,14 @@ def _run(cell, rep, ns, faults, readback, phase, arm=None):
     return run
 
 
-def make_doc(matrix, factor, faults=None, readback=None, repeat=3, phase="eval", control=False):
+def make_doc(matrix, factor, faults=None, readback=None, repeat=3, phase="eval", control=False, counters=None):
     """A document for ``matrix`` where cell c's samples in process r are
     ``BASE_NS * factor(c) * PROCESS_FACTORS[r]``.
 
     ``faults(c)``: minor faults per iteration (None: counters unavailable).
     ``readback(c)``: the run's readback dict. ``control``: the baseline cell
     also runs as the A/A control's arm B, with the same samples.
+    ``counters(c)``: {event: per-iteration value} for any counters.
     """
     keys = list(matrix)
     cells = [dict(zip(keys, combo)) for combo in itertools.product(*matrix.values())]
@@ -50,8 +53,8 @@ def make_doc(matrix, factor, faults=None, readback=None, repeat=3, phase="eval",
         for i, cell in enumerate(cells):
             ns = list(np.roll(BASE_NS, rep) * factor(cell) * PROCESS_FACTORS[rep])
             arm = "A" if control and i == 0 else None
-            doc["runs"].append(_run(cell, rep, ns, faults, readback, phase, arm))
+            doc["runs"].append(_run(cell, rep, ns, faults, readback, phase, arm, counters))
         if control:
             ns = list(np.roll(BASE_NS, rep) * factor(cells[0]) * PROCESS_FACTORS[rep])
-            doc["runs"].append(_run(cells[0], rep, ns, faults, readback, phase, "B"))
+            doc["runs"].append(_run(cells[0], rep, ns, faults, readback, phase, "B", counters))
     return doc

@@ -27,7 +27,7 @@ class FakeWorkers:
         monkeypatch.setattr(runner, "run_worker", self)
         monkeypatch.setattr(rounds.time, "monotonic", lambda: self.now)
 
-    def __call__(self, workload, args, cell, env, workdir, timeout_s=None):
+    def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False):
         self.calls.append(cell)
         self.now += self.seconds
         process = np.exp(self.rng.normal(0.0, self.spread(cell)))

@@ -73,6 +73,9 @@ def test_judge_against_the_band():
     assert processes.judge(cmp(0.97, 1.04)) == processes.NO_EFFECT
     assert processes.judge(cmp(1.02, 1.08)) == processes.UNRESOLVED
     assert processes.judge(cmp(1.06, 1.2), band=0.10) == processes.UNRESOLVED
+    # Inside a band so wide that identical processes differ by more: not "no effect", unresolved.
+    assert processes.judge(cmp(0.8, 1.25), band=0.30) == processes.UNRESOLVED
+    assert processes.judge(cmp(0.85, 1.2), band=0.25) == processes.NO_EFFECT
 
 
 def test_the_control_widens_the_band_but_never_narrows_it_under_the_floor():

@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from benchctl.studies import seed_rules as sv
+from benchctl.studies.causes.denormals import penalty_evidence
 
 # Deterministic spread around a median: the sample median is exactly `median`.
 JITTER = [1 + 0.01 * k for k in range(-5, 6)]
@@ -254,7 +255,7 @@ def test_penalty_evidence_normalises_the_penalty_profile():
         {"op": "conv2d", "threads": 2, "zero_ratio_off": 1.0, "subnormal_ratio_off": 1.02,
          "zero_ratio_on": 1.0, "subnormal_ratio_on": 1.0, "classification": "no penalty"},
     ]}
-    ev = sv.penalty_evidence(profile)
+    ev = penalty_evidence(profile)
     assert ev["sqrt"]["threads"] == 1 and ev["sqrt"]["subnormal_ratio"] == 38.0
     assert ev["sqrt"]["penalised_zero"] and ev["sqrt"]["ftz_removes"] is False
     assert ev["div"]["penalised_subnormal"] and ev["div"]["ftz_removes"] is True and not ev["div"]["penalised_zero"]

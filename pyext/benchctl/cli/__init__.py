@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "benchctl.cli.doctor",
     "benchctl.cli.penalty",
     "benchctl.cli.run",
+    "benchctl.cli.explain",
     "benchctl.cli.report",
     "benchctl.cli.compare",
 )

@@ -7,7 +7,7 @@ import sys
 
 from ..run.options import add_matrix_arguments
 
-__all__ = ["NAME", "HELP", "configure", "run"]
+__all__ = ["NAME", "HELP", "configure", "run", "assignments"]
 
 NAME = "run"
 HELP = "run a workload over a settings matrix, each cell and repetition in a fresh worker process"
@@ -52,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="list the registered workloads and exit")
 
 
-def _assignments(items: list[str], multi: bool) -> dict:
+def assignments(items: list[str], multi: bool) -> dict:
     from ..settings import SettingError, parse_assignment
 
     out: dict = {}
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         print("run: name a workload (python -m benchctl run --list)", file=sys.stderr)
         return 2
     try:
-        matrix = _assignments(args.sets, multi=True)
-        fixed = _assignments(args.args, multi=False)
+        matrix = assignments(args.sets, multi=True)
+        fixed = assignments(args.args, multi=False)
         if args.json_path is None:
             print("note: results are not saved (no --json FILE)", file=sys.stderr)
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,

@@ -30,12 +30,15 @@ import numpy as np
 from .. import _validate
 from .tdist import t_cdf, t_quantile
 
-__all__ = ["CONFIDENCE", "FLOOR", "EFFECT", "NO_EFFECT", "UNRESOLVED", "ONE_PROCESS", "OUTCOMES",
+__all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "EFFECT", "NO_EFFECT", "UNRESOLVED", "ONE_PROCESS", "OUTCOMES",
            "MAX_ESTIMATE", "cell_interval", "compare", "judge", "band_from_control", "processes_to_resolve"]
 
 CONFIDENCE = 0.95
 #: Differences under 5% are never called: the floor of every no-effect band.
 FLOOR = 0.05
+#: "No effect" is never said against a band wider than this: when identical processes differ by
+#: more, a run can only say it did not resolve the question.
+MAX_NO_EFFECT_BAND = 0.25
 EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS = "effect", "no_effect", "unresolved", "one_process"
 OUTCOMES = (EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS)
 #: Beyond this many processes per cell the estimate of how many would be needed is not worth giving.
@@ -108,7 +111,8 @@ def judge(cmp: dict, band: float = FLOOR) -> str:
     """Outcome of a comparison against the no-effect band ±``band`` (a share, e.g. 0.05).
 
     ``effect``: the interval lies wholly outside the band; ``no_effect``: wholly
-    inside it; ``unresolved``: it crosses an edge; ``one_process``: no interval.
+    inside it, and the band is at most :data:`MAX_NO_EFFECT_BAND`;
+    ``unresolved``: otherwise; ``one_process``: no interval.
     """
     if cmp.get("ci95") is None:
         return ONE_PROCESS
@@ -117,7 +121,7 @@ def judge(cmp: dict, band: float = FLOOR) -> str:
     lo, hi = math.log(lo), math.log(hi)
     if lo > edge or hi < -edge:
         return EFFECT
-    if -edge <= lo and hi <= edge:
+    if -edge <= lo and hi <= edge and band <= MAX_NO_EFFECT_BAND:
         return NO_EFFECT
     return UNRESOLVED
 

@@ -117,8 +117,12 @@ def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> lis
     if ctl["unreliable"]:
         return [head, f"  UNRELIABLE: two identical arms differ beyond the {MIN_EFFECT:.0%} floor, so this phase's "
                       "processes disagree more than their own spread says; no effect is called in it"]
-    return [head, f"  this run resolves differences of {ctl['band']:.0%} or more in this phase "
-                  f"(the A/A interval's reach, at least the {MIN_EFFECT:.0%} floor)"]
+    resolves = (f"  this run resolves differences of {ctl['band']:.0%} or more in this phase "
+                f"(the A/A interval's reach, at least the {MIN_EFFECT:.0%} floor)")
+    if ctl["band"] > processes.MAX_NO_EFFECT_BAND:
+        resolves += (f"; identical processes differ too much here to say 'no effect' (over "
+                     f"{processes.MAX_NO_EFFECT_BAND:.0%}): add processes or quiet the machine")
+    return [head, resolves]
 
 
 def _beside_lines(doc: dict) -> list[str]:
@@ -177,10 +181,11 @@ def _failures(doc: dict) -> list[str]:
         return []
     lines = ["", "failed workers:"]
     for r in failed:
-        tail = (r.get("stderr_tail") or "").strip().splitlines()
+        # The traceback of an exception in the workload; else what the worker printed last.
+        tail = (r.get("traceback") or r.get("stderr_tail") or "").strip().splitlines()
         lines.append(f"  {_settings.cell_label(r['cell'])} #{r['repetition'] + 1}: {r.get('error')}"
                      f" (exit status {r.get('exit_status')})")
-        lines += [f"    | {t}" for t in tail[-5:]]
+        lines += [f"    | {t}" for t in tail[-8:]]
     return lines
 
 

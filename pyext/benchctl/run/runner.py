@@ -198,9 +198,9 @@ class _Run:
     """One call of :func:`run_matrix`: its plan, log, rounds, budget and progress bar."""
 
     def __init__(self, plan: _MatrixPlan, log: _Log, policy, budget: _rounds.Budget, focus: str | None,
-                 worker_timeout_s: float | None) -> None:
+                 worker_timeout_s: float | None, probe: bool) -> None:
         self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
-        self.worker_timeout_s = worker_timeout_s
+        self.worker_timeout_s, self.probe = worker_timeout_s, probe
         self.open_cells: set[int] | None = None
 
     def _expected(self, slot: _rounds.Slot) -> float | None:
@@ -237,7 +237,7 @@ class _Run:
                 arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
                 bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
                 record = run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell,
-                                    self.plan.environments[slot.index], workdir, self.worker_timeout_s)
+                                    self.plan.environments[slot.index], workdir, self.worker_timeout_s, self.probe)
                 self.log.add({"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
                               **record})
                 bar.update(1)
@@ -252,11 +252,12 @@ class _Run:
 def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] | None = None,
                repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
                shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
-               focus: str | None = None, control: bool = True, budget_s: float | None = None) -> dict:
+               focus: str | None = None, control: bool = True, budget_s: float | None = None,
+               probe: bool = False) -> dict:
     """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
-    ``env``) or workload parameter names to lists of values; a parameter in
+    ``env``, ``busy``, ``only``, ``with``) or workload parameter names to lists of values; a parameter in
     the matrix overrides ``args`` per cell. ``repeat``: fresh processes per
     cell, or ``"auto"``: three, then more only for the cells whose
     comparisons stay unresolved (:mod:`.rounds`). ``control``: also run the
@@ -265,6 +266,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     call. With ``json_path`` the document is written atomically after every
     finished worker. ``focus`` names the matrix key whose contrast the
     verdict explains (see :func:`benchctl.results.verdict.findings`).
+    ``probe``: each worker tells the workload it is probed, for ``benchctl
+    explain`` (see :mod:`benchctl.workloads.user`).
     """
     plan = _plan_matrix(workload, args, matrix)
     if focus is not None and focus not in plan.matrix:
@@ -284,7 +287,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     done = sum(r["status"] == "ok" for r in log.doc["runs"])
     with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, \
             _progress_bar(max(policy.planned(), done), done, progress) as bar:
-        _Run(plan, log, policy, budget, focus, worker_timeout_s).execute(workdir, bar)
+        _Run(plan, log, policy, budget, focus, worker_timeout_s, probe).execute(workdir, bar)
     analyse(log.doc, focus)
     log.save()
     return log.doc

@@ -1,11 +1,12 @@
 """Verdict rules that answer the two seed questions, over a results document.
 
 The runner's :mod:`benchctl.results.verdict` already says which setting
-closes a gap and which counters move with it. The rules here add what only
-these seeds need: *why* FTZ does or does not matter (the CPU's penalty
-profile for the ops a conv net runs, the subnormal census of its weights and
-activations), whether zero weights cost what uniform ones cost on a CPU, and
-how far the seed's own timing method is from the measurement.
+closes a gap and which counters move with it. The rules here judge the
+seeds' matrices with the cause library (:mod:`.causes`: FTZ by the penalty
+profile and the census, the allocator by page faults) and add the seed-only
+remarks: whether zero weights cost what uniform ones cost on a CPU, and how
+far the seed's own timing method (its ``output.backward`` without
+parentheses) is from the measurement.
 
 Each rule is a small named function ``rule_*(doc) -> list[Finding]`` over the
 runner's results document plus ``doc["evidence"]["penalty"]``, which the
@@ -19,15 +20,13 @@ from typing import Any, Callable, Iterable
 
 from ..results import processes, queries
 from ..results.verdict import Finding, ratio_text, resolved
+from .causes.denormals import FMA_OPS, penalised_ops, ratios_text, why_ftz_cannot_matter
 from .penalty import OP_NAMES
 
-__all__ = ["FMA_OPS", "PENALTY_OPS", "NAIVE_MISLEADS_RATIO", "penalty_evidence", "ftz_precheck",
+__all__ = ["PENALTY_OPS", "NAIVE_MISLEADS_RATIO", "ftz_precheck",
            "rule_ftz_explained", "rule_values_do_not_matter_on_cpu", "rule_seed_naive_timing",
            "rule_ftz_no_effect_zero_weights", "resnet_order_findings", "zero_weights_findings"]
 
-# The multiply-add ops a conv net's time is spent in: their subnormal penalty
-# decides whether FTZ/DAZ can change a conv net's speed.
-FMA_OPS = ("conv2d", "matmul", "addcmul")
 #: The ops each seed's penalty profile measures: a conv net's multiply-adds for
 #: resnet_order; every op for zero_weights, whose answer names which ones
 #: special values slow down.
@@ -72,52 +71,8 @@ def _no_effect_text(what: str, cmp: dict) -> str:
     return f"{what}'s effect cannot be judged with one process per cell ({ratio_text(cmp)})"
 
 
-# --- evidence: the CPU's penalty profile ------------------------------------
-
-def penalty_evidence(profile: dict) -> dict:
-    """Normalise a :func:`benchctl.studies.penalty.profile` result to
-    {op: {"subnormal_ratio", "zero_ratio", "subnormal_ratio_ftz", "class",
-    "penalised_subnormal", "penalised_zero", "ftz_removes", "threads"}}, the
-    shape these rules read from ``doc["evidence"]["penalty"]``.
-
-    An op measured at several thread counts is represented by its worst
-    (largest subnormal ratio) row: a penalty at any thread count can explain
-    a slowdown.
-    """
-    threshold = profile["penalty_ratio"]
-    worst: dict[str, dict] = {}
-    for row in profile["ops"]:
-        if row["op"] not in worst or row["subnormal_ratio_off"] > worst[row["op"]]["subnormal_ratio_off"]:
-            worst[row["op"]] = row
-    out = {}
-    for op, row in worst.items():
-        penalised = row["subnormal_ratio_off"] >= threshold
-        out[op] = {
-            "subnormal_ratio": row["subnormal_ratio_off"],
-            "zero_ratio": row["zero_ratio_off"],
-            "subnormal_ratio_ftz": row["subnormal_ratio_on"],
-            "class": row["classification"],
-            "penalised_subnormal": penalised,
-            "penalised_zero": row["zero_ratio_off"] >= threshold,
-            "ftz_removes": (row["subnormal_ratio_on"] < threshold) if penalised else None,
-            "threads": row["threads"],
-        }
-    return out
-
-
 def _penalty(doc: dict) -> dict | None:
     return (doc.get("evidence") or {}).get("penalty")
-
-
-def _penalised_ops(penalty: dict, ops: Iterable[str], kind: str) -> dict[str, float]:
-    """{op: ratio} for the ops among ``ops`` penalised on ``kind`` inputs ('subnormal' | 'zero')."""
-    return {op: penalty[op][f"{kind}_ratio"] for op in ops
-            if op in penalty and penalty[op].get(f"penalised_{kind}")}
-
-
-def _ratios_text(penalty: dict, ops: Iterable[str], key: str) -> str:
-    parts = [f"{op} {penalty[op][key]:.1f}×" for op in ops if op in penalty and penalty[op].get(key) is not None]
-    return ", ".join(parts) or "not measured"
 
 
 # --- seed 1: resnet_order ---------------------------------------------------
@@ -135,41 +90,6 @@ def _census_total(note: Any, key: str = "subnormal") -> int | None:
     if isinstance(note, dict) and note.get("available", True) and key in note:
         return int(note[key])
     return None
-
-
-def _cpu_penalty_reason(penalty: dict) -> tuple[bool, str]:
-    """(does FTZ/DAZ remove a multiply-add penalty on this CPU?, the reason in words)."""
-    # Only a penalty that FTZ/DAZ removes can make FTZ matter.
-    penalised = _penalised_ops(penalty, FMA_OPS, "subnormal")
-    removes = any(penalty[op].get("ftz_removes") for op in penalised)
-    ratios = f"{_ratios_text(penalty, FMA_OPS, 'subnormal_ratio')} on subnormal inputs, penalty profile"
-    if removes:
-        return True, f"this CPU penalises subnormal multiply-adds and FTZ/DAZ removes it ({ratios})"
-    if penalised:
-        return False, f"this CPU's penalty on subnormal multiply-adds is a slow path FTZ/DAZ does not remove ({ratios})"
-    return False, f"this CPU does not penalise subnormal multiply-adds ({ratios})"
-
-
-def _why_ftz_cannot_matter(penalty: dict | None, weights_sub: int | None, weights_n: int | None,
-                           act_sub: int | None) -> tuple[bool | None, list[str]]:
-    """(FTZ expected to matter?, reasons). None when the evidence is missing."""
-    reasons = []
-    cpu_penalises = None
-    if penalty:
-        cpu_penalises, reason = _cpu_penalty_reason(penalty)
-        reasons.append(reason)
-    has_subnormals = None
-    if weights_sub is not None:
-        has_subnormals = weights_sub > 0 or bool(act_sub)
-        of = f" of {weights_n:,}" if weights_n else ""
-        act = f", activations {act_sub:,}" if act_sub is not None else ""
-        reasons.append(
-            f"the values hold subnormals (census: weights {weights_sub:,}{of}{act})" if has_subnormals else
-            f"the weights have none (census: 0{of} weights subnormal{act})"
-        )
-    if cpu_penalises is None or has_subnormals is None:
-        return None, reasons
-    return cpu_penalises and has_subnormals, reasons
 
 
 def _ftz_message(cmp: dict | None, on: str, off: str, expected: bool | None, because: str, reach: str) -> str:
@@ -198,7 +118,7 @@ def rule_ftz_explained(doc: dict) -> list[Finding]:
     weights_note = queries.first_note(doc, b, "weights_census")
     act_note = queries.first_note(doc, b, "activation_census")
     used = (queries.first_note(doc, b, "weights") or {}).get("used")
-    expected, reasons = _why_ftz_cannot_matter(
+    expected, reasons = why_ftz_cannot_matter(
         _penalty(doc), _census_total(weights_note), (weights_note or {}).get("values"), _census_total(act_note))
     reached = _ftz_reached(doc, a)
     evidence = {"penalty": {op: (_penalty(doc) or {}).get(op) for op in FMA_OPS}, "weights_used": used,
@@ -223,7 +143,7 @@ def ftz_precheck(matrix: dict, penalty: dict | None, weights_census: dict | None
     ftz = _ftz_values({"matrix": matrix})
     if ftz is None:
         return None
-    expected, reasons = _why_ftz_cannot_matter(
+    expected, reasons = why_ftz_cannot_matter(
         penalty, _census_total(weights_census), (weights_census or {}).get("values"), activation_subnormal)
     if expected is not False:
         return None
@@ -266,10 +186,10 @@ def _activation_facts(doc: dict, cell: dict) -> dict | None:
 def _special_value_parts(penalty: dict) -> list[str]:
     """What the penalty profile measured on zeros and subnormals, for the seed-2 answer."""
     conv_like = ("conv2d", "matmul")
-    parts = [f"the penalty profile measures {_ratios_text(penalty, conv_like, 'zero_ratio')} on zeros and "
-             f"{_ratios_text(penalty, conv_like, 'subnormal_ratio')} on subnormals"]
-    slow_on_zero = _penalised_ops(penalty, sorted(penalty), "zero")
-    slow_on_sub = _penalised_ops(penalty, sorted(penalty), "subnormal")
+    parts = [f"the penalty profile measures {ratios_text(penalty, conv_like, 'zero_ratio')} on zeros and "
+             f"{ratios_text(penalty, conv_like, 'subnormal_ratio')} on subnormals"]
+    slow_on_zero = penalised_ops(penalty, sorted(penalty), "zero")
+    slow_on_sub = penalised_ops(penalty, sorted(penalty), "subnormal")
     conv_slow = {k: r for k, r in {**slow_on_sub, **slow_on_zero}.items() if k == "conv2d"}
     others_zero = {k: r for k, r in slow_on_zero.items() if k != "conv2d"}
     others_sub = {k: r for k, r in slow_on_sub.items() if k != "conv2d" and k not in slow_on_zero}
@@ -375,7 +295,7 @@ def rule_ftz_no_effect_zero_weights(doc: dict) -> list[Finding]:
     if cmp is None:
         return []
     acts = _activation_facts(doc, b)
-    expected, reasons = _why_ftz_cannot_matter(
+    expected, reasons = why_ftz_cannot_matter(
         _penalty(doc), _census_total(queries.first_note(doc, b, "weights_census")), None,
         acts["subnormal"] if acts else None)
     because = " and ".join(reasons) or "no penalty profile or census was recorded"

@@ -20,7 +20,8 @@ from .. import _validate, settings
 from ..results import document, plot, processes, report, verdict, wording
 from ..run import rounds, runner
 from ..run.options import add_matrix_arguments
-from . import penalty, seed_rules
+from . import penalty
+from .causes.denormals import penalty_evidence
 
 __all__ = ["RESULTS_DIR", "apply_sets", "count_cells", "add_output_arguments", "parse_seed_arguments",
            "penalty_profile_evidence", "format_answer", "run_and_explain"]
@@ -81,7 +82,7 @@ def penalty_profile_evidence(ops: tuple[str, ...]) -> dict[str, Any]:
     except RuntimeError as exc:  # no FP control on this CPU: the profile cannot compare FTZ off/on
         return {"penalty": None, "penalty_unavailable": str(exc)}
     return {
-        "penalty": seed_rules.penalty_evidence(profile),
+        "penalty": penalty_evidence(profile),
         "penalty_profile": profile,
         "penalty_seconds": time.perf_counter() - started,
     }
