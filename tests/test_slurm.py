@@ -332,7 +332,9 @@ def test_a_preempted_host_is_requeued_once_resumes_its_file_and_is_not_requeued_
     assert "checkpoint function returned None" in host["jobs"][0]["error"]
     tail = host["jobs"][0]["stderr_tail"]
     assert "preempted or timed out: requeued once" in tail and "not requeued" in tail
-    assert "host-1: partial" in text and "1 worker runs recorded" in text
+    assert host["message"] == ("preempted or timed out after its one requeue, so not requeued again; "
+                               "1 of 2 worker runs recorded")
+    assert f"host-1: partial: {host['message']}" in text
 
 
 def test_a_failed_host_job_is_resubmitted_once_and_finishes_its_file(tmp_path):

@@ -43,7 +43,7 @@ MANIFEST_NAME = "hosts.json"
 MANIFEST_SCHEMA = "benchctl.hosts"
 MANIFEST_VERSION = 1
 
-_TAIL_LINES = 8
+_TAIL_LINES = 12
 _IDENTITY = ("rule", "phase", "setting", "a", "b")
 
 
@@ -117,8 +117,10 @@ def _load_file(path: str, label: str, host: dict | None = None) -> Machine:
         return Machine(label, path, None, f"unreadable: {e}", host)
     recorded, expected = progress(doc)
     problem = None
-    if host is not None and host.get("status") != "ok":  # its job did not finish its run
-        problem = f"partial: {host.get('message') or host.get('status')}; {recorded} worker runs recorded"
+    if host is not None and host.get("status") in ("submitted", "running"):
+        problem = f"partial: its job may still be queued or running; {recorded} worker runs recorded so far"
+    elif host is not None and host.get("status") != "ok":  # its job did not finish its run
+        problem = f"partial: {host.get('message') or host.get('status')}"
     elif expected is not None and recorded < expected:
         problem = f"partial: {recorded} of {expected} worker runs recorded"
     return Machine(label, path, doc, problem, host)

@@ -568,7 +568,9 @@ def _runs(done: tuple[int, int | None] | None) -> str:
 
 
 def _failure(exit_status: int | None, error: str | None, done: tuple[int, int | None] | None) -> str:
-    if error:
+    if error and "not requeued" in error:  # submitit's words when a checkpoint does not requeue
+        said = "preempted or timed out after its one requeue, so not requeued again"
+    elif error:
         said = f"the job ended without a result ({error})"
     elif exit_status is not None and exit_status < 0:
         said = f"the run was killed by {_safe(lambda: signal.Signals(-exit_status).name) or -exit_status}"
