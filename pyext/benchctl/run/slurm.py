@@ -192,10 +192,11 @@ def add_executor_arguments(parser: argparse.ArgumentParser) -> None:
     """``--executor``, ``--slurm NAME=VALUE`` and ``--hosts`` on a command's parser."""
     group = parser.add_argument_group(
         "several machines (Slurm)",
-        "--executor slurm runs this same command on each host as one Slurm job with a node to itself "
-        "(--exclusive, all its CPUs and memory) and writes one results file per host into --json DIR, "
-        "which must be on a file system every node shares; then it compares the hosts "
-        f"(python -m benchctl compare DIR does it again later). Needs submitit: {INSTALL_HINT}")
+        "--executor slurm runs this same command on each host as one Slurm job with a node to\n"
+        "itself (--exclusive, all its CPUs and memory) and writes one results file per host into\n"
+        "--json DIR, which must be on a file system every node shares; then it compares the hosts\n"
+        "(python -m benchctl compare DIR does it again later). The time limit must cover the whole\n"
+        f"command on one host. Needs submitit: {INSTALL_HINT}")
     group.add_argument("--executor", choices=EXECUTORS, default="local",
                        help="local: run here (default); slurm: one Slurm job per host")
     group.add_argument("--slurm", action="append", default=[], metavar="NAME=VALUE",
