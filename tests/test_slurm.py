@@ -239,6 +239,7 @@ def test_each_host_is_an_exclusive_slurm_job_running_the_same_matrix(tmp_path, f
     hosts = {h["label"]: h for h in manifest["hosts"]}
     assert hosts["amd"]["status"] == "ok" and hosts["amd"]["jobs"][0]["exit_status"] == 0
     assert "attempt 1 on" in hosts["amd"]["jobs"][0]["stderr_tail"]
+    assert hosts["amd"]["sbatch"]["exclusive"] is True and hosts["amd"]["sbatch"]["partition"] == "amd"
     assert hosts["bad"]["status"] == "not submitted"
     assert "invalid partition specified: bad" in hosts["bad"]["message"]
     # The cross-machine view printed at the end lists the host that never ran.

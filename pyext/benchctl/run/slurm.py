@@ -491,6 +491,7 @@ class _Host:
 
     target: Target
     json_path: str
+    sbatch: dict = field(default_factory=dict)
     job: Any = None                # the submitit job running now, None when none is
     jobs: list = field(default_factory=list)
     requeues: int = 0
@@ -499,7 +500,8 @@ class _Host:
 
     def entry(self) -> dict:
         return {"label": self.target.label, "json": os.path.basename(self.json_path), "target": self.target.params,
-                "status": self.status, "message": self.message, "requeues": self.requeues, "jobs": self.jobs}
+                "sbatch": self.sbatch, "status": self.status, "message": self.message, "requeues": self.requeues,
+                "jobs": self.jobs}
 
 
 def _tail(text: str | None) -> str | None:
@@ -540,7 +542,7 @@ def submit(plan: HostPlan, executor_factory: Callable | None = None, out=sys.std
     """Submit one job per host; a host whose submission fails is kept, as not submitted."""
     factory = executor_factory or slurm_executor
     os.makedirs(plan.job_folder, exist_ok=True)
-    hosts = [_Host(t, plan.json_path(t)) for t in plan.targets]
+    hosts = [_Host(t, plan.json_path(t), plan.sbatch_for(t)) for t in plan.targets]
     print(f"submitting {len(hosts)} host job(s); results in {plan.outdir} (one file per host, "
           f"manifest {machines.MANIFEST_NAME}):", file=out, flush=True)
     for host in hosts:
