@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
                         "or a parameter (order)")
     seed_runs.add_output_arguments(p, "resnet_order", budget_s=BUDGET_S)
     opts = seed_runs.parse_seed_arguments(p, argv)
+    on_hosts = seed_runs.on_slurm(p, opts, __file__)
+    if on_hosts is not None:
+        return on_hosts
 
     from benchctl.studies import seed_rules
     from benchctl.workloads import resnet_order, weights

@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
                         "or a parameter (init, device)")
     seed_runs.add_output_arguments(p, "zero_weights", budget_s=BUDGET_S)
     opts = seed_runs.parse_seed_arguments(p, argv)
+    on_hosts = seed_runs.on_slurm(p, opts, __file__)
+    if on_hosts is not None:
+        return on_hosts
 
     import torch
 

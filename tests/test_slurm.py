@@ -26,13 +26,12 @@ WAIT_S = 180
 
 def _parser():
     parser = argparse.ArgumentParser()
-    cli_run.configure(parser)
-    slurm.add_executor_arguments(parser)
+    cli_run.configure(parser)  # the executor options come with the run command's own
     return parser
 
 
 def _opts(argv):
-    """(options, argv) of ``python -m benchctl run ...`` as the lead's wiring will parse them."""
+    """(options, argv) of ``python -m benchctl run ...``."""
     return _parser().parse_args(argv), ["run", *argv]
 
 
@@ -233,7 +232,8 @@ def test_each_host_is_an_exclusive_slurm_job_running_the_same_matrix(tmp_path, f
 
     doc = document.load(str(out / "amd.json"))
     assert doc["workload"] == "sleep" and doc["matrix"] == {"ms": [1.0, 2.0]}
-    assert {r["status"] for r in doc["runs"]} == {"ok"} and len(doc["runs"]) == 2
+    # Both cells, and the baseline again as the A/A control's second arm, exactly as a local run.
+    assert {r["status"] for r in doc["runs"]} == {"ok"} and len(doc["runs"]) == 3
     assert doc["metadata"]["system"]["environment"].get(slurm.NODE_ENV) == "amd", "the run knew it was a host job"
     manifest = machines.load_manifest(str(out / machines.MANIFEST_NAME))
     hosts = {h["label"]: h for h in manifest["hosts"]}
@@ -334,7 +334,7 @@ def test_a_preempted_host_is_requeued_once_resumes_its_file_and_is_not_requeued_
     tail = host["jobs"][0]["stderr_tail"]
     assert "preempted or timed out: requeued once" in tail and "not requeued" in tail
     assert host["message"] == ("preempted or timed out after its one requeue, so not requeued again; "
-                               "1 of 2 worker runs recorded")
+                               "1 of 3 worker runs recorded")
     assert f"host-1: partial: {host['message']}" in text
 
 
@@ -358,9 +358,9 @@ def test_a_failed_host_job_is_resubmitted_once_and_finishes_its_file(tmp_path):
     assert host["status"] == "ok" and host["requeues"] == 1 and len(host["jobs"]) == 2
     assert host["jobs"][0]["exit_status"] == -signal.SIGKILL
     assert host["jobs"][1]["why"] == ("resubmitted after: the run was killed by SIGKILL; "
-                                      "1 of 2 worker runs recorded")
+                                      "1 of 3 worker runs recorded")
     doc = document.load(str(out / "host-1.json"))
-    assert doc["metadata"].get("resumed") and [r["status"] for r in doc["runs"]] == ["ok", "ok"]
+    assert doc["metadata"].get("resumed") and [r["status"] for r in doc["runs"]] == ["ok"] * 3
     assert doc["runs"][0]["worker"] == first_run["worker"], "the first attempt's finished cell was kept"
     assert "resubmitting once, resuming its results file" in text and "1 with results" in text
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..run import slurm
+
 __all__ = ["NAME", "HELP", "configure", "run"]
 
 NAME = "explain"
@@ -38,6 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-control", dest="control", action="store_false",
                         help="no A/A control (only the 5%% floor then guards the verdict)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    slurm.add_executor_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         fixed = assignments(args.args, multi=False)
+        if slurm.use_slurm(args):
+            explain.check_target(args.target, fixed)  # a broken target fails here, not on every host
+            return slurm.run_with_executor(args, argv=args.argv)
         explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
                         progress=not args.no_progress, control=args.control)
     except (SettingError, document.ResultsError, ValueError, RuntimeError, ImportError, SyntaxError) as e:

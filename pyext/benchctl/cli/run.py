@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..run import slurm
 from ..run.options import add_matrix_arguments
 
 __all__ = ["NAME", "HELP", "configure", "run", "assignments"]
@@ -37,6 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
                         help="a fixed workload parameter (repeatable)")
     add_matrix_arguments(parser, repeat=1, budget_s=None)
+    slurm.add_executor_arguments(parser)
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
                         help="shuffle the cell order within each round with this seed")
     parser.add_argument("--json", dest="json_path", metavar="FILE",
@@ -86,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         matrix = assignments(args.sets, multi=True)
         fixed = assignments(args.args, multi=False)
+        if slurm.use_slurm(args):
+            runner.plan_matrix(args.workload, fixed, matrix)  # a bad matrix fails here, not on every host
+            return slurm.run_with_executor(args, argv=args.argv)
         if args.json_path is None:
             print("note: results are not saved (no --json FILE)", file=sys.stderr)
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,

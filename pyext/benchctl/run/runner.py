@@ -32,11 +32,11 @@ from ..system import metadata
 from . import rounds as _rounds
 from .process import now, run_worker
 
-__all__ = ["run_matrix"]
+__all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
 
 
 @dataclass(frozen=True)
-class _MatrixPlan:
+class MatrixPlan:
     """A matrix checked against its workload: each cell's arguments and worker environment."""
 
     workload: workloads.Workload
@@ -47,7 +47,7 @@ class _MatrixPlan:
     environments: list[dict[str, str]]
 
 
-def _plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> _MatrixPlan:
+def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> MatrixPlan:
     """Validate everything a run needs before its first worker starts: nothing half-runs on bad input."""
     wl = workloads.get(workload)
     given = {k: settings.canonical_value(k, v, wl.params) for k, v in (args or {}).items()}
@@ -65,7 +65,7 @@ def _plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | Non
         wl.check_args(resolved)  # a bad value (order=foo) fails here, not in every worker
         cell_args.append(resolved)
         environments.append(settings.cell_environment(cell, dict(os.environ)))
-    return _MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
+    return MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
 
 
 def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: float | None,
@@ -84,7 +84,7 @@ def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: flo
     }
 
 
-def _check_resumable(doc: dict, plan: _MatrixPlan, path: str) -> None:
+def _check_resumable(doc: dict, plan: MatrixPlan, path: str) -> None:
     differs = [name for name, old, new in (("workload", doc["workload"], plan.workload.name),
                                             ("args", doc["args"], plan.args), ("matrix", doc["matrix"], plan.matrix))
                if old != new]
@@ -145,7 +145,7 @@ class _Log:
         self.save()
 
 
-def _open_log(plan: _MatrixPlan, repeat: int | str, json_path: str | None, resume: bool,
+def _open_log(plan: MatrixPlan, repeat: int | str, json_path: str | None, resume: bool,
               shuffle_seed: int | None, worker_timeout_s: float | None, budget_s: float | None,
               control: bool, focus: str | None) -> tuple[_Log, int | str, int | None]:
     """The run's log (new, or the file to resume), with the repeat and shuffle seed it keeps."""
@@ -171,7 +171,7 @@ def _open_log(plan: _MatrixPlan, repeat: int | str, json_path: str | None, resum
     return _Log(doc, json_path), repeat, shuffle_seed
 
 
-def _slots(plan: _MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_rounds.Slot]]:
+def _slots(plan: MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_rounds.Slot]]:
     """(every slot of a round, the control's two slots) for ``doc``'s control, if it has one."""
     if not doc.get("control"):
         return [_rounds.Slot(i) for i in range(len(plan.cells))], []
@@ -179,7 +179,7 @@ def _slots(plan: _MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_roun
     return [control[0]] + [_rounds.Slot(i) for i in range(1, len(plan.cells))] + [control[1]], control
 
 
-def _unresolved(plan: _MatrixPlan, doc: dict, focus: str | None) -> set[int]:
+def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None) -> set[int]:
     """Indices of the cells whose comparisons the verdict leaves unresolved, judged now."""
     analyse(doc, focus)
     ids = {document.cell_id(c) for c in verdict.unresolved_cells(doc["verdict"])}
@@ -197,7 +197,7 @@ def _progress_bar(total: int, done: int, enabled: bool):
 class _Run:
     """One call of :func:`run_matrix`: its plan, log, rounds, budget and progress bar."""
 
-    def __init__(self, plan: _MatrixPlan, log: _Log, policy, budget: _rounds.Budget, focus: str | None,
+    def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, focus: str | None,
                  worker_timeout_s: float | None, probe: bool) -> None:
         self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
         self.worker_timeout_s, self.probe = worker_timeout_s, probe
@@ -269,7 +269,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     ``probe``: each worker tells the workload it is probed, for ``benchctl
     explain`` (see :mod:`benchctl.workloads.user`).
     """
-    plan = _plan_matrix(workload, args, matrix)
+    plan = plan_matrix(workload, args, matrix)
     if focus is not None and focus not in plan.matrix:
         raise _validate.ArgumentError(f"focus {focus!r} is not a matrix key "
                                       f"({', '.join(plan.matrix) or 'empty matrix'})")

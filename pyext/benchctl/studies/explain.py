@@ -29,7 +29,7 @@ from . import causes
 from .causes.denormals import ops_of, penalty_evidence
 from .penalty import profile
 
-__all__ = ["DEFAULT_BUDGET_S", "explain", "format_answer"]
+__all__ = ["DEFAULT_BUDGET_S", "check_target", "explain", "format_answer"]
 
 DEFAULT_BUDGET_S = 120.0
 
@@ -92,7 +92,7 @@ def format_answer(doc: dict, target: str, phases: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _check_target(target: str, args: dict | None) -> dict:
+def check_target(target: str, args: dict | None) -> dict:
     """The workload's arguments, typed like its defaults; user code loads here first, so a broken
     import fails before any worker starts."""
     workload = workloads.get(target)
@@ -107,7 +107,7 @@ def explain(target: str, args: dict | None = None, phase: str | None = None, bud
     """Explain ``target``'s time; print the report and the answer; return the results document."""
     started = time.perf_counter()
     budget_s = _validate.seconds("budget_s", budget_s)
-    args = _check_target(target, args)
+    args = check_target(target, args)
     facts = _probe(target, args, out)
     if phase is not None and phase not in facts.phases:
         raise _validate.ArgumentError(f"phase {phase!r}: {target} runs {', '.join(facts.phases) or 'no phase'}")

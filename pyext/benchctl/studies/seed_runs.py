@@ -18,12 +18,12 @@ from typing import Any, Callable
 
 from .. import _validate, settings
 from ..results import document, plot, processes, report, verdict, wording
-from ..run import rounds, runner
+from ..run import rounds, runner, slurm
 from ..run.options import add_matrix_arguments
 from . import penalty
 from .causes.denormals import penalty_evidence
 
-__all__ = ["RESULTS_DIR", "apply_sets", "count_cells", "add_output_arguments", "parse_seed_arguments",
+__all__ = ["RESULTS_DIR", "apply_sets", "count_cells", "add_output_arguments", "parse_seed_arguments", "on_slurm",
            "penalty_profile_evidence", "format_answer", "run_and_explain"]
 
 RESULTS_DIR = "results"
@@ -59,6 +59,7 @@ def add_output_arguments(parser, workload: str, budget_s: float) -> None:
     """The options both seed scripts share: processes, budget and control, where results go,
     resuming, the penalty profile."""
     add_matrix_arguments(parser, repeat=rounds.AUTO, budget_s=budget_s)
+    slurm.add_executor_arguments(parser)
     parser.add_argument("--json", dest="json_path", help=f"results file (default results/{workload}-<time>.json)")
     parser.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
@@ -69,9 +70,20 @@ def add_output_arguments(parser, workload: str, budget_s: float) -> None:
 def parse_seed_arguments(parser, argv):
     """Parse, and refuse --resume without the file it continues."""
     opts = parser.parse_args(argv)
+    opts.argv = list(sys.argv[1:] if argv is None else argv)
     if opts.resume and not opts.json_path:
         parser.error("--resume needs --json FILE: the results file to continue")
     return opts
+
+
+def on_slurm(parser, opts, script: str) -> int | None:
+    """With ``--executor slurm``, run this script on every host and return its exit status; else None."""
+    try:
+        if not slurm.use_slurm(opts):
+            return None
+        return slurm.run_with_executor(opts, argv=opts.argv, program=[sys.executable, "-u", os.path.abspath(script)])
+    except slurm.ExecutorError as e:
+        parser.error(str(e))
 
 
 def penalty_profile_evidence(ops: tuple[str, ...]) -> dict[str, Any]:
