@@ -55,6 +55,8 @@ def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():
     assert "does not penalise" in causes.Denormals().precheck(facts(ops=["aten::mul"]), PENALTY)
     assert causes.Denormals().precheck(facts(), PENALTY) is None  # div is penalised and the values hold subnormals
     assert causes.Denormals().precheck(facts(census=None), None) is None  # nothing known: nothing ruled out
+    counted_nothing = facts(census={"outputs": {"values": 0, "subnormal": 0}})  # it returns no tensor
+    assert counted_nothing.subnormals() is None and causes.Denormals().precheck(counted_nothing, None) is None
 
 
 def test_allocator_named_only_when_faults_fall_with_the_time():
@@ -83,6 +85,11 @@ def test_threads_oversubscription_with_context_switches():
     assert status(found) == base.CAUSE and "with 1 thread it is 3.33× faster" in found["message"]
     assert "context switches/iter go from 400 to 5" in found["message"]
     assert "another busy BLAS pool beside it makes it 1.50× slower" in found["message"]
+    assert "other processes" not in found["message"]
+    for run in doc["runs"]:
+        run["beside"] = {"other_cpus": 1.2, "steal_cpus": 0.1}  # another program kept the CPUs busy
+    found = judge(causes.Threads(), doc)
+    assert "other processes kept 1.30 CPUs busy beside it" in found["message"]
 
 
 def test_threads_that_do_useful_work_are_not_a_cause():
@@ -109,12 +116,22 @@ def test_no_planted_cause_is_named():
         assert "changes nothing beyond ±5%" in found["message"]
 
 
-def test_warmup_from_the_first_iteration_of_every_process():
+def _first_call_slower(factor):
     doc = run_with(lambda p: 1.0)
     for run in doc["runs"]:
-        run["phases"]["call"]["ns"][0] *= 50  # lazy initialisation on the first call
-    found = judge(causes.Warmup(), doc)
+        run["phases"]["call"]["ns"][0] *= factor
+    return doc
+
+
+def test_warmup_named_when_the_first_iteration_costs_the_series_more_than_the_band():
+    found = judge(causes.Warmup(), _first_call_slower(50))  # lazy initialisation on the first call
     assert status(found) == base.CAUSE and re.search(r"takes 50\.\d\d× its steady median", found["message"])
+    assert re.search(r"makes a series \+30\d\.\d% \[95% CI", found["message"]), found["message"]  # 49 / 16
+
+
+def test_a_slower_first_call_that_a_series_absorbs_is_not_a_warmup_cause():
+    found = judge(causes.Warmup(), _first_call_slower(1.6))  # 0.6 / 16 iterations: under 4% of the series
+    assert status(found) == base.NOT_CAUSE and "no warm-up worth ±5%" in found["message"], found["message"]
     assert status(judge(causes.Warmup(), run_with(lambda p: 1.0))) == base.NOT_CAUSE
 
 

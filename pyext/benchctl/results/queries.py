@@ -23,7 +23,11 @@ from .document import CONTROL_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
            "process_medians", "first_note", "readback_facts", "summary_entry", "per_iter_median", "control",
-           "Comparisons"]
+           "SHARED_CPUS", "beside_cpus", "shared_cpus", "Comparisons"]
+
+#: A worker shared the CPUs when other processes (or other guests, as steal) kept
+#: this many CPUs busy on average over its run.
+SHARED_CPUS = 0.25
 
 
 def phases(doc: dict) -> list[str]:
@@ -124,6 +128,17 @@ def steady_by_run(doc: dict, phase: str, cell: dict, arm: str | None = None) -> 
 def process_medians(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[float]:
     """One value per successful process of ``cell`` in ``phase``: the median of its steady iterations."""
     return [float(np.median(x)) for x in steady_by_run(doc, phase, cell, arm)]
+
+
+def beside_cpus(run: dict) -> float:
+    """CPUs that other processes and steal kept busy beside this worker, on average (0 when not recorded)."""
+    beside = run.get("beside") or {}
+    return (beside.get("other_cpus") or 0.0) + (beside.get("steal_cpus") or 0.0)
+
+
+def shared_cpus(run: dict) -> bool:
+    """Whether this worker shared the CPUs with other work (:data:`SHARED_CPUS` or more kept busy beside it)."""
+    return beside_cpus(run) >= SHARED_CPUS
 
 
 def first_note(doc: dict, cell: dict, key: str) -> Any:

@@ -22,11 +22,8 @@ from . import processes, queries, wording
 from .document import CONTROL_ARM, cell_id
 from .verdict import MIN_EFFECT, describe, headline
 
-__all__ = ["SHARED_CPUS", "format_report", "format_comparison"]
+__all__ = ["format_report", "format_comparison"]
 
-#: A worker shared the CPUs when other processes (or other guests, as steal) kept
-#: this many CPUs busy on average over its run.
-SHARED_CPUS = 0.25
 # The mark of each outcome in the ratio column.
 _MARKS = {processes.EFFECT: "*", processes.NO_EFFECT: "=", processes.UNRESOLVED: "?", processes.ONE_PROCESS: ""}
 
@@ -127,12 +124,7 @@ def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> lis
 
 def _beside_lines(doc: dict) -> list[str]:
     """The workers that shared the CPUs with other work, from what each recorded beside it."""
-    shared = []
-    for r in doc["runs"]:
-        beside = r.get("beside") or {}
-        other = (beside.get("other_cpus") or 0.0) + (beside.get("steal_cpus") or 0.0)
-        if other >= SHARED_CPUS:
-            shared.append((r, other))
+    shared = [(r, queries.beside_cpus(r)) for r in doc["runs"] if queries.shared_cpus(r)]
     if not shared:
         return []
     worst = max(other for _, other in shared)

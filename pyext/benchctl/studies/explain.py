@@ -115,7 +115,7 @@ def explain(target: str, args: dict | None = None, phase: str | None = None, bud
     evidence = _penalty(facts, out)
     active, probes, ruled = _plan(facts, evidence["penalty"])
     for f in ruled:
-        print(f"ruled out before running: {f['message']}", file=out)
+        print(f["message"], file=out)  # "<cause>: ruled out before running: <why>"
     matrix = {"with": [{}] + probes}
     left = budget_s - (time.perf_counter() - started)
     print(f"explain: {target}, {len(matrix['with'])} cells (the workload unchanged"

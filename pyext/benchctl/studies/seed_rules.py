@@ -20,11 +20,13 @@ from typing import Any, Callable, Iterable
 
 from ..results import processes, queries
 from ..results.verdict import Finding, ratio_text, resolved
+from .causes.allocator import Allocator
 from .causes.denormals import FMA_OPS, penalised_ops, ratios_text, why_ftz_cannot_matter
 from .penalty import OP_NAMES
 
 __all__ = ["PENALTY_OPS", "NAIVE_MISLEADS_RATIO", "ftz_precheck",
-           "rule_ftz_explained", "rule_values_do_not_matter_on_cpu", "rule_seed_naive_timing",
+           "rule_ftz_explained", "rule_allocator_explained", "rule_values_do_not_matter_on_cpu",
+           "rule_seed_naive_timing",
            "rule_ftz_no_effect_zero_weights", "resnet_order_findings", "zero_weights_findings"]
 
 #: The ops each seed's penalty profile measures: a conv net's multiply-adds for
@@ -156,8 +158,24 @@ def ftz_precheck(matrix: dict, penalty: dict | None, weights_census: dict | None
                              "dropped": {"ftz": [on]}}).to_json()
 
 
+def rule_allocator_explained(doc: dict) -> list[Finding]:
+    """Seed 1: the allocator cause judged on the slow order's eval phase (FTZ off), each other
+    allocator against the default one, by time and minor page faults per iteration."""
+    values = doc["matrix"].get("alloc") or []
+    if len(values) < 2 or "eval" not in queries.phases(doc):
+        return []
+    fixed = {"order": "eval_only", "ftz": "off"}
+    base = _cell_with(doc, **fixed, alloc=values[0])
+    others = [_cell_with(doc, **fixed, alloc=v) for v in values[1:]]
+    found = Allocator().judge_cells(doc, queries.Comparisons(doc), "eval", base, others)
+    if found is None:
+        return []
+    found.message = f"{found.message} (eval phase, order=eval_only)"
+    return [found]
+
+
 def resnet_order_findings(doc: dict) -> list[dict]:
-    return _apply(doc, (rule_ftz_explained,))
+    return _apply(doc, (rule_ftz_explained, rule_allocator_explained))
 
 
 # --- seed 2: zero_weights ---------------------------------------------------

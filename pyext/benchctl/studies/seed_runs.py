@@ -21,6 +21,7 @@ from ..results import document, plot, processes, report, verdict, wording
 from ..run import rounds, runner, slurm
 from ..run.options import add_matrix_arguments
 from . import penalty
+from .causes.base import MARKS
 from .causes.denormals import penalty_evidence
 
 __all__ = ["RESULTS_DIR", "apply_sets", "count_cells", "add_output_arguments", "parse_seed_arguments", "on_slurm",
@@ -121,6 +122,9 @@ def _format_values(doc: dict) -> str:
 
 
 def _mark(finding: dict) -> str:
+    status = (finding.get("evidence") or {}).get("status")
+    if status in MARKS:  # a finding of the cause library says its own mark
+        return MARKS[status]
     if finding.get("outcome") == processes.UNRESOLVED or finding["rule"] in verdict.UNRESOLVED_RULES:
         return "?"
     return "*" if finding.get("explains") else "-"

@@ -10,7 +10,7 @@ faults per iteration, which must fall with the time.
 from __future__ import annotations
 
 from ... import alloc
-from ...results import processes
+from ...results import processes, queries
 from ...results.verdict import Finding
 from .base import CAUSE, UNCONFIRMED, Cause, Context, Facts, counter, effect_text, moved_down
 
@@ -46,25 +46,35 @@ class Allocator(Cause):
         return "; ".join(costs) + f" (at {FAULT_COST_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
 
     def judge(self, ctx: Context, phase: str) -> Finding | None:
-        before = ctx.counter(phase, None, _FAULTS)
-        tried = [(probe, ctx.compare(phase, probe)) for probe in self.probes(ctx.facts)]
-        tried = [(probe, cmp) for probe, cmp in tried if cmp is not None]
+        return self.judge_cells(ctx.doc, ctx.comparisons, phase, ctx.baseline,
+                                [ctx.cell(probe) for probe in self.probes(ctx.facts)])
+
+    def judge_cells(self, doc: dict, comparisons: queries.Comparisons, phase: str, baseline: dict,
+                    cells: list[dict]) -> Finding | None:
+        """Judge ``cells`` (the baseline with another allocator: ``alloc`` in them, or in their ``with``)
+        against ``baseline``; the seed scripts call this on their own matrices."""
+        def faults(cell: dict) -> float | None:
+            return (queries.summary_entry(doc, phase, cell) or {}).get(_FAULTS)
+
+        def name(cell: dict) -> str:
+            return cell.get("with", cell).get("alloc", "default")
+
+        tried = [(cell, comparisons.compare(phase, cell, baseline)) for cell in cells]
+        tried = [(cell, cmp) for cell, cmp in tried if cmp is not None]
         if not tried:
             return None
-        faster = [(p, c) for p, c in tried if c["outcome"] == processes.EFFECT and c["ratio"] < 1]
-        probe, cmp = min(faster, key=lambda pc: pc[1]["ratio"]) if faster else tried[0]
-        after = ctx.counter(phase, probe, _FAULTS)
-        setting = f"alloc={probe['alloc']}"
-        faults = f"minor page faults/iter go from {counter(before)} to {counter(after)}"
-        evidence = {"faults_per_iter": {"default": before, probe["alloc"]: after},
-                    "tried": {f"alloc={p['alloc']}": c["outcome"] for p, c in tried}}
+        faster = [(c, cmp) for c, cmp in tried if cmp["outcome"] == processes.EFFECT and cmp["ratio"] < 1]
+        cell, cmp = min(faster, key=lambda pair: pair[1]["ratio"]) if faster else tried[0]
+        before, after = faults(baseline), faults(cell)
+        setting = f"alloc={name(cell)}"
+        moved = f"minor page faults/iter go from {counter(before)} to {counter(after)}"
+        fields = dict(a=cell, b=baseline, setting=setting,
+                      evidence={"faults_per_iter": {name(baseline): before, name(cell): after},
+                                "tried": {f"alloc={name(c)}": cmp["outcome"] for c, cmp in tried}})
         if not faster:
-            return self.not_found(phase, cmp, setting, suffix=f"; {faults}", a=ctx.cell(probe), b=ctx.baseline,
-                                  setting=setting, evidence=evidence)
+            return self.not_found(phase, cmp, setting, suffix=f"; {moved}", **fields)
         if moved_down(before, after):
-            return self.finding(phase, cmp, f"with {setting} it is {effect_text(cmp)}; {faults}: memory returned to "
-                                            "the OS and faulted back in", CAUSE, a=ctx.cell(probe), b=ctx.baseline,
-                                setting=setting, evidence=evidence)
-        return self.finding(phase, cmp, f"with {setting} it is {effect_text(cmp)}, yet {faults}: the mechanism is "
-                                        "not the allocator's page faults", UNCONFIRMED, a=ctx.cell(probe),
-                            b=ctx.baseline, setting=setting, evidence=evidence)
+            return self.finding(phase, cmp, f"with {setting} it is {effect_text(cmp)}; {moved}: memory returned to "
+                                            "the OS and faulted back in", CAUSE, **fields)
+        return self.finding(phase, cmp, f"with {setting} it is {effect_text(cmp)}, yet {moved}: the mechanism is "
+                                        "not the allocator's page faults", UNCONFIRMED, **fields)

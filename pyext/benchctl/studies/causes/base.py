@@ -66,8 +66,9 @@ class Facts:
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])))
 
     def subnormals(self) -> int | None:
-        """Subnormal values seen in what the workload computes, or None when nothing was counted."""
-        if not self.census:
+        """Subnormal values seen in what the workload computes, or None when no value was counted (it
+        returns no tensor and exposes no module: then the census cannot rule denormals out)."""
+        if not self.census or not sum(part.get("values", 0) for part in self.census.values()):
             return None
         return sum(part.get("subnormal", 0) for part in self.census.values())
 

@@ -10,7 +10,9 @@ sensitive it is to a neighbour. :class:`Placement` pins torch's team
 
 from __future__ import annotations
 
-from ...results import processes
+import numpy as np
+
+from ...results import processes, queries
 from ...results.verdict import Finding
 from .base import CAUSE, NOT_CAUSE, UNCONFIRMED, Cause, Context, Facts, counter, effect_text, moved_down
 
@@ -48,6 +50,16 @@ class Threads(Cause):
                     f"{counter(ctx.counter(phase, self.busy, _SWITCHES))} context switches/iter")
         return f"; another busy BLAS pool beside it makes it {effect_text(cmp)} ({switches})"
 
+    def _outside(self, ctx: Context) -> str:
+        """Whether other processes shared the CPUs with the unchanged workload: then part of the
+        oversubscription is theirs, not the workload's own."""
+        runs = queries.ok_runs(ctx.doc, ctx.baseline)
+        if not runs or sum(map(queries.shared_cpus, runs)) * 2 < len(runs):
+            return ""
+        busy = float(np.median([queries.beside_cpus(r) for r in runs]))
+        return (f"; other processes kept {busy:.2f} CPUs busy beside it (median over its processes): they "
+                "oversubscribe the CPUs with it, so on a quiet machine the effect is smaller")
+
     def judge(self, ctx: Context, phase: str) -> Finding | None:
         cmp = ctx.compare(phase, self.one)
         if cmp is None:
@@ -60,8 +72,8 @@ class Threads(Cause):
         if cmp["outcome"] == processes.EFFECT and cmp["ratio"] < 1:
             head = f"with 1 thread it is {effect_text(cmp)}; {switches}; pools: {_pools(ctx.facts)}"
             if moved_down(before, after):
-                return self.finding(phase, cmp, f"{head}: more threads than the CPUs can run at once{neighbour}",
-                                    CAUSE, **fields)
+                return self.finding(phase, cmp, f"{head}: more threads than the CPUs can run at once"
+                                                f"{self._outside(ctx)}{neighbour}", CAUSE, **fields)
             return self.finding(phase, cmp, f"{head}, yet context switches do not fall with it: the mechanism is "
                                             f"unconfirmed{neighbour}", UNCONFIRMED, **fields)
         if cmp["outcome"] == processes.EFFECT:

@@ -1,11 +1,13 @@
 """Cause: warm-up and lazy initialisation.
 
-No setting probes it: every process already shows it. Its first iteration
-is compared with its own steady median (a ratio per process, judged over the
-processes like any comparison), and the warm-up the runner detected says how
-many iterations it took; the first worker of each cell is also compared with
-its later ones (a first process can pay for cold caches and lazy loading
-that later ones find done).
+No setting probes it: every process already shows it. What matters is how
+much of a process's timed series the first iterations cost beyond its
+steady median: a first call 50× slower distorts a mean over 30 iterations
+by 160%, a first call 1.6× slower (caches, the thread pool's first start)
+by 2%. That share, one value per process, is judged over the processes like
+any comparison; the first worker of each cell is also compared with its
+later ones (a first process can pay for cold caches and lazy loading that
+later ones find done).
 """
 
 from __future__ import annotations
@@ -21,18 +23,22 @@ from .base import CAUSE, NOT_CAUSE, UNRESOLVED, Cause, Context
 __all__ = ["Warmup"]
 
 
-def _first_over_steady(doc: dict, phase: str) -> tuple[list[float], list[int]]:
-    """Per successful process of any cell: first iteration / steady median, and its detected warm-up."""
-    ratios, warmups = [], []
+def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[int]]:
+    """Per successful process of any cell: (the series' time over what it would take at its steady median,
+    the first iteration over that median, the warm-up iterations the runner detected)."""
+    costs, firsts, warmups = [], [], []
     for run in doc["runs"]:
         data = run["phases"].get(phase) if run["status"] == "ok" else None
         if not data or len(data["ns"]) < 2:
             continue
-        steady = np.median(data["ns"][max(1, data.get("warmup") or 0):])
-        if steady > 0 and data["ns"][0] > 0:
-            ratios.append(data["ns"][0] / steady)
+        ns, warm = data["ns"], max(1, data.get("warmup") or 0)
+        steady = float(np.median(ns[warm:]))
+        if steady > 0 and ns[0] > 0:
+            extra = sum(ns[:warm]) - warm * steady  # what the warm-up added beyond steady iterations
+            costs.append(max(1.0 + extra / (len(ns) * steady), 1e-9))
+            firsts.append(ns[0] / steady)
             warmups.append(data.get("warmup") or 0)
-    return ratios, warmups
+    return costs, firsts, warmups
 
 
 def _first_process(doc: dict, phase: str) -> dict | None:
@@ -52,25 +58,27 @@ class Warmup(Cause):
     title = "warm-up and lazy initialisation"
 
     def judge(self, ctx: Context, phase: str) -> Finding | None:
-        ratios, warmups = _first_over_steady(ctx.doc, phase)
-        if len(ratios) < 2:
+        costs, firsts, warmups = _warmup_cost(ctx.doc, phase)
+        if len(costs) < 2:
             return None
-        first = processes.cell_interval(ratios)
+        cost = processes.cell_interval(costs)
         band = ctx.comparisons.band(phase)
-        cmp = {"ratio": first["value"], "ci95": first["ci"], "outcome": processes.judge({"ci95": first["ci"]}, band),
+        cmp = {"ratio": cost["value"], "ci95": cost["ci"], "outcome": processes.judge({"ci95": cost["ci"]}, band),
                "band": band, "p_value": None}
-        lo, hi = first["ci"]
-        slow_first = cmp["outcome"] == processes.EFFECT and first["value"] > 1
-        evidence = {"first_over_steady": ratios, "warmup_iterations": warmups, "first_process": None}
-        message = (f"the first iteration of each process takes {first['value']:.2f}× its steady "
-                   f"median [95% CI {lo:.2f}, {hi:.2f}] over {len(ratios)} processes")
-        if slow_first:
-            message += (f", and the series settles after {int(np.median(warmups))} iteration(s) (median): something "
+        lo, hi = cost["ci"]
+        slows = cmp["outcome"] == processes.EFFECT and cost["value"] > 1
+        evidence = {"series_over_steady": costs, "first_over_steady": firsts, "warmup_iterations": warmups,
+                    "first_process": None}
+        message = (f"the first iteration of each process takes {float(np.median(firsts)):.2f}× its steady median "
+                   f"(median of {len(costs)} processes); the warm-up makes a series {cost['value'] - 1:+.1%} "
+                   f"[95% CI {lo - 1:+.1%}, {hi - 1:+.1%}] longer than at its steady median")
+        if slows:
+            message += (f", and it settles after {int(np.median(warmups))} iteration(s) (median): something "
                         "initialises on first use; benchctl leaves the warm-up out of every comparison, and a "
                         "warm-up call before timing (or eager initialisation) removes it from your own timings")
         else:
-            message += f": no warm-up beyond ±{band:.0%}" if cmp["outcome"] == processes.NO_EFFECT else \
-                ": whether there is a warm-up is unresolved"
+            message += f": no warm-up worth ±{band:.0%}" if cmp["outcome"] == processes.NO_EFFECT else \
+                ": whether the warm-up matters is unresolved"
         later = _first_process(ctx.doc, phase)
         if later is not None and later["ci"] is not None:
             evidence["first_process"] = later
@@ -78,5 +86,5 @@ class Warmup(Cause):
                 message += (f"; the first process of each cell ran {later['value']:.2f}× its later ones "
                             f"[95% CI {later['ci'][0]:.2f}, {later['ci'][1]:.2f}] (cold caches or lazy loading "
                             "that later processes find done)")
-        status = CAUSE if slow_first else (NOT_CAUSE if cmp["outcome"] == processes.NO_EFFECT else UNRESOLVED)
+        status = CAUSE if slows else (NOT_CAUSE if cmp["outcome"] == processes.NO_EFFECT else UNRESOLVED)
         return self.finding(phase, cmp, message, status, evidence=evidence)
