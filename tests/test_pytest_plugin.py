@@ -399,7 +399,10 @@ def test_compare_calls_a_slowdown_and_an_unchanged_file(pytester, monkeypatch):
     slower.assert_outcomes(passed=2)
     assert slower.ret == pytest.ExitCode.TESTS_FAILED
     slower.stdout.fnmatch_lines(["against saved.json:", "  slower (1):",
-                                 "    *::test_sized [[]call[]]: * slower [[]95% CI *"])
+                                 "    *::test_sized [[]call[]]: * slower [[]95% CI *] (bootstrap over rounds, one "
+                                 "process a side)",
+                                 "  note: one process a side: the interval holds the variation between rounds, not "
+                                 "between processes or sessions*"])
     same.assert_outcomes(passed=2)
     assert same.ret == pytest.ExitCode.OK
 

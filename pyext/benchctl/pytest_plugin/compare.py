@@ -27,9 +27,13 @@ from ..results import document, queries, stats, verdict
 from .intervals import welch_log_ratio
 from .results_file import is_plugin_document
 
-__all__ = ["CATEGORIES", "Judgement", "load_saved", "judge"]
+__all__ = ["CATEGORIES", "ONE_PROCESS_NOTE", "Judgement", "load_saved", "judge"]
 
 CATEGORIES = ("slower", "faster", "unchanged", "inconclusive")
+#: Said under a comparison that has a side measured in one process.
+ONE_PROCESS_NOTE = ("one process a side: the interval holds the variation between rounds, not between processes "
+                    "or sessions, which on a busy machine is larger; for a comparison that carries it, mark the "
+                    "test @pytest.mark.benchctl(isolate=True, repeat=3) in both runs")
 
 
 @dataclass
@@ -39,6 +43,7 @@ class Judgement:
     category: str            # one of CATEGORIES, or "new" (not in the saved file)
     comparison: dict | None  # ratio (current/saved), ci95, significant, p_value, method
     text: str
+    processes: tuple = (1, 1)  # fresh processes measured on each side (current, saved)
 
 
 def load_saved(path: str) -> dict:
@@ -59,8 +64,10 @@ def _compare(current: list[np.ndarray], saved: list[np.ndarray]) -> dict:
                 "significant": p < 1.0 - stats.CONFIDENCE, "method": "Welch t over process medians"}
     cmp = stats.compare(np.concatenate(current), np.concatenate(saved), labels=("current", "saved"),
                         runs=(current, saved))
+    method = "bootstrap over rounds, one process a side" if cmp["ci_method"] == "iterations" else \
+        f"bootstrap ({cmp['ci_method']})"
     return {"ratio": cmp["ratio"], "ci95": cmp["ci95"], "p_value": cmp["p_value"],
-            "significant": cmp["significant"], "method": f"bootstrap ({cmp['ci_method']}), Mann-Whitney"}
+            "significant": cmp["significant"], "method": method}
 
 
 def _category(cmp: dict) -> str:
@@ -89,5 +96,6 @@ def judge(current: dict, saved: dict) -> list[Judgement]:
             except ValueError as e:  # e.g. medians of 0 ns: no ratio exists
                 out.append(Judgement(nodeid, phase, "inconclusive", None, f"cannot compare: {e}"))
                 continue
-            out.append(Judgement(nodeid, phase, _category(cmp), cmp, f"{verdict.describe(cmp)} ({cmp['method']})"))
+            out.append(Judgement(nodeid, phase, _category(cmp), cmp, f"{verdict.describe(cmp)} ({cmp['method']})",
+                                 (len(now_runs), len(old_runs))))
     return out

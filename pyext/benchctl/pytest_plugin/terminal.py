@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .compare import CATEGORIES, Judgement
+from .compare import CATEGORIES, ONE_PROCESS_NOTE, Judgement
 from .session import Session
 
 __all__ = ["seconds", "table", "lines"]
@@ -68,6 +68,8 @@ def _comparison_lines(judgements: list[Judgement], path: str) -> list[str]:
             out += [f"    {j.nodeid} [{j.phase}]: {j.text}" for j in group]
     if len(out) == 1:
         out.append("  no test of this run measured anything to compare")
+    if any(j.comparison is not None and min(j.processes) < 2 for j in judgements):
+        out.append(f"  note: {ONE_PROCESS_NOTE}")
     return out
 
 
