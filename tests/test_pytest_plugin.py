@@ -69,6 +69,8 @@ def test_every_option_has_help_text(pytester):
                    "--benchctl-json", "--benchctl-compare", "--benchctl-compare-fail", "--benchctl-worker-timeout"):
         assert option in text
     assert "time budget of one measured series" in text
+    markers = pytester.runpytest_inprocess("--markers").stdout.str()
+    assert "@pytest.mark.benchctl(ftz=..., threads=N, pin=..., alloc=..., env=..., isolate=False, repeat=3)" in markers
 
 
 @pytest.mark.parametrize("args, message", [
@@ -409,6 +411,19 @@ def test_compare_calls_a_slowdown(pytester, monkeypatch):
                                  "between processes or sessions*"])
     again.assert_outcomes(passed=2)
     assert again.ret == pytest.ExitCode.OK and (pytester.path / "again.json").exists()
+
+
+def test_a_session_that_measured_nothing_writes_a_file_the_cli_reads(pytester):
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    run(pytester, "--benchctl-json=empty.json").assert_outcomes(passed=1)
+    path = str(pytester.path / "empty.json")
+    assert document.load(path)["matrix"] == {}
+    for command in (["report", path], ["compare", path, path]):
+        done = subprocess.run([sys.executable, "-m", "benchctl", *command], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    again = run(pytester, f"--benchctl-compare={path}")
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines([f"against {path}:", "  no test of this run measured anything to compare"])
 
 
 def test_compare_refuses_a_file_of_another_workload(pytester, tmp_path):
