@@ -284,6 +284,18 @@ def test_not_slower_not_shown(benchctl):
     assert sorted(a["outcome"] for a in records) == ["not_shown", "not_shown", "shown", "shown"]
 
 
+def test_assertions_on_slow_calls_keep_to_the_minimum_rounds(pytester):
+    pytester.makepyfile("""
+import time
+
+def test_sleeps(benchctl):
+    record = benchctl.assert_faster(lambda: time.sleep(0.001), lambda: time.sleep(0.01), by=2, max_time=0.1)
+    assert record["units_per_block"] == 1 and record["rounds"] + record["warmup_rounds"] == 10
+    assert record["a"] == "fn_a" and record["b"] == "fn_b"
+""")
+    run(pytester).assert_outcomes(passed=1)
+
+
 INCONCLUSIVE = """
 import numpy as np
 from benchctl.pytest_plugin import assertions, fixture

@@ -32,7 +32,8 @@ from .timing import Target, calibrate, round_target_ns
 __all__ = ["UNITS_PER_BLOCK", "MIN_ROUNDS", "MAX_ROUNDS", "SHOWN", "NOT_SHOWN", "INCONCLUSIVE", "Interleaved",
            "Judgement", "interleave", "judge_faster", "judge_not_slower", "callable_name", "check_threshold"]
 
-#: Calibrated units per block: a block's median needs a few of them.
+#: Calibrated units per block: a block's median needs a few of them (fewer, down to one, when
+#: the units are so long that the minimum rounds would not otherwise fit the budget).
 UNITS_PER_BLOCK = 5
 #: Rounds at least (a t interval on 9 df is usable) and at most (beyond, the interval hardly narrows
 #: and the test takes longer).
@@ -62,6 +63,7 @@ class Interleaved:
     warmup: int
     ratio: float
     ci95: tuple[float, float]
+    units_per_block: int = UNITS_PER_BLOCK
     flags: list[str] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
 
@@ -89,12 +91,14 @@ def interleave(target_a: Target, target_b: Target, *, min_round_ns: float, max_t
         units.append(target.repeatable(k))
         took.append(ns)
         ks.append(k)
-    rounds = int(min(MAX_ROUNDS, max(MIN_ROUNDS, max_time_ns // (UNITS_PER_BLOCK * (took[0] + took[1])))))
+    pair_ns = took[0] + took[1]
+    units_per_block = int(min(UNITS_PER_BLOCK, max(1, max_time_ns // (MIN_ROUNDS * pair_ns))))
+    rounds = int(min(MAX_ROUNDS, max(MIN_ROUNDS, max_time_ns // (units_per_block * pair_ns))))
     rng = np.random.default_rng(seed)
     medians = (np.empty(rounds), np.empty(rounds))
     for r in range(rounds):
         for side in rng.permutation(2):
-            ticks = clock.time_calls(units[side], UNITS_PER_BLOCK, 0)
+            ticks = clock.time_calls(units[side], units_per_block, 0)
             medians[side][r] = float(np.median(clock.to_ns(ticks))) / ks[side]
     a_ns, b_ns = medians
     if np.any(a_ns <= 0) or np.any(b_ns <= 0):
@@ -103,7 +107,8 @@ def interleave(target_a: Target, target_b: Target, *, min_round_ns: float, max_t
     # The later of the two warm-ups ends the warm-up of the pair; keep two rounds at least.
     warmup = min(max(detect_warmup(a_ns), detect_warmup(b_ns)), rounds - 2)
     interval = log_mean_interval(a_ns[warmup:] / b_ns[warmup:], name="per-round ratios")
-    out = Interleaved(names, a_ns, b_ns, (ks[0], ks[1]), warmup, interval.centre, (interval.lo, interval.hi))
+    out = Interleaved(names, a_ns, b_ns, (ks[0], ks[1]), warmup, interval.centre, (interval.lo, interval.hi),
+                      units_per_block=units_per_block)
     for name, series in zip(names, (a_ns, b_ns)):
         summary = Samples(series, warmup=warmup).summary()
         out.flags += [f"{name}: {flag}" for flag in summary["flags"]]
@@ -136,7 +141,7 @@ def _flags_text(m: Interleaved) -> str:
 def _record(kind: str, m: Interleaved, threshold: dict, outcome: str, message: str) -> dict:
     return {"assertion": kind, "a": m.names[0], "b": m.names[1], **threshold, "ratio": m.ratio,
             "ci95": list(m.ci95), "rounds": m.rounds, "warmup_rounds": m.warmup,
-            "calls_per_unit": list(m.calls_per_unit), "units_per_block": UNITS_PER_BLOCK,
+            "calls_per_unit": list(m.calls_per_unit), "units_per_block": m.units_per_block,
             "outcome": outcome, "flags": list(m.flags), "message": message}
 
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ..results.document import ResultsError
+from ..results.document import ResultsError, save
 from . import compare, results_file, terminal
 from .fixture import FIXTURE, skip_here
 from .isolation import run_isolated
@@ -101,12 +101,12 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         return
     state.document = results_file.build(session.config, state, with_metadata=bool(state.options.json_path))
     if state.options.json_path:
-        from ..results.document import save
-
         save(state.document, state.options.json_path)
     if state.saved is not None:
         state.judgements = compare.judge(state.document, state.saved)
-        if state.options.compare_fail and any(j.category == "slower" for j in state.judgements):
+        slower = any(j.category == "slower" for j in state.judgements)
+        # Only a passing session is turned into a failing one: a worse status says more.
+        if state.options.compare_fail and slower and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
