@@ -3,10 +3,14 @@
 
 Runs the user's experiment (../shared/seeds/eval_slower_than_train.txt) in
 both orders, each in a fresh process, under every setting that can explain
-the gap (default: order × ftz {off, process} × alloc {default, retain}), and
-prints the report and the verdict. ``--batch-size 128 --num-data 1024`` is
-exactly the seed's experiment; the defaults are sized to finish in about
-five minutes on a 2-core machine.
+the gap (default: order × ftz {off, process} × alloc {default, retain}), plus
+the baseline cell again as an A/A control, and prints the report and the
+verdict. FTZ is ruled out before any cell runs when this CPU's penalty
+profile and the model's values say it cannot matter (its cells are then
+skipped; --set ftz=off,process runs them anyway). Three processes per cell,
+then more only where a comparison is unresolved, within a 5-minute budget
+on a 2-core machine. ``--batch-size 128 --num-data 1024`` is exactly the
+seed's experiment.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from benchctl.studies import seed_runs
 from benchctl.studies.seed_rules import PENALTY_OPS
 from benchctl.workloads.resnet_order import PARAMS
 
-BUDGET_S = 300.0
+BUDGET_S = 300.0  # seconds: the whole command, penalty profile and pre-checks included
 DEFAULT_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"],
                   "alloc": ["default", "retain"]}
 # The workload's own defaults, sized for five minutes on 2 cores (benchctl.workloads.resnet_order).
@@ -57,10 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace or add a matrix axis: a setting (ftz, alloc, threads, pin, env) "
                         "or a parameter (order)")
-    p.add_argument("--repeat", type=int, default=None,
-                   help="fresh processes per cell (default: what fits in 5 minutes, at least 2)")
-    seed_runs.add_output_arguments(p, "resnet_order")
+    seed_runs.add_output_arguments(p, "resnet_order", budget_s=BUDGET_S)
     opts = seed_runs.parse_seed_arguments(p, argv)
+    on_hosts = seed_runs.on_slurm(p, opts, __file__)
+    if on_hosts is not None:
+        return on_hosts
 
     from benchctl.studies import seed_rules
     from benchctl.workloads import resnet_order, weights
@@ -75,23 +80,21 @@ def main(argv: list[str] | None = None) -> int:
         matrix = seed_runs.apply_sets(DEFAULT_MATRIX, opts.sets)
     except (ValueError, weights.WeightsUnavailable) as exc:
         p.error(str(exc))
-    full = {**resnet_order.PARAMS, **args}
     print(f"sizes: batch {batch_size}, {num_data} images per loader, training on "
           + (f"the first {train_batches} batches" if train_batches else "every batch (as the seed)"))
-    costs = resnet_order.probe_costs(full)
-    interpreter_s = seed_runs.measure_interpreter_seconds()
-    orders = matrix.get("order", [full["order"]])
-    cell_s = sum(resnet_order.estimate_cell_seconds(full, o, costs, interpreter_s) for o in orders) / len(orders)
-    cells = seed_runs.count_cells(matrix)
-    penalty_ops = PENALTY_OPS["resnet_order"]
-    penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(penalty_ops)
-    # Two processes per cell at least: one ResNet-50 eval process can run 20% slower than
-    # another of the same cell here, and only repetitions let the CI carry that.
-    repeat = opts.repeat or seed_runs.choose_repeat(cell_s, cells, BUDGET_S - penalty_s)
-    seed_runs.run_and_explain("resnet_order", args, matrix, repeat=repeat, json_path=opts.json_path,
-                              plot_path=opts.plot, focus="order", seed_rules=seed_rules.resnet_order_findings,
-                              penalty_ops=penalty_ops, cell_seconds=cell_s,
-                              measure_penalty=not opts.skip_penalty, resume=opts.resume)
+
+    def precheck(matrix, penalty):
+        """FTZ cannot matter when this CPU's penalty profile and this model's values say so."""
+        weights_census, activation_subnormal = resnet_order.value_census(args)
+        found = seed_rules.ftz_precheck(matrix, penalty, weights_census, activation_subnormal)
+        return [found] if found else []
+
+    seed_runs.run_and_explain("resnet_order", args, matrix, repeat=opts.repeat, budget_s=opts.budget,
+                              control=opts.control, json_path=opts.json_path, plot_path=opts.plot, focus="order",
+                              seed_rules=seed_rules.resnet_order_findings, penalty_ops=PENALTY_OPS["resnet_order"],
+                              measure_penalty=not opts.skip_penalty, precheck=precheck,
+                              fixed_keys=[item.partition("=")[0].strip() for item in opts.sets],
+                              resume=opts.resume)
     return 0
 
 

@@ -4,10 +4,14 @@
 Runs the user's net (../shared/seeds/zero_weights_gpu_vs_cpu.txt) with
 uniform and zero weights, each cell in a fresh process, under ftz
 {off, process} and threads {1, all} (and on CUDA when a GPU is present),
-times forward and a forward+backward that really calls backward, shows the
-seed's own naive timing beside it, and prints the report and the answer.
-``--naive-trials 1000`` is the seed's trial count; the defaults are sized to
-finish in about two minutes on a 2-core machine.
+plus the baseline cell again as an A/A control; times forward and a
+forward+backward that really calls backward, shows the seed's own naive
+timing beside it, and prints the report and the answer. FTZ is ruled out
+before any cell runs when this CPU's penalty profile and the net's values say
+it cannot matter (--set ftz=off,process runs its cells anyway). Three
+processes per cell, then more only where a comparison is unresolved, within a
+two-minute budget on a 2-core machine. ``--naive-trials 1000`` is the seed's
+trial count.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import os
 from benchctl.studies import seed_runs
 from benchctl.studies.seed_rules import PENALTY_OPS
 
-BUDGET_S = 120.0
+BUDGET_S = 120.0  # seconds: the whole command, penalty profile and pre-checks included
 
 
 def default_matrix(devices: list[str]) -> dict[str, list]:
@@ -40,10 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace or add a matrix axis: a setting (ftz, threads, alloc, pin, env) "
                         "or a parameter (init, device)")
-    p.add_argument("--repeat", type=int, default=None,
-                   help="fresh processes per cell (default: what fits in 2 minutes, at least 2)")
-    seed_runs.add_output_arguments(p, "zero_weights")
+    seed_runs.add_output_arguments(p, "zero_weights", budget_s=BUDGET_S)
     opts = seed_runs.parse_seed_arguments(p, argv)
+    on_hosts = seed_runs.on_slurm(p, opts, __file__)
+    if on_hosts is not None:
+        return on_hosts
 
     import torch
 
@@ -57,19 +62,20 @@ def main(argv: list[str] | None = None) -> int:
         matrix = seed_runs.apply_sets(default_matrix(devices), opts.sets)
     except ValueError as exc:
         p.error(str(exc))
-    forward_s, forward_backward_s = zero_weights.probe_call_seconds()
-    cell_s = zero_weights.estimate_cell_seconds({**zero_weights.PARAMS, **args}, forward_s, forward_backward_s,
-                                                seed_runs.measure_interpreter_seconds())
-    cells = seed_runs.count_cells(matrix)
-    penalty_ops = PENALTY_OPS["zero_weights"]
-    penalty_s = 0.0 if opts.skip_penalty else seed_runs.PENALTY_SECONDS_PER_OP * len(penalty_ops)
-    # Two processes per cell at least: this net's medians move by up to ~20% between
-    # fresh processes here, and only repetitions let the CI carry that.
-    repeat = opts.repeat or seed_runs.choose_repeat(cell_s, cells, BUDGET_S - penalty_s)
-    seed_runs.run_and_explain("zero_weights", args, matrix, repeat=repeat, json_path=opts.json_path,
-                              plot_path=opts.plot, focus="init", seed_rules=seed_rules.zero_weights_findings,
-                              penalty_ops=penalty_ops,
-                              cell_seconds=cell_s, measure_penalty=not opts.skip_penalty, resume=opts.resume)
+
+    def precheck(matrix, penalty):
+        """FTZ cannot matter when this CPU's penalty profile and the net's values say so."""
+        weights_census, activation_subnormal = zero_weights.value_census(tuple(matrix.get("init", ["uniform"])),
+                                                                         opts.seed)
+        found = seed_rules.ftz_precheck(matrix, penalty, weights_census, activation_subnormal)
+        return [found] if found else []
+
+    seed_runs.run_and_explain("zero_weights", args, matrix, repeat=opts.repeat, budget_s=opts.budget,
+                              control=opts.control, json_path=opts.json_path, plot_path=opts.plot, focus="init",
+                              seed_rules=seed_rules.zero_weights_findings, penalty_ops=PENALTY_OPS["zero_weights"],
+                              measure_penalty=not opts.skip_penalty, precheck=precheck,
+                              fixed_keys=[item.partition("=")[0].strip() for item in opts.sets],
+                              resume=opts.resume)
     return 0
 
 

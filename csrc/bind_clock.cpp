@@ -66,31 +66,31 @@ PyMethodDef fast_reads[] = {
 void bind_clock(py::module_& m) {
   if (PyModule_AddFunctions(m.ptr(), fast_reads) != 0) throw py::error_already_set();
 
-  m.def("counter_name", &counter_name);
-  m.def("use_counter_ticks", &use_counter_ticks, py::arg("on"));
-  m.def("counter_ticks_in_use", &counter_ticks_in_use);
-  m.def("cpuid_invariant_tsc", &cpuid_invariant_tsc);
-  m.def("counter_nominal_frequencies", []() {
-    py::list out;
-    for (const auto& f : counter_nominal_frequencies())
-      out.append(py::make_tuple(f.source, f.hz, f.uncertainty_ppm));
-    return out;
-  });
-  m.def(
-      "calibrate_counter",
-      [](uint64_t duration_ns) {
-        Calibration c;
-        {
-          py::gil_scoped_release nogil;
-          c = calibrate_counter(duration_ns);
-        }
-        return py::make_tuple(c.hz, c.uncertainty_ppm, c.duration_ns);
-      },
-      py::arg("duration_ns"));
-  m.def("measure_read_overhead", &measure_read_overhead, py::arg("samples"));
-  m.def("measure_chained_read_overhead", &measure_chained_read_overhead, py::arg("samples"));
+  Record<NominalFrequency>(m, "NominalFrequency", "A frequency the hardware states for its counter.")
+      .field("source", &NominalFrequency::source, "Where it is stated, e.g. 'cpuid_0x15', 'cntfrq_el0'.")
+      .field("hz", &NominalFrequency::hz, "The frequency in Hz.")
+      .field("uncertainty_ppm", &NominalFrequency::uncertainty_ppm, "Quantisation of the stated value, in ppm.");
+  Record<Calibration>(m, "Calibration", "The counter's frequency measured against CLOCK_MONOTONIC_RAW.")
+      .field("hz", &Calibration::hz, "The measured frequency in Hz.")
+      .field("uncertainty_ppm", &Calibration::uncertainty_ppm, "Its uncertainty, in ppm.")
+      .field("duration_ns", &Calibration::duration_ns, "How long the measurement ran, in ns.");
+
+  m.def("counter_name", &counter_name, "The hardware counter compiled in ('rdtsc', 'cntvct'), or ''.");
+  m.def("use_counter_ticks", &use_counter_ticks, py::arg("on"),
+        "Tick with the hardware counter (True) or CLOCK_MONOTONIC_RAW ns (False).");
+  m.def("counter_ticks_in_use", &counter_ticks_in_use, "Whether ticks come from the hardware counter.");
+  m.def("cpuid_invariant_tsc", &cpuid_invariant_tsc,
+        "CPUID 0x80000007 EDX bit 8 on x86-64; None where CPUID has no answer.");
+  m.def("counter_nominal_frequencies", &counter_nominal_frequencies,
+        "Frequencies the hardware states for its counter, in order of trust.");
+  m.def("calibrate_counter", &calibrate_counter, py::arg("duration_ns"), py::call_guard<py::gil_scoped_release>(),
+        "Measure the counter's frequency against CLOCK_MONOTONIC_RAW over duration_ns.");
+  m.def("measure_read_overhead", &measure_read_overhead, py::arg("samples"),
+        "Minimum of samples back-to-back serialized (begin, end) reads, in ticks.");
+  m.def("measure_chained_read_overhead", &measure_chained_read_overhead, py::arg("samples"),
+        "Minimum of samples back-to-back fenced reads, in ticks.");
   m.def("time_python_calls", &time_python_calls, py::arg("fn"), py::arg("n"), py::arg("warmup"),
-        py::arg("overhead"));
+        py::arg("overhead"), "Ticks of each of n chained calls of fn() after warmup untimed ones, minus overhead.");
 }
 
 }  // namespace benchctl

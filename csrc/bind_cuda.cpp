@@ -28,15 +28,19 @@ void bind_cuda(py::module_& m) {
 
   py::class_<CudaRuntime>(m, "CudaRuntime",
                           "A libcudart opened by path; its functions resolved at run time.")
-      .def(py::init<const std::string&>(), py::arg("path"))
-      .def_property_readonly("path", &CudaRuntime::path)
-      .def("device_count", &CudaRuntime::device_count)
-      .def("runtime_version", &CudaRuntime::runtime_version)
-      .def("driver_version", &CudaRuntime::driver_version)
-      .def("error_string", &CudaRuntime::error_string, py::arg("code"))
-      .def("take_last_error", &CudaRuntime::take_last_error)
+      .def(py::init<const std::string&>(), py::arg("path"),
+           "dlopen path (a file or a soname) and resolve every function used; RuntimeError naming what is missing.")
+      .def_property_readonly("path", &CudaRuntime::path, "The path or soname it was opened by.")
+      .def("device_count", &CudaRuntime::device_count, "cudaGetDeviceCount.")
+      .def("runtime_version", &CudaRuntime::runtime_version, "cudaRuntimeGetVersion, e.g. 13000 for 13.0.")
+      .def("driver_version", &CudaRuntime::driver_version, "cudaDriverGetVersion; 0 when no driver is installed.")
+      .def("error_string", &CudaRuntime::error_string, py::arg("code"), "cudaGetErrorString(code).")
+      .def("take_last_error", &CudaRuntime::take_last_error,
+           "cudaGetLastError: the calling thread's last error, which it resets.")
       .def("time_calls", &time_cuda_calls, py::arg("fn"), py::arg("n"), py::arg("stream"),
-           py::arg("before") = py::none());
+           py::arg("before") = py::none(),
+           "GPU ms of each of n calls of fn(), one event pair each on stream; before(), if given, runs "
+           "before each call, outside the pair.");
 }
 
 }  // namespace benchctl

@@ -90,8 +90,7 @@ const char* fp_control_register() {
 #endif
 }
 
-uint64_t fp_ftz_mask() { return kFtzBit; }
-uint64_t fp_daz_mask() { return kDazMask; }
+FpMasks fp_masks() { return {kFtzBit, kDazMask}; }
 
 uint64_t fp_read() {
 #if BENCHCTL_FP_MXCSR

@@ -21,8 +21,11 @@ namespace benchctl {
 const char* fp_control_register();
 
 // Bits of the raw register: FTZ, and DAZ (0 where the CPU has no DAZ control).
-uint64_t fp_ftz_mask();
-uint64_t fp_daz_mask();
+struct FpMasks {
+  uint64_t ftz = 0;
+  uint64_t daz = 0;
+};
+FpMasks fp_masks();
 
 // The calling thread's register. Throw std::runtime_error where unsupported.
 uint64_t fp_read();

@@ -352,70 +352,104 @@ void run_round(std::unique_ptr<Request> req, int sig, Clock::time_point deadline
   }
 }
 
-}  // namespace
+// What one broadcast works from: who it is for and until when, and the
+// tasks already handled (signalled, or the caller).
+struct BroadcastPlan {
+  pid_t pid;
+  pid_t self;
+  TargetFor target_for;
+  Wanted wanted;
+  Clock::time_point deadline;
+  std::set<pid_t> handled;
+};
 
-FpBroadcast fp_broadcast(const FpTarget& default_target, const std::unordered_map<pid_t, FpTarget>& per_tid,
-                         double deadline_s, bool only_listed) {
+void check_broadcast_arguments(double deadline_s) {
   if (*fp_control_register() == '\0')
     throw std::runtime_error("no floating-point control register is implemented for this architecture");
   // Also refuses NaN and infinity, which the comparisons below never pass.
   if (!(deadline_s > 0 && deadline_s <= kMaxBroadcastDeadlineS))
     throw std::invalid_argument("deadline_s must be > 0 and <= " + std::to_string(kMaxBroadcastDeadlineS) +
                                 " seconds, got " + std::to_string(deadline_s));
-  const TargetFor target_for = [&](pid_t tid) {
-    auto it = per_tid.find(tid);
-    return it != per_tid.end() ? it->second : default_target;
-  };
-  const Wanted wanted = [&](pid_t tid) { return !only_listed || per_tid.count(tid) != 0; };
+}
 
-  std::lock_guard<std::mutex> lock(g_mutex);
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
-  const pid_t pid = getpid();
-  const pid_t self = current_tid();
-
-  // Everything that can fail (listing the tasks, finding a free signal,
-  // allocating) comes before the first change, the caller's own: a call
-  // that throws leaves every thread as it was.
-  FpBroadcast out;
-  std::set<pid_t> handled{self};
+// Everything that can fail (listing the tasks, finding a free signal,
+// allocating) comes before the first change, the caller's own: a call that
+// throws leaves every thread as it was. Lists the caller in `out` (unchanged
+// yet) and returns the first round's request, or null when no other task is
+// wanted.
+std::unique_ptr<Request> prepare_first_round(BroadcastPlan& plan, FpBroadcast& out) {
   std::unique_ptr<Request> req;
   try {
-    const std::vector<pid_t> fresh = unhandled_tasks(handled, wanted);
+    const std::vector<pid_t> fresh = unhandled_tasks(plan.handled, plan.wanted);
     if (!fresh.empty()) {
       out.signal = install_handler();
-      req = make_request(pid, fresh, target_for);
+      req = make_request(plan.pid, fresh, plan.target_for);
     }
     out.tasks.reserve(fresh.size() + 1);
-    if (wanted(self)) out.tasks.push_back({self, true, false, 0, 0, task_name(self)});
+    if (plan.wanted(plan.self)) out.tasks.push_back({plan.self, true, false, 0, 0, task_name(plan.self)});
   } catch (...) {
     restore_handler_if_safe();
     throw;
   }
-  if (wanted(self)) {
-    const FpTarget self_target = target_for(self);
-    const FpChange mine = fp_thread_apply(self_target);
-    out.tasks.back().changed = self_target.change;
-    out.tasks.back().before = mine.before;
-    out.tasks.back().after = mine.after;
-  }
+  return req;
+}
 
+// The caller changes its own register directly; its entry is the one
+// prepare_first_round listed.
+void change_caller(const BroadcastPlan& plan, FpBroadcast& out) {
+  if (!plan.wanted(plan.self)) return;
+  const FpTarget target = plan.target_for(plan.self);
+  const FpChange mine = fp_thread_apply(target);
+  TaskFpChange& entry = out.tasks.back();
+  entry.changed = target.change;
+  entry.before = mine.before;
+  entry.after = mine.after;
+}
+
+// Run `req`, then a round for the tasks born meanwhile, until none is new,
+// the deadline passes or kMaxRounds ran.
+void run_rounds(std::unique_ptr<Request> req, BroadcastPlan& plan, FpBroadcast& out) {
   for (int round = 1; req != nullptr; ++round) {
-    run_round(std::move(req), out.signal, deadline, out);
-    if (round >= kMaxRounds || Clock::now() >= deadline) break;
-    // Tasks born meanwhile. Threads are already changed by now, so a failure
-    // here ends the broadcast with a report rather than an exception.
+    run_round(std::move(req), out.signal, plan.deadline, out);
+    if (round >= kMaxRounds || Clock::now() >= plan.deadline) break;
+    // Threads are already changed by now, so a failure here ends the
+    // broadcast with a report rather than an exception.
     try {
-      const std::vector<pid_t> fresh = unhandled_tasks(handled, wanted);
+      const std::vector<pid_t> fresh = unhandled_tasks(plan.handled, plan.wanted);
       if (fresh.empty()) break;
       if (!handler_still_ours())
         throw std::runtime_error("the application installed its own handler on signal " +
                                  std::to_string(out.signal) + " during the broadcast");
-      req = make_request(pid, fresh, target_for);
+      req = make_request(plan.pid, fresh, plan.target_for);
     } catch (const std::exception& e) {
       out.incomplete = std::string("tasks started during the broadcast were not signalled: ") + e.what();
     }
   }
+}
+
+}  // namespace
+
+FpBroadcast fp_broadcast(const FpTarget& default_target, const std::unordered_map<pid_t, FpTarget>& per_tid,
+                         double deadline_s, bool only_listed) {
+  check_broadcast_arguments(deadline_s);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const pid_t self = current_tid();
+  BroadcastPlan plan{
+      getpid(),
+      self,
+      [&](pid_t tid) {
+        auto it = per_tid.find(tid);
+        return it != per_tid.end() ? it->second : default_target;
+      },
+      [&](pid_t tid) { return !only_listed || per_tid.count(tid) != 0; },
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s)),
+      {self},
+  };
+
+  FpBroadcast out;
+  std::unique_ptr<Request> first = prepare_first_round(plan, out);
+  change_caller(plan, out);
+  run_rounds(std::move(first), plan, out);
 
   restore_handler_if_safe();
   out.handler_kept = g_signal != 0;

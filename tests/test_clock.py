@@ -107,32 +107,33 @@ def test_calibration_agrees_with_chosen_frequency():
     if not _native.counter_name():
         pytest.skip("no cycle counter on this architecture")
     runs = [_native.calibrate_counter(50_000_000) for _ in range(4)]
-    for hz, ppm, duration_ns in runs:
-        assert duration_ns >= 50_000_000
-        assert ppm < 100
+    for run in runs:
+        assert run.duration_ns >= 50_000_000
+        assert run.uncertainty_ppm < 100
     # The stated uncertainty is honest: independent calibrations agree within
     # their combined uncertainty (best-agreeing pair of each run with the rest).
-    for i, (hz, ppm, _) in enumerate(runs):
-        gaps = [abs(hz / other - 1) * 1e6 - (ppm + other_ppm) for j, (other, other_ppm, _) in enumerate(runs) if j != i]
+    for i, run in enumerate(runs):
+        gaps = [abs(run.hz / other.hz - 1) * 1e6 - (run.uncertainty_ppm + other.uncertainty_ppm)
+                for j, other in enumerate(runs) if j != i]
         assert min(gaps) <= 0, runs
     selected = clock.info()
     if selected["source"] != "clock_gettime":
-        assert abs(runs[0][0] / selected["frequency_hz"] - 1) < 1e-3
+        assert abs(runs[0].hz / selected["frequency_hz"] - 1) < 1e-3
     with pytest.raises(ValueError):
         _native.calibrate_counter(10)
 
 
 def test_frequency_source_follows_the_documented_order():
     nominal = _native.counter_nominal_frequencies()
-    for source, hz, ppm in nominal:
-        assert isinstance(source, str) and hz > 1e6 and ppm >= 0
+    for stated in nominal:
+        assert isinstance(stated.source, str) and stated.hz > 1e6 and stated.uncertainty_ppm >= 0
     invariant = _native.cpuid_invariant_tsc()
     assert invariant is None or isinstance(invariant, bool)
     info = clock.info()
     if info["source"] == "clock_gettime":
         assert info["frequency_source"].startswith("definition")
         return
-    trusted = [s for s, _, _ in nominal if s != "cpuid_0x16"]
+    trusted = [stated.source for stated in nominal if stated.source != "cpuid_0x16"]
     if trusted:
         assert info["frequency_source"] == trusted[0]
     else:

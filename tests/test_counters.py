@@ -8,6 +8,8 @@ import sys
 import textwrap
 import threading
 import time
+import types
+from collections import namedtuple
 
 import pytest
 
@@ -16,6 +18,8 @@ from benchctl.counters import EVENTS, HARDWARE_EVENTS, SCOPES, CounterGroup, del
 
 PAGE = mmap.PAGESIZE
 PAGES = 2000
+# Stands in for the native PerfMemberReading.
+Reading = namedtuple("Reading", "event value time_enabled time_running")
 
 
 def fresh_pages(n):
@@ -162,30 +166,30 @@ def test_inherit_scope_counts_a_thread_created_after_opening():
 
 
 def test_combine_sums_threads_and_extrapolates_multiplexed_counts():
-    from benchctl.counters import combine
-    readings = [
+    from benchctl.counters import _combine
+    readings = [Reading(*r) for r in [
         (0, 100, 1000, 1000),  # event 0, thread 1: counted all the time
         (0, 50, 400, 400),     # event 0, thread 2
         (1, 300, 1000, 250),   # event 1: on the PMU a quarter of the time -> 1200
         (2, 0, 1000, 0),       # event 2: enabled, never scheduled -> unknown
         (2, 70, 1000, 1000),   # ... even if another thread's reading ran
         (3, 0, 0, 0),          # event 3: not yet enabled for any time: a true 0
-    ]
-    assert combine(readings, 5) == [150, 1200, None, 0, None]  # event 4: no reading at all
+    ]]
+    assert _combine(readings, 5) == [150, 1200, None, 0, None]  # event 4: no reading at all
 
 
 def test_native_readings_are_raw_kernel_values_with_times():
     group = _native.PerfCounterGroup(["task_clock_ns", "minor_faults"], [], [False, False])
     try:
-        if not all(opened for _, opened, _, _ in group.status()):
+        if not all(s.opened for s in group.status()):
             pytest.skip(f"software perf events unavailable: {group.status()}")
         readings = group.read()
     finally:
         group.close()
-    assert sorted(event for event, *_ in readings) == [0, 1]
-    for event, value, enabled, running in readings:
-        assert 0 < running <= enabled, "software events run whenever enabled"
-    task_clock = next(value for event, value, *_ in readings if event == 0)
+    assert sorted(r.event for r in readings) == [0, 1]
+    for r in readings:
+        assert 0 < r.time_running <= r.time_enabled, "software events run whenever enabled"
+    task_clock = next(r.value for r in readings if r.event == 0)
     assert task_clock > 0, "the calling thread has run since opening"
 
 
@@ -195,9 +199,9 @@ def test_exclude_kernel_reaches_the_kernel():
     for exclude in (False, True):
         group = _native.PerfCounterGroup(["context_switches"], [], [exclude])
         try:
-            (_, opened, err, _), = group.status()
-            if not opened:
-                pytest.skip(f"context switches not countable with exclude_kernel={exclude}: errno {err}")
+            (status,) = group.status()
+            if not status.opened:
+                pytest.skip(f"context switches not countable with exclude_kernel={exclude}: errno {status.error}")
             before = combine_one(group)
             for _ in range(5):
                 time.sleep(0.002)
@@ -208,8 +212,8 @@ def test_exclude_kernel_reaches_the_kernel():
 
 
 def combine_one(group):
-    from benchctl.counters import combine
-    (value,) = combine(group.read(), 1)
+    from benchctl.counters import _combine
+    (value,) = _combine(group.read(), 1)
     return value
 
 
@@ -305,7 +309,8 @@ class _NoPerf:
         self.events, self.closed = list(events), False
 
     def status(self):
-        return [(name, False, errno.ENOSYS, 0) for name in self.events]
+        return [types.SimpleNamespace(name=name, opened=False, error=errno.ENOSYS, failed_tid=0)
+                for name in self.events]
 
     def threads(self):
         return [0]

@@ -244,45 +244,45 @@ def test_loaded_runtimes_reads_the_process_maps(tmp_path):
         "7f03-7f04 rw-p 00000000 00:00 0 \n"
         "7f04-7f05 rw-p 00000000 00:00 0 [heap]\n"
     )
-    assert cuda.loaded_runtimes(str(maps)) == ["/opt/x/nvidia/cu13/lib/libcudart.so.13"]
-    assert cuda.loaded_runtimes(str(tmp_path / "absent")) == []
-    for path in cuda.loaded_runtimes():  # this process: real files only
+    assert cuda._loaded_runtimes(str(maps)) == ["/opt/x/nvidia/cu13/lib/libcudart.so.13"]
+    assert cuda._loaded_runtimes(str(tmp_path / "absent")) == []
+    for path in cuda._loaded_runtimes():  # this process: real files only
         assert os.path.basename(path).startswith("libcudart.so") and os.path.exists(path)
 
 
 def test_wheel_runtimes_prefer_torchs_major(fake_site, fake_path, empty_path):
     site = [str(fake_site), "/nonexistent-site"]
-    assert cuda.wheel_runtimes(site, "13") == [fake_path, empty_path]
-    assert cuda.wheel_runtimes(site, "12") == [empty_path]  # no cu12 folder; the .so.12 leads
-    assert cuda.wheel_runtimes(site, None) == [empty_path]
+    assert cuda._wheel_runtimes(site, "13") == [fake_path, empty_path]
+    assert cuda._wheel_runtimes(site, "12") == [empty_path]  # no cu12 folder; the .so.12 leads
+    assert cuda._wheel_runtimes(site, None) == [empty_path]
 
 
 def test_system_sonames_put_torchs_major_first():
-    assert cuda.system_sonames("12") == [
+    assert cuda._system_sonames("12") == [
         "libcudart.so.12", "libcudart.so.13", "libcudart.so.11", "libcudart.so"]
-    assert cuda.system_sonames(None)[-1] == "libcudart.so"
+    assert cuda._system_sonames(None)[-1] == "libcudart.so"
 
 
 def test_candidate_paths_order_and_override(monkeypatch, fake_path):
     monkeypatch.delenv(cuda.ENV_VAR, raising=False)
-    paths = cuda.candidate_paths()
+    paths = cuda._candidate_paths()
     assert paths[-1] == "libcudart.so"
     keys = [os.path.realpath(p) if os.sep in p else p for p in paths]
     assert len(keys) == len(set(keys))
-    loaded = cuda.loaded_runtimes()
+    loaded = cuda._loaded_runtimes()
     assert paths[: len(loaded)] == loaded
     monkeypatch.setenv(cuda.ENV_VAR, fake_path)
-    assert cuda.candidate_paths() == [fake_path]
+    assert cuda._candidate_paths() == [fake_path]
 
 
 def test_open_runtime_takes_the_first_usable_and_says_why_others_failed(tmp_path, fake_path, empty_path):
     missing = str(tmp_path / "libcudart.so.13")
-    rt, tried = cuda.open_runtime([missing, empty_path, fake_path, "libcudart.so.never"])
+    rt, tried = cuda._open_runtime([missing, empty_path, fake_path, "libcudart.so.never"])
     assert rt is not None and rt.path == fake_path
     assert tried[0] == (missing, "no such file")
     assert tried[1][0] == empty_path and "lacks symbol" in tried[1][1]
     assert tried[2] == (fake_path, "opened") and len(tried) == 3
-    rt, tried = cuda.open_runtime([missing, "libcudart.so.never"])
+    rt, tried = cuda._open_runtime([missing, "libcudart.so.never"])
     assert rt is None and "cannot open" in tried[1][1]
 
 
@@ -350,10 +350,10 @@ def test_reason_when_everything_answers(torch_with_cuda, fake, fake_path, monkey
 
 
 def test_real_runtime_opens_and_reports_in_its_own_words():
-    rt, tried = cuda.open_runtime(cuda.candidate_paths())
+    rt, tried = cuda._open_runtime(cuda._candidate_paths())
     if rt is None:
         pytest.skip(f"no libcudart on this machine: {tried}")
-    if torch.version.cuda and rt.path in cuda.loaded_runtimes():
+    if torch.version.cuda and rt.path in cuda._loaded_runtimes():
         assert str(rt.runtime_version() // 1000) == torch.version.cuda.split(".")[0]
     assert rt.error_string(1)  # cudaErrorInvalidValue has a text in every runtime
     try:
@@ -501,7 +501,7 @@ def test_l2_flush_needs_a_reported_l2(staged_gpu, monkeypatch):
 
 
 def test_version_text():
-    assert cuda.version_text(13000) == "13.0" and cuda.version_text(12040) == "12.4"
+    assert cuda._version_text(13000) == "13.0" and cuda._version_text(12040) == "12.4"
 
 
 # ---------------------------------------------------------------- on a GPU

@@ -6,6 +6,7 @@ import queue
 import signal
 import threading
 import time
+import types
 import warnings
 
 import numpy as np
@@ -258,8 +259,10 @@ def test_a_thread_blocking_the_signal_is_unreached_in_time_and_never_changed_lat
 
 def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(workers):
     workers()
-    sig, tasks, kept, incomplete = _native.fp_broadcast(None, {}, 1.0)
-    assert signal.SIGRTMIN <= sig <= signal.SIGRTMAX and not kept and len(tasks) >= 2 and incomplete == ""
+    report = _native.fp_broadcast(None, {}, 1.0)
+    sig = report.signal
+    assert signal.SIGRTMIN <= sig <= signal.SIGRTMAX and not report.handler_kept and len(report.tasks) >= 2
+    assert report.incomplete == ""
     assert fpenv.signal_disposition(sig) == "default"
 
     def app_handler(signum, frame):
@@ -267,8 +270,8 @@ def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(wor
 
     previous = signal.signal(sig, app_handler)
     try:
-        sig2, tasks, _, _ = _native.fp_broadcast((True, True), {}, 1.0)
-        assert sig2 != sig and all(t[1] for t in tasks)
+        again = _native.fp_broadcast((True, True), {}, 1.0)
+        assert again.signal != sig and all(t.reached for t in again.tasks)
         assert signal.getsignal(sig) is app_handler and fpenv.signal_disposition(sig) == "other"
     finally:
         signal.signal(sig, previous)
@@ -276,8 +279,8 @@ def test_the_signal_is_a_free_one_and_the_applications_handler_is_left_alone(wor
 
 def test_a_broadcast_can_be_limited_to_the_threads_it_names(workers):
     named, other = workers(), workers()
-    _, tasks, _, _ = _native.fp_broadcast(None, {named.tid: (True, True)}, 1.0, only_listed=True)
-    assert [(t[0], t[1], t[2]) for t in tasks] == [(named.tid, True, True)]  # tid, reached, changed
+    tasks = _native.fp_broadcast(None, {named.tid: (True, True)}, 1.0, only_listed=True).tasks
+    assert [(t.tid, t.reached, t.changed) for t in tasks] == [(named.tid, True, True)]
     assert named.call(fpenv.thread_state)["ftz"] is True
     assert other.call(fpenv.thread_state)["ftz"] is False and fpenv.thread_state()["ftz"] is False
 
@@ -293,13 +296,17 @@ def test_the_result_is_the_census_list_and_says_which_signal_carried_it(workers)
 
 def test_readback_is_compared_and_unconfirmed_changes_are_told_apart(monkeypatch):
     ftz_daz = fpenv._FTZ_MASK | fpenv._DAZ_MASK
-    tasks = [  # tid, reached, changed, before, after, name: what the native broadcast reports
-        (101, True, True, 0, ftz_daz, "as asked"),
-        (102, False, True, 0, 0, "changed, readback late"),
-        (103, False, False, 0, 0, "never answered"),
-        (104, True, True, 0, 0, "read back unflushed"),
+    def task(tid, reached, changed, after, name):  # a TaskFpChange, as the native broadcast reports one
+        return types.SimpleNamespace(tid=tid, reached=reached, changed=changed, before=0, after=after, name=name)
+
+    tasks = [
+        task(101, True, True, ftz_daz, "as asked"),
+        task(102, False, True, 0, "changed, readback late"),
+        task(103, False, False, 0, "never answered"),
+        task(104, True, True, 0, "read back unflushed"),
     ]
-    monkeypatch.setattr(_native, "fp_broadcast", lambda *args: (62, tasks, False, ""))
+    report = types.SimpleNamespace(signal=62, tasks=tasks, handler_kept=False, incomplete="")
+    monkeypatch.setattr(_native, "fp_broadcast", lambda *args: report)
     with pytest.warns(RuntimeWarning, match=r"threads \[104\] read back"):
         records = fpenv.set_flush_denormal(True, "process")
     assert [r["reached"] for r in records] == [True, False, False, True]
@@ -494,7 +501,7 @@ int main() {
   try { fp_read(); } catch (const std::runtime_error&) { ++refused; }
   try { fp_broadcast(FpTarget{true, true, true}, {}, 0.1); } catch (const std::runtime_error&) { ++refused; }
   std::printf("register=[%s] ftz_mask=%llu refused=%d\n", fp_control_register(),
-              static_cast<unsigned long long>(fp_ftz_mask()), refused);
+              static_cast<unsigned long long>(fp_masks().ftz), refused);
 }
 """
 

@@ -82,7 +82,8 @@ def test_bad_arguments_and_unloaded_runtime_raise():
 
 
 def test_no_torch_team_without_torch():
-    code = "from benchctl import omp\nprint(omp.torch_runtime())\ntry:\n    omp.team_census()\nexcept RuntimeError as e:\n    print('error:', e)"
+    code = ("from benchctl import omp\nprint(omp.torch_runtime())\n"
+            "try:\n    omp.team_census()\nexcept RuntimeError as e:\n    print('error:', e)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "None"

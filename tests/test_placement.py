@@ -23,13 +23,17 @@ def four_nodes_two_sockets(root):
 
 
 def test_compact_fills_physical_cores_before_siblings(tmp_path):
-    assert cpu_order("compact", cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))) == [0, 1, 2, 3, 4, 5, 6, 7]
-    assert cpu_order("compact", cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))) == [0, 2, 4, 6, 1, 3, 5, 7]
+    two_sockets = cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))
+    adjacent = cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))
+    assert cpu_order("compact", two_sockets) == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert cpu_order("compact", adjacent) == [0, 2, 4, 6, 1, 3, 5, 7]
 
 
 def test_scatter_alternates_sockets_then_nodes(tmp_path):
-    assert cpu_order("scatter", cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))) == [0, 2, 1, 3, 4, 6, 5, 7]
-    assert cpu_order("scatter", cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))) == [0, 4, 2, 6, 1, 5, 3, 7]
+    two_sockets = cpu_topology(two_socket_smt(tmp_path / "a"), allowed=range(8))
+    adjacent = cpu_topology(adjacent_siblings(tmp_path / "b"), allowed=range(8))
+    assert cpu_order("scatter", two_sockets) == [0, 2, 1, 3, 4, 6, 5, 7]
+    assert cpu_order("scatter", adjacent) == [0, 4, 2, 6, 1, 5, 3, 7]
     # Sockets first: threads 0 and 1 land on different sockets, not on nodes 0 and 1 of socket 0.
     assert cpu_order("scatter", cpu_topology(four_nodes_two_sockets(tmp_path / "c"), allowed=range(4))) == [0, 2, 1, 3]
 
@@ -51,7 +55,7 @@ def test_bad_input_raises_clearly(tmp_path):
         placement("tight", 2, topo)
     with pytest.raises(ValueError, match=r"outside this process's allowed CPUs \(0-1,4-5\)"):
         placement([0, 2], 2, topo)
-    with pytest.raises(TypeError, match="must be integers"):
+    with pytest.raises(TypeError, match="the CPU id at position 1 must be an integer, got str"):
         placement([0, "1"], 2, topo)
     with pytest.raises(ValueError, match="a list of CPU ids"):
         placement(3, 1, topo)

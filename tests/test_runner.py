@@ -13,7 +13,7 @@ import pytest
 from benchctl import alloc
 from benchctl.results import document as results
 from benchctl.results import queries
-from benchctl.run import runner, schedule, worker
+from benchctl.run import rounds, runner, worker
 from benchctl.settings import SettingError
 
 
@@ -43,15 +43,22 @@ def _wait_until_gone(pid, timeout=15.0):
     return False
 
 
-def test_interleaved_schedule():
-    assert schedule.interleaved(3, 2) == [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]
-    shuffled = schedule.interleaved(4, 3, shuffle_seed=5)
-    assert shuffled == schedule.interleaved(4, 3, shuffle_seed=5)
-    assert shuffled != schedule.interleaved(4, 3)
-    for rep in range(3):  # every round still runs every cell exactly once
-        assert sorted(c for c, r in shuffled[4 * rep: 4 * rep + 4] if r == rep) == [0, 1, 2, 3]
+def _order(n_cells, repeat, shuffle_seed=None):
+    policy = rounds.FixedRounds([rounds.Slot(i) for i in range(n_cells)], repeat, shuffle_seed)
+    return [[s.index for s in policy.next_round(r, set)] for r in range(repeat)]
+
+
+def test_interleaved_rounds():
+    assert _order(3, 2) == [[0, 1, 2], [0, 1, 2]]
+    shuffled = _order(4, 3, shuffle_seed=5)
+    assert shuffled == _order(4, 3, shuffle_seed=5)
+    assert shuffled != _order(4, 3)
+    assert all(sorted(r) == [0, 1, 2, 3] for r in shuffled)  # every round still runs every cell once
     with pytest.raises(ValueError, match="repeat must be >= 1"):
-        schedule.interleaved(2, 0)
+        rounds.check_repeat(0)
+    with pytest.raises(ValueError, match="positive integer or 'auto'"):
+        rounds.check_repeat("twice")
+    assert rounds.check_repeat("auto") == "auto"
 
 
 def test_expand_is_the_product_in_key_order():
@@ -66,7 +73,7 @@ def test_matrix_cells_run_in_fresh_processes_with_readback(tmp_path, monkeypatch
     monkeypatch.setenv("MALLOC_ARENA_MAX", "1")
     matrix = {"alloc": ["default", "retain"], "env": ["BENCHCTL_TEST_MARK=a", "BENCHCTL_TEST_MARK=b"]}
     doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.2}, matrix, repeat=2, json_path=path,
-                            progress=False)
+                            progress=False, control=False)
     assert results.load(path)["runs"] == doc["runs"]
     runs = doc["runs"]
     assert [r["status"] for r in runs] == ["ok"] * 8, [r.get("error") for r in runs]
@@ -92,7 +99,7 @@ def test_matrix_cells_run_in_fresh_processes_with_readback(tmp_path, monkeypatch
 def test_preloaded_allocator_is_mapped_in_the_worker(name):
     if alloc.get(name).find() is None:
         pytest.skip(f"{name} is not installed (apt-get install {alloc.get(name).apt_package})")
-    doc = runner.run_matrix("sleep", {"iterations": 1}, {"alloc": [name]}, progress=False)
+    doc = runner.run_matrix("sleep", {"iterations": 1}, {"alloc": [name]}, progress=False, control=False)
     run = doc["runs"][0]
     assert run["status"] == "ok", run.get("stderr_tail")
     seen = run["readback"]["alloc"]["observed"]
@@ -102,7 +109,7 @@ def test_preloaded_allocator_is_mapped_in_the_worker(name):
 
 def test_failed_worker_is_recorded_and_the_run_goes_on(tmp_path):
     doc = runner.run_matrix("sleep", {"iterations": 3}, {"fail_with": ["", "planted failure"]},
-                            json_path=str(tmp_path / "r.json"), progress=False)
+                            json_path=str(tmp_path / "r.json"), progress=False, control=False)
     good, bad = doc["runs"]
     assert good["status"] == "ok" and good["stderr_tail"] is None
     assert bad["status"] == "failed" and bad["exit_status"] == 1
@@ -114,7 +121,8 @@ def test_failed_worker_is_recorded_and_the_run_goes_on(tmp_path):
 
 def test_worker_over_its_timeout_is_killed():
     started = time.monotonic()
-    doc = runner.run_matrix("sleep", {"iterations": 1, "ms": 60_000.0}, {}, progress=False, worker_timeout_s=1.0)
+    doc = runner.run_matrix("sleep", {"iterations": 1, "ms": 60_000.0}, {}, progress=False, worker_timeout_s=1.0,
+                            control=False)
     assert time.monotonic() - started < 30
     run = doc["runs"][0]
     assert run["status"] == "failed" and run["signal"] == "SIGKILL"
@@ -128,7 +136,7 @@ def test_sigkilled_worker_is_recorded_failed_and_resume_completes_it(tmp_path):
     matrix = {"pause_file": ["", str(pause)]}
     out = {}
     thread = threading.Thread(target=lambda: out.setdefault(
-        "doc", runner.run_matrix("sleep", {"iterations": 2}, matrix, json_path=path, progress=False)))
+        "doc", runner.run_matrix("sleep", {"iterations": 2}, matrix, json_path=path, progress=False, control=False)))
     thread.start()
     try:
         pid = _wait_for_pid(pause)
@@ -144,7 +152,8 @@ def test_sigkilled_worker_is_recorded_failed_and_resume_completes_it(tmp_path):
     assert out["doc"]["runs"] == killed
 
     pause.unlink()
-    resumed = runner.run_matrix("sleep", {"iterations": 2}, matrix, json_path=path, resume=True, progress=False)
+    resumed = runner.run_matrix("sleep", {"iterations": 2}, matrix, json_path=path, resume=True, progress=False,
+                                control=False)
     assert [r["status"] for r in resumed["runs"]] == ["ok", "ok"]
     assert resumed["runs"][0] == killed[0]  # finished work is kept, not redone
     assert len(resumed["metadata"]["resumed"]) == 1
@@ -176,20 +185,23 @@ def test_runner_killed_with_sigkill_loses_no_finished_cell(tmp_path):
     pause.unlink()
     done = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert [r["status"] for r in results.load(path)["runs"]] == ["ok", "ok"]
+    # Both cells, and the baseline cell again as the A/A control's second arm.
+    assert [(r["cell"]["pause_file"] == "", r.get("arm"), r["status"]) for r in results.load(path)["runs"]] == [
+        (True, "A", "ok"), (False, None, "ok"), (True, "B", "ok")]
     assert "phase sleep" in done.stdout or "no summary" in done.stdout
     assert "\r" not in done.stderr and "cell/s" not in done.stderr  # no progress bar into a pipe
 
 
 def test_resume_checks_the_file_and_can_add_repetitions(tmp_path):
     path = str(tmp_path / "r.json")
-    first = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.2]}, json_path=path, progress=False)
+    first = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.2]}, json_path=path, progress=False,
+                              control=False)
     with pytest.raises(results.ResultsError, match="cannot resume: its matrix differ"):
-        runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.3]}, json_path=path, resume=True)
+        runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.3]}, json_path=path, resume=True, control=False)
     with pytest.raises(results.ResultsError, match="cannot resume: its args differ"):
-        runner.run_matrix("sleep", {"iterations": 2}, {"ms": [0.1, 0.2]}, json_path=path, resume=True)
+        runner.run_matrix("sleep", {"iterations": 2}, {"ms": [0.1, 0.2]}, json_path=path, resume=True, control=False)
     more = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [0.1, 0.2]}, repeat=2, json_path=path,
-                             resume=True, progress=False)
+                             resume=True, progress=False, control=False)
     assert more["runs"][:2] == first["runs"]
     assert [(r["cell"]["ms"], r["repetition"]) for r in more["runs"][2:]] == [(0.1, 1), (0.2, 1)]
     assert more["repeat"] == 2
@@ -199,15 +211,15 @@ def test_bad_input_fails_before_any_worker(tmp_path, monkeypatch):
     path = tmp_path / "r.json"
     monkeypatch.setattr(alloc, "_library_dirs", lambda: [str(tmp_path)])
     with pytest.raises(SettingError, match="apt-get install libjemalloc2"):
-        runner.run_matrix("sleep", {}, {"alloc": ["default", "jemalloc"]}, json_path=str(path))
+        runner.run_matrix("sleep", {}, {"alloc": ["default", "jemalloc"]}, json_path=str(path), control=False)
     with pytest.raises(SettingError, match="neither a setting nor|is neither a setting"):
-        runner.run_matrix("sleep", {}, {"batch": [1]}, json_path=str(path))
+        runner.run_matrix("sleep", {}, {"batch": [1]}, json_path=str(path), control=False)
     with pytest.raises(ValueError, match="unknown workload 'nope'"):
-        runner.run_matrix("nope", {}, {}, json_path=str(path))
+        runner.run_matrix("nope", {}, {}, json_path=str(path), control=False)
     with pytest.raises(SettingError, match="'alloc' is a setting: put it in the matrix"):
-        runner.run_matrix("sleep", {"alloc": "retain"}, {}, json_path=str(path))
+        runner.run_matrix("sleep", {"alloc": "retain"}, {}, json_path=str(path), control=False)
     with pytest.raises(ValueError, match="resume needs json_path"):
-        runner.run_matrix("sleep", {}, {}, resume=True)
+        runner.run_matrix("sleep", {}, {}, resume=True, control=False)
     assert not path.exists()
 
 
@@ -261,18 +273,20 @@ def test_ctrl_c_stops_the_worker_and_keeps_finished_cells(tmp_path):
 def test_resume_runs_the_files_repetitions_in_its_shuffled_order(tmp_path):
     path = str(tmp_path / "r.json")
     args, matrix = {"iterations": 1, "ms": 0.1}, {"ms": [0.1, 0.2]}
-    runner.run_matrix("sleep", args, matrix, repeat=1, json_path=path, shuffle_seed=7, progress=False)
+    runner.run_matrix("sleep", args, matrix, repeat=1, json_path=path, shuffle_seed=7, progress=False, control=False)
     # As if started with --repeat 3 --shuffle 7 and interrupted after its first round.
     doc = results.load(path)
     doc["repeat"] = 3
     doc["metadata"]["runner"]["repeat"] = 3
     results.save(doc, path)
     with pytest.raises(results.ResultsError, match="started with 7"):
-        runner.run_matrix("sleep", args, matrix, json_path=path, resume=True, shuffle_seed=8, progress=False)
-    resumed = runner.run_matrix("sleep", args, matrix, json_path=path, resume=True, progress=False)  # repeat=1
+        runner.run_matrix("sleep", args, matrix, json_path=path, resume=True, shuffle_seed=8, progress=False,
+                          control=False)
+    resumed = runner.run_matrix("sleep", args, matrix, json_path=path, resume=True, progress=False,
+                                control=False)  # repeat=1
     assert resumed["repeat"] == 3
     ran = [({0.1: 0, 0.2: 1}[r["cell"]["ms"]], r["repetition"]) for r in resumed["runs"]]
-    assert ran == schedule.interleaved(2, 3, shuffle_seed=7)
+    assert ran == [(c, r) for r, cells in enumerate(_order(2, 3, shuffle_seed=7)) for c in cells]
     assert [r["status"] for r in resumed["runs"]] == ["ok"] * 6
 
 
@@ -284,7 +298,7 @@ def test_a_finished_cell_is_saved_before_its_analysis(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "analyse", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        runner.run_matrix("sleep", {"iterations": 1, "ms": 0.1}, {}, json_path=path, progress=False)
+        runner.run_matrix("sleep", {"iterations": 1, "ms": 0.1}, {}, json_path=path, progress=False, control=False)
     assert [r["status"] for r in results.load(path)["runs"]] == ["ok"]
 
 
@@ -296,5 +310,5 @@ def test_bad_workload_values_fail_before_any_worker(tmp_path, monkeypatch, workl
     path = tmp_path / "r.json"
     monkeypatch.setattr(runner, "run_worker", lambda *a, **k: pytest.fail("a worker started"))
     with pytest.raises(ValueError, match=message):
-        runner.run_matrix(workload, {}, matrix, json_path=str(path), progress=False)
+        runner.run_matrix(workload, {}, matrix, json_path=str(path), progress=False, control=False)
     assert not path.exists()

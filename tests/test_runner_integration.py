@@ -17,7 +17,7 @@ SUMMARY_KEYS = {"workload", "phase", "cell", "n", "median_ms", "ci95_ms", "iqr_o
 
 def test_summary_and_verdict_of_a_real_matrix(tmp_path):
     doc = runner.run_matrix("sleep", {"iterations": 12}, {"ms": [1.0, 3.0]}, repeat=2,
-                            json_path=str(tmp_path / "r.json"), progress=False)
+                            json_path=str(tmp_path / "r.json"), progress=False, control=False)
     assert "analysis_error" not in doc["metadata"]
     assert [e["cell"] for e in doc["summary"]] == [{"ms": 1.0}, {"ms": 3.0}]
     for entry, ms in zip(doc["summary"], (1.0, 3.0)):
@@ -32,7 +32,7 @@ def test_summary_and_verdict_of_a_real_matrix(tmp_path):
 
 def test_ftz_census_shows_flushing_in_process_cells_only():
     doc = runner.run_matrix("matmul", {"n": 32, "iterations": 3, "init": "subnormal"},
-                            {"ftz": ["off", "process"], "threads": [1]}, progress=False)
+                            {"ftz": ["off", "process"], "threads": [1]}, progress=False, control=False)
     assert [r["status"] for r in doc["runs"]] == ["ok"] * 2, [r.get("stderr_tail") for r in doc["runs"]]
     for run in doc["runs"]:
         seen = run["readback"]["ftz"]["observed"]
@@ -51,7 +51,7 @@ def test_compact_pinning_and_thread_count_are_read_back():
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("pinning a team needs at least 2 allowed CPUs")
     doc = runner.run_matrix("matmul", {"n": 64, "iterations": 2}, {"threads": [2], "pin": ["off", "compact"]},
-                            progress=False)
+                            progress=False, control=False)
     off, compact = doc["runs"]
     assert off["status"] == compact["status"] == "ok", compact.get("stderr_tail")
     assert off["notes"]["torch_num_threads"] == compact["notes"]["torch_num_threads"] == 2
@@ -62,7 +62,7 @@ def test_compact_pinning_and_thread_count_are_read_back():
 
 
 def test_counters_are_recorded_per_iteration():
-    doc = runner.run_matrix("sleep", {"iterations": 4, "ms": 1.0}, {}, progress=False)
+    doc = runner.run_matrix("sleep", {"iterations": 4, "ms": 1.0}, {}, progress=False, control=False)
     run = doc["runs"][0]
     assert run["status"] == "ok", run.get("stderr_tail")
     assert run["counters_info"]["scope"] == "process"

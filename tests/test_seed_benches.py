@@ -28,13 +28,13 @@ def resnet_doc(tmp_path_factory):
     # ftz=process only: the readback then has something to show, at two workers' cost.
     matrix = {"order": ["eval_only", "train_then_eval"], "ftz": ["process"]}
     return runner.run_matrix("resnet_order", TINY_RESNET, matrix, repeat=1, json_path=str(path),
-                               progress=False, focus="order")
+                               progress=False, focus="order", control=False)
 
 
 @pytest.fixture(scope="module")
 def zero_doc():
     return runner.run_matrix("zero_weights", TINY_ZERO, {"init": ["uniform", "zero"], "ftz": ["off", "process"]},
-                               repeat=1, progress=False, focus="init")
+                               repeat=1, progress=False, focus="init", control=False)
 
 
 def test_both_orders_run_in_their_own_processes_with_times_and_counters(resnet_doc):
@@ -111,7 +111,7 @@ def test_zero_weights_script_answers(tmp_path):
     done = bench("zero_weights.py", "--iterations", "3", "--naive-trials", "3", "--set", "threads=1",
                  "--set", "ftz=off", "--set", "init=uniform", "--repeat", "1", "--skip-penalty", "--json", str(out))
     assert done.returncode == 0, done.stderr
-    assert "expected duration" in done.stdout and "\nAnswer (" in done.stdout
+    assert "1 process(es) per cell" in done.stdout and "\nAnswer (" in done.stdout
     assert "never runs" in done.stdout
     doc = json.loads(out.read_text())
     assert doc["summary"] and doc["evidence"]["penalty"] is None
@@ -134,7 +134,8 @@ def test_resnet_order_script_runs_one_cell(tmp_path):
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
     assert doc["matrix"] == {"order": ["eval_only"], "ftz": ["off"], "alloc": ["default"]}
-    assert [r["status"] for r in doc["runs"]] == ["ok"]
+    # The one cell, and again as the A/A control's second arm.
+    assert [(r.get("arm"), r["status"]) for r in doc["runs"]] == [("A", "ok"), ("B", "ok")]
     assert "Values:" in done.stdout and "weights random: 0 of" in done.stdout
 
 
@@ -162,14 +163,6 @@ def test_apply_sets_adds_and_narrows_axes():
         seed_runs.apply_sets(base, ["alloc=retain", "alloc=default"])
 
 
-def test_fit_repeat_stays_within_bounds():
-    assert seed_runs.fit_repeat(cell_seconds=10, cells=8, budget_s=300) == 3
-    assert seed_runs.fit_repeat(cell_seconds=30, cells=8, budget_s=300) == 1
-    assert seed_runs.fit_repeat(cell_seconds=30, cells=8, budget_s=300, minimum=2) == 2
-    assert seed_runs.fit_repeat(cell_seconds=100, cells=8, budget_s=300) == 1
-    assert seed_runs.fit_repeat(cell_seconds=18, cells=8, budget_s=300) == 2
-
-
 def load_script(name: str):
     import importlib.util
 
@@ -192,11 +185,15 @@ def test_answer_says_what_explains_and_what_did_not():
     seed = {"rule": "ftz_explained", "phase": "eval", "explains": False, "message": "FTZ has no effect"}
     closes = {"rule": "closes_gap", "phase": "eval", "explains": True, "message": "alloc=retain closes the gap"}
     keeps = {"rule": "keeps_gap", "phase": "eval", "explains": False, "message": "ftz=process does not"}
-    answer = seed_runs.format_answer({"verdict": [keeps, closes, seed]}, ("ftz_explained",))
+    open_gap = {"rule": "gap", "phase": "eval", "explains": False, "outcome": "unresolved",
+                "message": "order=eval_only against order=train_then_eval is unresolved: 1.10× [95% CI 0.9, 1.3]"}
+    answer = seed_runs.format_answer({"verdict": [keeps, closes, seed, open_gap]}, ("ftz_explained",))
     assert answer.splitlines() == [
-        "Answer (* an effect measured and what explains it, - an effect ruled out and why):",
+        "Answer (* an effect measured and what explains it, - an effect ruled out and why, "
+        "? unresolved: not enough processes to say):",
         " - FTZ has no effect",
         " * [eval] alloc=retain closes the gap",
+        " ? [eval] order=eval_only against order=train_then_eval is unresolved: 1.10× [95% CI 0.9, 1.3]",
     ]
-    assert "no setting explains" in seed_runs.format_answer({"verdict": [keeps]}, ())
+    assert "no setting explains a difference this run resolves" in seed_runs.format_answer({"verdict": [keeps]}, ())
     assert "no two cells to compare" in seed_runs.format_answer({"verdict": []}, ())

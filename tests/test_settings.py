@@ -61,7 +61,8 @@ def test_workload_parameters_are_typed_like_their_defaults():
 
 
 def test_unknown_key_names_settings_and_parameters():
-    with pytest.raises(SettingError, match=r"'speed' is neither a setting \(ftz, threads, pin, alloc, env\).*ms"):
+    known = r"ftz, threads, pin, alloc, env, busy, only, with"
+    with pytest.raises(SettingError, match=rf"'speed' is neither a setting \({known}\).*ms"):
         settings.canonical_matrix({"speed": [1]}, SLEEP_PARAMS)
 
 
@@ -159,3 +160,47 @@ def test_settings_that_agree_on_a_variable_are_not_a_conflict():
     assert env["OMP_NUM_THREADS"] == "2"
     with pytest.raises(SettingError, match="both set OMP_NUM_THREADS"):
         settings.cell_environment({"env": {"OMP_NUM_THREADS": "3"}, "threads": 2}, {})
+
+
+def test_with_combines_settings_as_one_value():
+    params = {"ms": 1.0}
+    assert settings.canonical_value("with", "none", params) == {}
+    assert settings.canonical_value("with", "[threads=1,alloc=retain]", params) == {"alloc": "retain", "threads": 1}
+    matrix = settings.canonical_matrix({"with": ["none", "[ftz=process]", "[pin=[0,1]]"]}, params)
+    assert matrix == {"with": [{}, {"ftz": "process"}, {"pin": [0, 1]}]}
+    assert settings.cell_label({"with": {"pin": [0, 1]}}) == "with=[pin=[0,1]]"
+    assert settings.split_cell({"with": {"ftz": "process"}, "ms": 2.0}) == ({"ftz": "process"}, {"ms": 2.0})
+    env = settings.cell_environment({"with": {"alloc": "retain"}}, {})
+    assert "glibc.malloc.mmap_threshold" in env["GLIBC_TUNABLES"]
+    with pytest.raises(SettingError, match="'speed' is not a setting that can be combined"):
+        settings.canonical_value("with", "[speed=2]", params)
+    with pytest.raises(SettingError, match="both an axis and inside a with"):
+        settings.canonical_matrix({"ftz": ["off"], "with": [{}, {"ftz": "process"}]}, params)
+
+
+def test_only_and_busy():
+    assert settings.canonical_value("only", "eval", {}) == "eval"
+    env = settings.cell_environment({"only": "eval"}, {settings.ONLY_PHASE_ENV: "train"})
+    assert env[settings.ONLY_PHASE_ENV] == "eval"
+    assert settings.ONLY_PHASE_ENV not in settings.cell_environment({"only": "all"}, {settings.ONLY_PHASE_ENV: "x"})
+    with pytest.raises(SettingError, match="name one phase"):
+        settings.canonical_value("only", "a,b", {})
+    assert settings.canonical_value("busy", "POOL", {}) == "pool"
+    with pytest.raises(SettingError, match="choose one of off, pool"):
+        settings.canonical_value("busy", "yes", {})
+
+
+def test_the_busy_pool_runs_and_stops():
+    from benchctl import contention
+
+    state = contention.start_busy_pool(threads=1)
+    try:
+        assert state["running"] and state["pool_threads"] == 1
+        import time
+
+        deadline = time.monotonic() + 10
+        while contention.busy_pool_state()["products"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert contention.busy_pool_state()["products"] >= 3
+    finally:
+        assert not contention.stop_busy_pool()["running"]

@@ -75,7 +75,8 @@ def test_compact_pins_each_team_thread_to_its_own_cpu(restore):
     members = team(result)
     assert [m["omp_thread"] for m in members] == list(range(TEAM))
     assert members[0]["tid"] == threading.get_native_id(), "the calling thread is pinned as thread 0"
-    assert [m["allowed_cpus"] for m in members] == [[c] for c in placement("compact", TEAM, cpu_topology(allowed=ALLOWED))]
+    expected = placement("compact", TEAM, cpu_topology(allowed=ALLOWED))
+    assert [m["allowed_cpus"] for m in members] == [[c] for c in expected]
     assert len({m["allowed_cpus"][0] for m in members}) == TEAM
     if ALLOWED == [0, 1]:
         assert [m["allowed_cpus"] for m in members] == [[0], [1]]
@@ -282,7 +283,8 @@ def test_launch_env_gives_a_fresh_process_the_pinned_placement(restore):
 def test_launch_env_per_runtime_and_bad_input():
     cpus = placement("compact", 1, cpu_topology(allowed=ALLOWED))
     gomp = threads.launch_env("compact", 1, runtime_kind="libgomp")
-    assert gomp == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_PLACES": f"{{{cpus[0]}}}", "OMP_PROC_BIND": "close"}
+    assert gomp == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OMP_PLACES": f"{{{cpus[0]}}}",
+                    "OMP_PROC_BIND": "close"}
     intel = threads.launch_env([ALLOWED[-1]], 1, runtime_kind="libiomp5")
     assert intel["KMP_AFFINITY"] == f"granularity=fine,proclist=[{ALLOWED[-1]}],explicit"
     assert "OMP_PLACES" not in intel
@@ -322,13 +324,14 @@ def test_llvm_runtime_pinning_and_its_launch_env(llvm_libomp):
         rt = [r for r in omp.runtimes() if r["kind"] == "libomp"][0]
         if sys.argv[-1] == "pin":
             pinned = _native.omp_team_pin(rt["kind"], rt["path"], [[c] for c in {ALLOWED[1::-1]!r}])
-            print(json.dumps([after for _, _, _, after, _ in pinned]))
+            print(json.dumps([member.after for member in pinned]))
         else:
             print(json.dumps([sorted(os.sched_getaffinity(m["tid"])) for m in omp.team_census(2, runtime=rt)]))
     """
     cpus = [ALLOWED[1], ALLOWED[0]]
     procs = [
-        subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), "pin"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), "pin"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
         run_python(code, threads.launch_env(cpus, 2, runtime_kind="libiomp5")),
         run_python(code, threads.launch_env(cpus, 2, runtime_kind="libomp")),
     ]
@@ -371,7 +374,8 @@ class _FakePool:
     filepath = "/fake/libfakeblas.so"
 
     def __init__(self, count=2, refuse_set=False, refuse_restore=False, reads_back=None):
-        self.count, self.refuse_set, self.refuse_restore, self.reads_back = count, refuse_set, refuse_restore, reads_back
+        self.count, self.refuse_set, self.refuse_restore = count, refuse_set, refuse_restore
+        self.reads_back = reads_back
         self.sets = 0
 
     def info(self):
@@ -460,7 +464,8 @@ def test_pinning_benchmark_runs_at_a_tiny_size(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
-    assert result["compact_placement"] == [[i, [cpu]] for i, cpu in enumerate(placement("compact", n, cpu_topology(allowed=ALLOWED)))]
+    compact = placement("compact", n, cpu_topology(allowed=ALLOWED))
+    assert result["compact_placement"] == [[i, [cpu]] for i, cpu in enumerate(compact)]
     for mode in ("unpinned", "compact"):
         summary = result["modes"][mode]
         assert summary["n"] + summary["warmup"] == 2 * 5

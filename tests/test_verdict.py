@@ -66,7 +66,8 @@ def test_ftz_that_changes_nothing_is_reported_as_such():
     assert keeps["message"].endswith("ftz=process does not explain the gap")
     effect = _only(found, "setting_effect", setting="ftz=process")
     assert effect["ratio"] == pytest.approx(1.0) and effect["significant"] is False and effect["explains"] is False
-    assert effect["message"].startswith("no significant difference between ftz=process and ftz=off")
+    assert effect["outcome"] == "no_effect" and effect["band"] == pytest.approx(0.05)
+    assert effect["message"].startswith("no difference beyond ±5% between ftz=process and ftz=off (ratio 1.000×")
     assert not [f for f in found if f["explains"] and f["rule"] != "setting_effect"]
 
 
@@ -95,7 +96,7 @@ def test_no_gap_and_a_gap_only_under_a_setting():
     found = analyse(doc, focus="order")["verdict"]
     gap = _only(found, "gap")
     assert gap["significant"] is False and gap["ratio"] == pytest.approx(1.0)
-    assert gap["message"].startswith("no significant difference between order=eval_only and order=train_then_eval")
+    assert gap["message"].startswith("no difference beyond ±5% between order=eval_only and order=train_then_eval")
     opens = _only(found, "opens_gap", setting="pin=compact")
     assert opens["explains"] is False and opens["message"].endswith("the gap appears only with this setting")
 
@@ -124,48 +125,54 @@ def test_pairs_stats_refuses_are_reported_not_dropped():
     found = analyse(doc, focus="order")["verdict"]
     (refused,) = found
     assert refused["rule"] == "not_comparable" and refused["ratio"] is None
-    assert refused["message"].startswith("cannot compare order=eval_only with order=train_then_eval: median")
+    assert refused["message"].startswith("cannot compare order=eval_only with order=train_then_eval: per-process "
+                                         "medians must be finite and > 0")
 
 
-def test_differences_under_run_to_run_variation_are_not_called():
-    """A 3% difference is statistically clear within processes, yet below MIN_EFFECT: not a finding."""
+def test_differences_inside_the_floor_are_no_effect():
+    """A 3% difference clearly apart from 1, yet wholly inside the 5% band: resolved as no effect."""
     assert verdict.MIN_EFFECT == pytest.approx(0.05)
     doc = make_doc({"order": ORDERS}, factor=lambda c: 1.03 if c["order"] == "eval_only" else 1.0)
     found = analyse(doc, focus="order")["verdict"]
     gap = _only(found, "gap")
     assert gap["ratio"] == pytest.approx(1.03)
-    assert gap["ci95"][0] > 1.0, "the synthetic samples separate the medians statistically"
-    assert gap["significant"] is False
-    assert gap["message"].startswith("no difference beyond run-to-run variation between order=eval_only")
-    assert "under the 5% that separate processes resolve" in gap["message"]
+    assert gap["ci95"][0] > 1.0, "the synthetic processes separate the cells statistically"
+    assert gap["significant"] is False and gap["outcome"] == "no_effect"
+    assert gap["message"].startswith("no difference beyond ±5% between order=eval_only")
 
 
-def test_a_difference_at_the_threshold_is_called():
-    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.06 if c["order"] == "eval_only" else 1.0)
+@pytest.mark.parametrize("factor, outcome", [(1.06, "unresolved"), (1.08, "effect")])
+def test_a_difference_is_called_only_when_its_interval_clears_the_band(factor, outcome):
+    """1.06 with an interval of about ±1% reaches below 1.05: unresolved; 1.08 clears it."""
+    doc = make_doc({"order": ORDERS}, factor=lambda c: factor if c["order"] == "eval_only" else 1.0)
     gap = _only(analyse(doc, focus="order")["verdict"], "gap")
-    assert gap["significant"] is True
-    assert gap["message"].startswith("order=eval_only is 1.06× slower than order=train_then_eval")
+    assert gap["outcome"] == outcome and gap["significant"] is (outcome == "effect")
+    if outcome == "effect":
+        assert gap["message"].startswith("order=eval_only is 1.08× slower than order=train_then_eval [95% CI 1.0")
+    else:
+        assert "unresolved" in gap["message"] and "crosses the ±5% band" in gap["message"]
 
 
-def test_with_repeated_cells_the_ci_carries_process_to_process_variation():
-    """Two processes per cell whose medians differ by 10%: a 7% gap is not resolved, though
-    pooled iterations alone would call it."""
+def test_processes_are_the_unit_of_the_interval():
+    """Two processes a cell whose medians differ by 10%: a 7% gap is not resolved, though the pooled
+    iterations (tight within each process) would separate the cells."""
     doc = make_doc({"order": ORDERS}, factor=lambda c: 1.07 if c["order"] == "eval_only" else 1.0, repeat=2)
     for run in doc["runs"]:
         if run["repetition"] == 1:
             run["phases"]["eval"]["ns"] = [v * 1.10 for v in run["phases"]["eval"]["ns"]]
     ctx = verdict.Context(doc, "eval", "order")
     cmp = ctx.compare({"order": "eval_only"}, {"order": "train_then_eval"})
-    assert cmp["ci_method"] == "runs, then iterations"
+    assert cmp["k_a"] == cmp["k_b"] == 2 and cmp["method"].startswith("Welch t interval")
     lo, hi = cmp["ci95"]
-    assert not verdict.resolved(cmp)
+    assert not verdict.resolved(cmp) and cmp["outcome"] == "unresolved"
     assert (hi - lo) > 0.08, "the interval spans the 10% between processes"
 
 
-def test_one_process_per_cell_uses_the_iteration_bootstrap():
-    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.0, repeat=1)
-    cmp = verdict.Context(doc, "eval", "order").compare({"order": "eval_only"}, {"order": "train_then_eval"})
-    assert cmp["ci_method"] == "iterations"
+def test_one_process_per_cell_calls_no_difference_and_says_why():
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.5 if c["order"] == "eval_only" else 1.0, repeat=1)
+    gap = _only(analyse(doc, focus="order")["verdict"], "gap")
+    assert gap["outcome"] == "one_process" and gap["ci95"] is None and gap["significant"] is False
+    assert "no difference is called without two or more fresh processes per cell" in gap["message"]
 
 
 def test_a_gap_hidden_by_noise_is_not_called_closed():
@@ -179,7 +186,7 @@ def test_a_gap_hidden_by_noise_is_not_called_closed():
     found = analyse(doc, focus="order")["verdict"]
     assert not [f for f in found if f["rule"] == "closes_gap"]
     hit = _only(found, "unresolved_gap", setting="alloc=retain")
-    assert hit["explains"] is False and "add repetitions" in hit["message"]
+    assert hit["explains"] is False and "add processes" in hit["message"]
 
 
 def test_counters_count_as_evidence_only_when_they_fall_in_the_slow_cell():

@@ -32,10 +32,11 @@ from .results import stats
 from .results.stats import Samples, compare
 from .run import run_matrix
 from .threads import pin, pinned, set_num_threads, unpin
+from .workloads.user import workload
 
 __all__ = [
     "__version__", "ArgumentError",
     "alloc", "clock", "counters", "cuda", "denormals", "fpenv", "omp", "stats", "threads", "topology",
     "Stopwatch", "time_calls", "to_ns", "CounterGroup", "flush_denormals", "set_flush_denormal",
-    "pin", "pinned", "unpin", "set_num_threads", "Samples", "compare", "load_results", "run_matrix",
+    "pin", "pinned", "unpin", "set_num_threads", "Samples", "compare", "load_results", "run_matrix", "workload",
 ]

@@ -26,6 +26,11 @@ import sys
 import sysconfig
 from typing import Any
 
+__all__ = [
+    "RETAIN_TUNABLES", "GLIBC_MALLOC_ENV", "OWNED_VARIABLES", "AllocatorError", "Allocator", "GlibcDefault",
+    "GlibcRetain", "PreloadedAllocator", "Jemalloc", "Tcmalloc", "ALLOCATORS", "get", "observe",
+]
+
 # Blocks up to 4 GiB come from the heap instead of their own mmap, and the heap
 # is trimmed only when 16 GiB at its top are free: i.e. effectively never.
 RETAIN_TUNABLES = {
@@ -41,7 +46,7 @@ GLIBC_MALLOC_ENV = (
 )
 #: Every variable an allocator choice decides; another setting may not set them.
 OWNED_VARIABLES = ("GLIBC_TUNABLES", "LD_PRELOAD") + GLIBC_MALLOC_ENV
-PROBE_BYTES = 64 << 20
+_PROBE_BYTES = 64 << 20
 
 
 class AllocatorError(ValueError):
@@ -180,7 +185,7 @@ def _mapping_of(address: int) -> str:
     return "unmapped"
 
 
-def probe_large_block(nbytes: int = PROBE_BYTES) -> str:
+def _probe_large_block(nbytes: int = _PROBE_BYTES) -> str:
     """Allocate and free one ``nbytes`` block with the process's malloc; report where it lived.
 
     With glibc, ``[heap]`` means large blocks are carved from the heap (kept on
@@ -200,7 +205,7 @@ def probe_large_block(nbytes: int = PROBE_BYTES) -> str:
         libc.free(address)
 
 
-def mapped_libraries() -> set[str]:
+def _mapped_libraries() -> set[str]:
     """Real paths of the shared objects mapped into this process."""
     paths = set()
     with open("/proc/self/maps") as f:
@@ -221,12 +226,12 @@ def _is_mapped(preload_entry: str, mapped: set[str]) -> bool:
 def observe() -> dict[str, Any]:
     """What this process actually got: the variables it saw, preloads mapped, where big blocks go."""
     preload = os.environ.get("LD_PRELOAD", "").replace(":", " ").split()
-    mapped = mapped_libraries()
+    mapped = _mapped_libraries()
     return {
         "GLIBC_TUNABLES": os.environ.get("GLIBC_TUNABLES"),
         "LD_PRELOAD": os.environ.get("LD_PRELOAD"),
         "preload_mapped": {p: _is_mapped(p, mapped) for p in preload},
         "malloc_env": {name: os.environ.get(name) for name in GLIBC_MALLOC_ENV},
-        "large_block_mapping": probe_large_block(),
-        "large_block_bytes": PROBE_BYTES,
+        "large_block_mapping": _probe_large_block(),
+        "large_block_bytes": _PROBE_BYTES,
     }

@@ -30,11 +30,15 @@ import numpy as np
 from . import _native, _procfs
 from ._validate import count
 
+__all__ = [
+    "ENV_VAR", "cycles", "info", "to_ns", "busy_wait_cycles", "time_calls", "Stopwatch",
+]
+
 ENV_VAR = "BENCHCTL_CLOCK"
 _COUNTER = _native.counter_name()  # "rdtsc", "cntvct" or "" (none compiled in)
 _REQUESTS = ("auto", "clock_gettime", "rdtsc", "cntvct")
 # Long enough that two ~100-tick pairing brackets are < 1 ppm of the span.
-CALIBRATION_NS = 60_000_000
+_CALIBRATION_NS = 60_000_000
 # cpuid 0x16 is a base frequency, not a TSC frequency: trust it only when a
 # measurement agrees this closely.
 _LEAF_0X16_TOLERANCE_PPM = 1000.0
@@ -70,7 +74,8 @@ def _counter_invariance() -> tuple[bool, str]:
     flags = _kernel_cpu_flags()
     if {"constant_tsc", "nonstop_tsc"} <= flags:
         return True, "the kernel reports constant_tsc and nonstop_tsc"
-    return False, "the TSC is not invariant (no CPUID bit, no constant_tsc+nonstop_tsc): its rate may follow CPU frequency or stop in sleep states"
+    return False, ("the TSC is not invariant (no CPUID bit, no constant_tsc+nonstop_tsc): its rate may follow "
+                   "CPU frequency or stop in sleep states")
 
 
 def _configure(requested: str) -> None:
@@ -122,18 +127,19 @@ def _frequency() -> tuple[float, str, float]:
     if _state["source"] == "clock_gettime":
         return 1e9, "definition (clock_gettime ticks are nanoseconds)", 0.0
     leaf_0x16 = None
-    for source, hz, ppm in _native.counter_nominal_frequencies():
-        if source == "cpuid_0x16":
-            leaf_0x16 = (hz, ppm)
+    for nominal in _native.counter_nominal_frequencies():
+        if nominal.source == "cpuid_0x16":
+            leaf_0x16 = nominal
         else:
-            return hz, source, ppm
+            return nominal.hz, nominal.source, nominal.uncertainty_ppm
     khz = _sysfs_tsc_khz() if _COUNTER == "rdtsc" else None
     if khz:
         return khz * 1e3, "sysfs tsc_freq_khz", 0.5e3 / khz
-    hz, ppm, _ = _native.calibrate_counter(CALIBRATION_NS)
-    if leaf_0x16 and abs(leaf_0x16[0] / hz - 1) * 1e6 <= _LEAF_0X16_TOLERANCE_PPM:
-        return leaf_0x16[0], "cpuid_0x16 (confirmed by calibration)", leaf_0x16[1]
-    return hz, f"calibrated against CLOCK_MONOTONIC_RAW over {CALIBRATION_NS / 1e6:.0f} ms", ppm
+    measured = _native.calibrate_counter(_CALIBRATION_NS)
+    hz = measured.hz
+    if leaf_0x16 and abs(leaf_0x16.hz / hz - 1) * 1e6 <= _LEAF_0X16_TOLERANCE_PPM:
+        return leaf_0x16.hz, "cpuid_0x16 (confirmed by calibration)", leaf_0x16.uncertainty_ppm
+    return hz, f"calibrated against CLOCK_MONOTONIC_RAW over {_CALIBRATION_NS / 1e6:.0f} ms", measured.uncertainty_ppm
 
 
 def info() -> dict[str, Any]:

@@ -45,11 +45,15 @@ import numpy as np
 
 from . import _native, _procfs, _validate
 
+__all__ = [
+    "SCOPES", "EVENTS", "HARDWARE_EVENTS", "perf_event_paranoid", "CounterGroup", "delta",
+]
+
 SCOPES = ("inherit", "process")
 
 #: Every event name benchctl can count, software first.
-EVENTS: tuple[str, ...] = tuple(name for name, _ in _native.perf_event_names())
-HARDWARE_EVENTS: tuple[str, ...] = tuple(name for name, hw in _native.perf_event_names() if hw)
+EVENTS: tuple[str, ...] = tuple(kind.name for kind in _native.perf_event_kinds())
+HARDWARE_EVENTS: tuple[str, ...] = tuple(kind.name for kind in _native.perf_event_kinds() if kind.hardware)
 
 # Events that only ever happen in kernel context: a user-space-only count of
 # them (all that perf_event_paranoid >= 2 allows an unprivileged user) is 0.
@@ -100,16 +104,16 @@ def _open_perf(names: tuple[str, ...], tids: list[int]):
     are asked for again with exclude_kernel.
     """
     perf = _native.PerfCounterGroup(list(names), tids, [False] * len(names))
-    refused = {name for name, opened, err, _tid in perf.status()
-               if not opened and err in (_errno.EACCES, _errno.EPERM)}
+    refused = {s.name for s in perf.status() if not s.opened and s.error in (_errno.EACCES, _errno.EPERM)}
     if not refused:
         return perf, frozenset()
     perf.close()
     return _native.PerfCounterGroup(list(names), tids, [n in refused for n in names]), frozenset(refused)
 
 
-def combine(readings, n_events: int) -> list[Optional[int]]:
-    """Per event, the sum over threads of ``(event, value, time_enabled, time_running)`` readings.
+def _combine(readings, n_events: int) -> list[Optional[int]]:
+    """Per event, the sum over threads of native readings (``event``, ``value``, ``time_enabled``,
+    ``time_running``: :class:`benchctl._native.PerfMemberReading`).
 
     A reading the kernel multiplexed (it counted the event only ``running``
     of the ``enabled`` ns) is extrapolated to ``value * enabled / running``,
@@ -119,13 +123,14 @@ def combine(readings, n_events: int) -> list[Optional[int]]:
     """
     totals: list[Optional[int]] = [None] * n_events
     never_ran = set()
-    for event, value, enabled, running in readings:
-        if running < enabled:
-            if running == 0:
-                never_ran.add(event)
+    for r in readings:
+        value = r.value
+        if r.time_running < r.time_enabled:
+            if r.time_running == 0:
+                never_ran.add(r.event)
                 continue
-            value = value * enabled // running
-        totals[event] = (totals[event] or 0) + value
+            value = value * r.time_enabled // r.time_running
+        totals[r.event] = (totals[r.event] or 0) + value
     for event in never_ran:
         totals[event] = None
     return totals
@@ -172,14 +177,15 @@ class CounterGroup:
         self._perf_index: list[tuple[str, int]] = []
         self._fallbacks: list[tuple[str, Callable]] = []
         self._fallbacks_read_rusage = False
-        for index, (name, opened, err, _tid) in enumerate(self._perf.status()):
+        for index, status in enumerate(self._perf.status()):
+            name, opened = status.name, status.opened
             if opened and name in user_only and name in _KERNEL_ONLY:
                 opened = False
                 self.unavailable[name] = (
                     f"only user-space counting is permitted (kernel.perf_event_paranoid="
                     f"{perf_event_paranoid()}), and {name.replace('_', ' ')} happen in the kernel")
             elif not opened:
-                self.unavailable[name] = _why(err, name)
+                self.unavailable[name] = _why(status.error, name)
             if opened:
                 self._perf_index.append((name, index))
                 self.sources[name] = f"perf_event_open, {scope}" + (
@@ -198,7 +204,7 @@ class CounterGroup:
         (PMU busy) reads None; one it multiplexed is extrapolated by the
         kernel's enabled/running times.
         """
-        values = combine(self._perf.read(), len(self.events))
+        values = _combine(self._perf.read(), len(self.events))
         out: dict[str, Optional[int]] = dict.fromkeys(self.events)
         for name, index in self._perf_index:
             out[name] = values[index]

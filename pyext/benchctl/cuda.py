@@ -35,6 +35,11 @@ import numpy as np
 
 from . import _native, _validate
 
+__all__ = [
+    "ENV_VAR", "L2_FLUSH_FACTOR", "CudaError", "CudaUnavailable", "Diagnosis", "diagnose", "available",
+    "runtime", "l2_flush_bytes", "time_calls", "device_info",
+]
+
 ENV_VAR = "BENCHCTL_CUDART"
 #: How many times the device's L2 the flush buffer is: a write of twice the
 #: cache evicts whatever the timed call left in it.
@@ -66,7 +71,7 @@ def _torch_cuda_major() -> str | None:
     return torch.version.cuda.split(".")[0] if torch.version.cuda else None
 
 
-def loaded_runtimes(maps_path: str = "/proc/self/maps") -> list[str]:
+def _loaded_runtimes(maps_path: str = "/proc/self/maps") -> list[str]:
     """Paths of libcudart files mapped into this process, in map order."""
     found: list[str] = []
     try:
@@ -94,7 +99,7 @@ def _site_dirs() -> list[str]:
     return dirs
 
 
-def wheel_runtimes(site_dirs: Sequence[str], cuda_major: str | None) -> list[str]:
+def _wheel_runtimes(site_dirs: Sequence[str], cuda_major: str | None) -> list[str]:
     """libcudart files shipped by NVIDIA's runtime wheels under `site_dirs`.
 
     Files whose soname major matches torch's CUDA (`cuda_major`) come first.
@@ -112,19 +117,19 @@ def wheel_runtimes(site_dirs: Sequence[str], cuda_major: str | None) -> list[str
     return found
 
 
-def system_sonames(cuda_major: str | None) -> list[str]:
+def _system_sonames(cuda_major: str | None) -> list[str]:
     """Sonames for the dynamic loader's own search, torch's major first."""
     majors = ([cuda_major] if cuda_major else []) + [m for m in _SYSTEM_MAJORS if m != cuda_major]
     return [f"libcudart.so.{m}" for m in majors] + ["libcudart.so"]
 
 
-def candidate_paths() -> list[str]:
+def _candidate_paths() -> list[str]:
     """Where to look for the CUDA runtime, in order (see the module docstring)."""
     override = os.environ.get(ENV_VAR, "").strip()
     if override:
         return [override]
     major = _torch_cuda_major()
-    ordered = loaded_runtimes() + wheel_runtimes(_site_dirs(), major) + system_sonames(major)
+    ordered = _loaded_runtimes() + _wheel_runtimes(_site_dirs(), major) + _system_sonames(major)
     out: list[str] = []
     seen: set[str] = set()
     for c in ordered:
@@ -135,7 +140,7 @@ def candidate_paths() -> list[str]:
     return out
 
 
-def open_runtime(candidates: Sequence[str]) -> tuple[Any, list[tuple[str, str]]]:
+def _open_runtime(candidates: Sequence[str]) -> tuple[Any, list[tuple[str, str]]]:
     """Open the first candidate that loads with every needed symbol.
 
     Returns ``(runtime or None, [(candidate, outcome), ...])`` for each tried.
@@ -155,7 +160,7 @@ def open_runtime(candidates: Sequence[str]) -> tuple[Any, list[tuple[str, str]]]
     return None, tried
 
 
-def version_text(v: int) -> str:
+def _version_text(v: int) -> str:
     """CUDA's integer version (13000) as text ("13.0")."""
     return f"{v // 1000}.{(v % 1000) // 10}"
 
@@ -167,13 +172,14 @@ def diagnose(candidates: Sequence[str] | None = None) -> Diagnosis:
     if torch.version.cuda is None:
         return Diagnosis(False, f"torch {torch.__version__} was built without CUDA (torch.version.cuda is None)")
     if candidates is None:
-        candidates = candidate_paths()
-    rt, tried = open_runtime(candidates)
+        candidates = _candidate_paths()
+    rt, opened = _open_runtime(candidates)
+    tried = tuple(opened)
     if rt is None:
         listing = "; ".join(f"{c} ({why})" for c, why in tried) or "no candidates"
-        return Diagnosis(False, f"no CUDA runtime library (libcudart) could be opened; tried: {listing}", None, tuple(tried))
+        return Diagnosis(False, f"no CUDA runtime library (libcudart) could be opened; tried: {listing}", None, tried)
     try:
-        where = f"CUDA runtime {rt.path} (version {version_text(rt.runtime_version())})"
+        where = f"CUDA runtime {rt.path} (version {_version_text(rt.runtime_version())})"
         driver = rt.driver_version()
         count_error = None
         try:
@@ -181,19 +187,21 @@ def diagnose(candidates: Sequence[str] | None = None) -> Diagnosis:
         except CudaError as e:
             count, count_error = 0, e
     except CudaError as e:
-        return Diagnosis(False, f"CUDA runtime {rt.path} is unusable: {e}", rt, tuple(tried))
+        return Diagnosis(False, f"CUDA runtime {rt.path} is unusable: {e}", rt, tried)
     if driver == 0:
         why = f"; {count_error}" if count_error else ""
         reason = f"no NVIDIA driver: {where} reports driver version 0 (libcuda not loadable){why}"
-        return Diagnosis(False, reason, rt, tuple(tried))
+        return Diagnosis(False, reason, rt, tried)
     if count_error is not None:
-        return Diagnosis(False, f"no usable GPU: {where} with driver CUDA {version_text(driver)}: {count_error}", rt, tuple(tried))
+        reason = f"no usable GPU: {where} with driver CUDA {_version_text(driver)}: {count_error}"
+        return Diagnosis(False, reason, rt, tried)
     if count == 0:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        return Diagnosis(False, f"no CUDA device: {where} sees 0 devices (CUDA_VISIBLE_DEVICES={visible!r})", rt, tuple(tried))
+        return Diagnosis(False, f"no CUDA device: {where} sees 0 devices (CUDA_VISIBLE_DEVICES={visible!r})", rt, tried)
     if not torch.cuda.is_available():
-        return Diagnosis(False, f"{where} sees {count} device(s) but torch.cuda.is_available() is False", rt, tuple(tried), count)
-    return Diagnosis(True, f"{count} device(s) via {where}, driver CUDA {version_text(driver)}", rt, tuple(tried), count)
+        reason = f"{where} sees {count} device(s) but torch.cuda.is_available() is False"
+        return Diagnosis(False, reason, rt, tried, count)
+    return Diagnosis(True, f"{count} device(s) via {where}, driver CUDA {_version_text(driver)}", rt, tried, count)
 
 
 _cached: Diagnosis | None = None
@@ -352,18 +360,8 @@ def _nvml_readings(uuid: str) -> tuple[dict[str, Any], str, str | None]:
     return out, source, None
 
 
-def device_info(device: int | None = None) -> dict[str, Any]:
-    """What torch.cuda, the CUDA runtime and NVML say about `device`.
-
-    Keys with no reading are None, and ``unavailable`` says why for each.
-    ``sources`` says where each reading came from.
-    """
-    d = _require()
-    import torch
-
-    idx = torch.cuda.current_device() if device is None else _validate.count("device", device, 0)
-    props = torch.cuda.get_device_properties(idx)
-    rt = d.runtime
+def _properties(idx: int, props, rt, torch) -> tuple[dict[str, Any], dict[str, str]]:
+    """What torch's device properties and the CUDA runtime state, and the source of each."""
     info: dict[str, Any] = {
         "index": idx,
         "name": props.name,
@@ -375,16 +373,20 @@ def device_info(device: int | None = None) -> dict[str, Any]:
         "torch_version": torch.__version__,
         "torch_cuda_version": torch.version.cuda,
         "runtime_path": rt.path,
-        "runtime_version": version_text(rt.runtime_version()),
-        "driver_cuda_version": version_text(rt.driver_version()),
+        "runtime_version": _version_text(rt.runtime_version()),
+        "driver_cuda_version": _version_text(rt.driver_version()),
     }
     sources: dict[str, str] = {k: "torch.cuda.get_device_properties" for k in info}
     for k in ("runtime_path", "runtime_version", "driver_cuda_version"):
         sources[k] = "CUDA runtime (benchctl native)"
-    sources["index"] = "torch.cuda.current_device" if device is None else "argument"
     sources["torch_version"] = sources["torch_cuda_version"] = "torch"
-    unavailable: dict[str, str] = {}
+    return info, sources
 
+
+def _add_live_readings(info: dict[str, Any], sources: dict[str, str], props) -> dict[str, str]:
+    """Add the driver version, clocks, temperature, power and P-state (NVML, else fallbacks);
+    return why each reading that is still None is missing."""
+    unavailable: dict[str, str] = {}
     nvml, nvml_source, nvml_why = _nvml_readings(info["uuid"] or "")
     for key in _NVML_FIELDS:
         value = nvml.get(key)
@@ -405,6 +407,23 @@ def device_info(device: int | None = None) -> dict[str, Any]:
         if info[key] is None and khz:
             info[key], sources[key] = khz / 1000.0, f"torch.cuda.get_device_properties.{attr}"
             unavailable.pop(key, None)
+    return unavailable
+
+
+def device_info(device: int | None = None) -> dict[str, Any]:
+    """What torch.cuda, the CUDA runtime and NVML say about `device`.
+
+    Keys with no reading are None, and ``unavailable`` says why for each.
+    ``sources`` says where each reading came from.
+    """
+    d = _require()
+    import torch
+
+    idx = torch.cuda.current_device() if device is None else _validate.count("device", device, 0)
+    props = torch.cuda.get_device_properties(idx)
+    info, sources = _properties(idx, props, d.runtime, torch)
+    sources["index"] = "torch.cuda.current_device" if device is None else "argument"
+    unavailable = _add_live_readings(info, sources, props)
     info["sources"] = sources
     info["unavailable"] = unavailable
     return info

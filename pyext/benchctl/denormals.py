@@ -8,10 +8,12 @@ and would count nothing. What subnormals cost on this CPU is a study:
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any
+from typing import Any, Iterator
 
-__all__ = ["count_subnormal", "layer_census", "model_census", "weights_census", "activation_census"]
+__all__ = ["count_subnormal", "tensors_in", "values_census", "layer_watch", "layer_census", "model_census",
+           "weights_census", "activation_census"]
 
 # dtype name -> (integer dtype name of the same width, exponent mask, fraction mask)
 _LAYOUTS = {
@@ -62,16 +64,22 @@ def _total(entries: dict) -> dict:
     return {"numel": n, "subnormal": k, "fraction": k / n if n else 0.0}
 
 
-def _output_tensors(value):
-    """Every countable tensor in a module's output (tensors, tuples, lists, dicts)."""
+def tensors_in(value):
+    """Every countable tensor in ``value`` (a tensor, or tuples, lists and dicts of them)."""
     if _countable(value):
         yield value
     elif isinstance(value, (tuple, list)):
         for v in value:
-            yield from _output_tensors(v)
+            yield from tensors_in(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _output_tensors(v)
+            yield from tensors_in(v)
+
+
+def values_census(value) -> dict[str, int]:
+    """``{"values", "subnormal"}`` over every countable tensor in ``value`` (e.g. what a call returned)."""
+    tensors = list(tensors_in(value))
+    return {"values": sum(t.numel() for t in tensors), "subnormal": sum(count_subnormal(t) for t in tensors)}
 
 
 def _call(model, example_input) -> None:
@@ -119,18 +127,12 @@ class _LayerTally:
                 "mean_abs": self.abs_sum / n if n else None}
 
 
-def layer_census(model, example_input) -> list[dict[str, Any]]:
-    """Run ``model`` once on ``example_input`` (no grad) and describe each leaf layer's outputs.
+@contextlib.contextmanager
+def layer_watch(model) -> Iterator[list[dict[str, Any]]]:
+    """Forward hooks on every leaf layer of ``model`` while the block runs.
 
-    One record per leaf module (a model that is itself a leaf is named ""),
-    layers that ran first in the order they first ran, then those that did
-    not run (``calls`` 0): ``layer``, ``type``, ``calls``, ``numel``,
-    ``subnormal`` (by bit pattern) and its ``fraction``, ``zero_fraction``,
-    ``nonfinite``, ``max_abs`` (None when not finite or nothing ran) and
-    ``mean_abs`` (of the finite values). The forward runs in the model's
-    current train/eval mode; ``example_input`` is one argument, a tuple of
-    arguments or a dict of keyword arguments. Hooks are removed afterwards,
-    also on error.
+    Yields a list that is filled on exit, also after an exception, with one
+    record per leaf layer (see :func:`layer_census`); the hooks are removed.
     """
     import torch
 
@@ -145,22 +147,41 @@ def layer_census(model, example_input) -> list[dict[str, Any]]:
             if not tally.calls:
                 order.append(tally.name)
             tally.calls += 1
-            for t in _output_tensors(output):
+            for t in tensors_in(output):
                 tally.add(t)
 
         return hook
 
     modules = dict(model.named_modules())
     handles = []
+    records: list[dict[str, Any]] = []
     try:
         for name, tally in tallies.items():
             handles.append(modules[name].register_forward_hook(hook_for(tally)))
-        _call(model, example_input)
+        yield records
     finally:
         for h in handles:
             h.remove()
-    names = order + [n for n in tallies if n not in order]
-    return [tallies[n].record() for n in names]
+        names = order + [n for n in tallies if n not in order]
+        records.extend(tallies[n].record() for n in names)
+
+
+def layer_census(model, example_input) -> list[dict[str, Any]]:
+    """Run ``model`` once on ``example_input`` (no grad) and describe each leaf layer's outputs.
+
+    One record per leaf module (a model that is itself a leaf is named ""),
+    layers that ran first in the order they first ran, then those that did
+    not run (``calls`` 0): ``layer``, ``type``, ``calls``, ``numel``,
+    ``subnormal`` (by bit pattern) and its ``fraction``, ``zero_fraction``,
+    ``nonfinite``, ``max_abs`` (None when not finite or nothing ran) and
+    ``mean_abs`` (of the finite values). The forward runs in the model's
+    current train/eval mode; ``example_input`` is one argument, a tuple of
+    arguments or a dict of keyword arguments. Hooks are removed afterwards,
+    also on error.
+    """
+    with layer_watch(model) as records:
+        _call(model, example_input)
+    return records
 
 
 def model_census(model, example_input=None) -> dict:

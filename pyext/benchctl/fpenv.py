@@ -45,14 +45,22 @@ import threading
 import warnings
 from typing import Optional
 
-from . import _native, _procfs, omp
+from . import _native, _procfs, _validate, omp
+
+__all__ = [
+    "SCOPES", "DEFAULT_DEADLINE_S", "MAX_DEADLINE_S", "supported", "is_flushed", "thread_state",
+    "set_thread_state", "Census", "census", "set_flush_denormal", "flush_denormals", "broadcast_handler",
+    "signal_disposition",
+]
 
 SCOPES = ("thread", "openmp", "process")
 DEFAULT_DEADLINE_S = 1.0
+# No caller means a longer wait, and the native clock arithmetic would overflow on huge values.
 MAX_DEADLINE_S = _native.FP_BROADCAST_MAX_DEADLINE_S
 
 _REGISTER = _native.fp_control_register()  # "MXCSR" | "FPCR" | ""
-_FTZ_MASK, _DAZ_MASK = _native.fp_masks()
+_MASKS = _native.fp_masks()
+_FTZ_MASK, _DAZ_MASK = _MASKS.ftz, _MASKS.daz
 
 # A target is what the native layer applies to one thread: None (only read)
 # or (ftz, daz).
@@ -79,21 +87,6 @@ def _require_supported() -> None:
 def _check_scope(scope: str) -> None:
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(repr(s) for s in SCOPES)}; got {scope!r}")
-
-
-def _check_flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
-    return value
-
-
-def _check_deadline(deadline_s) -> float:
-    # The comparison also refuses NaN; infinity and huge values are refused
-    # because no caller means them and the native clock arithmetic overflows.
-    if (isinstance(deadline_s, bool) or not isinstance(deadline_s, (int, float))
-            or not 0 < deadline_s <= MAX_DEADLINE_S):
-        raise ValueError(f"deadline_s must be a number of seconds > 0 and <= {MAX_DEADLINE_S}, got {deadline_s!r}")
-    return float(deadline_s)
 
 
 def _decode(raw: int) -> dict:
@@ -126,8 +119,7 @@ def _record(tid: int, raw: int | None, reached: bool, **extra) -> dict:
 def thread_state() -> dict:
     """The calling thread's state: ``{"ftz", "daz", "raw"}`` (``daz`` None where no DAZ exists)."""
     _require_supported()
-    before, _ = _native.fp_thread_apply(None)
-    return _decode(before)
+    return _decode(_native.fp_thread_apply(None).before)
 
 
 def set_thread_state(ftz: bool, daz: bool) -> dict:
@@ -136,12 +128,11 @@ def set_thread_state(ftz: bool, daz: bool) -> dict:
     ``daz=True`` raises ValueError where the CPU has no DAZ control.
     """
     _require_supported()
-    _check_flag("ftz", ftz)
-    _check_flag("daz", daz)
+    _validate.flag("ftz", ftz)
+    _validate.flag("daz", daz)
     if daz and not _DAZ_MASK:
         raise ValueError(f"this CPU has no separate DAZ control ({supported()[1]})")
-    _, after = _native.fp_thread_apply((ftz, daz))
-    return _decode(after)
+    return _decode(_native.fp_thread_apply((ftz, daz)).after)
 
 
 class Census(list):
@@ -198,9 +189,9 @@ def _mismatched(records: list[dict], default: _Target, per_tid: dict) -> list[in
 
 def _apply_thread(default: _Target, per_tid: dict) -> tuple[dict, Census]:
     tid = threading.get_native_id()
-    before, after = _native.fp_thread_apply(per_tid.get(tid, default))
-    records = [_record(tid, after, True)]
-    return {tid: before}, Census(records, "thread", mismatched=_mismatched(records, default, per_tid))
+    change = _native.fp_thread_apply(per_tid.get(tid, default))
+    records = [_record(tid, change.after, True)]
+    return {tid: change.before}, Census(records, "thread", mismatched=_mismatched(records, default, per_tid))
 
 
 def _apply_openmp(default: _Target, per_tid: dict, num_threads: int = 0) -> tuple[dict, Census]:
@@ -208,8 +199,9 @@ def _apply_openmp(default: _Target, per_tid: dict, num_threads: int = 0) -> tupl
     team = _native.fp_omp_team_apply(rt["kind"], rt["path"], num_threads, default, per_tid)
     # Each team thread read its register back itself after writing it, and
     # said which CPU it ran on.
-    before = {tid: b for _, tid, _, b, _ in team}
-    records = [_record(tid, after, True, omp_thread=n, cpu=cpu) for n, tid, cpu, _, after in team]
+    before = {t.member.tid: t.change.before for t in team}
+    records = [_record(t.member.tid, t.change.after, True, omp_thread=t.member.omp_thread, cpu=t.member.cpu)
+               for t in team]
     return before, Census(records, "openmp", mismatched=_mismatched(records, default, per_tid))
 
 
@@ -218,17 +210,18 @@ def _apply_process(default: _Target, per_tid: dict, deadline_s: float,
     # Each thread answers twice: the change, then a readback of the state its
     # sigreturn loaded. A thread changed but not read back in time counts as
     # changed (it is restored) yet unreached: "unconfirmed".
-    sig, tasks, _, incomplete = _native.fp_broadcast(default, per_tid, deadline_s, only_listed)
-    if incomplete:
-        warnings.warn(f"process-wide FP state broadcast: {incomplete}", RuntimeWarning, stacklevel=3)
-    before = {tid: b for tid, _, changed, b, _, _ in tasks if changed}
+    report = _native.fp_broadcast(default, per_tid, deadline_s, only_listed)
+    if report.incomplete:
+        warnings.warn(f"process-wide FP state broadcast: {report.incomplete}", RuntimeWarning, stacklevel=3)
+    tasks = report.tasks
+    before = {t.tid: t.before for t in tasks if t.changed}
     records = [
-        {"tid": tid, "name": name or None, **_state(after if reached else None), "reached": reached}
-        for tid, reached, _, _, after, name in tasks
+        {"tid": t.tid, "name": t.name or None, **_state(t.after if t.reached else None), "reached": t.reached}
+        for t in tasks
     ]
-    unconfirmed = [tid for tid, reached, changed, _, _, _ in tasks if changed and not reached]
-    return before, Census(records, "process", signal=sig or None, deadline_s=deadline_s, unconfirmed=unconfirmed,
-                          mismatched=_mismatched(records, default, per_tid))
+    unconfirmed = [t.tid for t in tasks if t.changed and not t.reached]
+    return before, Census(records, "process", signal=report.signal or None, deadline_s=deadline_s,
+                          unconfirmed=unconfirmed, mismatched=_mismatched(records, default, per_tid))
 
 
 def _apply(scope: str, default: _Target, per_tid: dict, deadline_s: float) -> tuple[dict, Census]:
@@ -249,7 +242,7 @@ def census(scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Ce
     """
     _check_scope(scope)
     _require_supported()
-    return _apply(scope, None, {}, _check_deadline(deadline_s))[1]
+    return _apply(scope, None, {}, _validate.seconds("deadline_s", deadline_s, MAX_DEADLINE_S))[1]
 
 
 def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S) -> Census:
@@ -261,10 +254,10 @@ def set_flush_denormal(on: bool, scope: str = "process", deadline_s: float = DEF
     time (``.unconfirmed``). A thread read back with other bits than asked
     for is listed in ``.mismatched``, and named in a RuntimeWarning.
     """
-    _check_flag("on", on)
+    _validate.flag("on", on)
     _check_scope(scope)
     _require_supported()
-    result = _apply(scope, (on, on), {}, _check_deadline(deadline_s))[1]
+    result = _apply(scope, (on, on), {}, _validate.seconds("deadline_s", deadline_s, MAX_DEADLINE_S))[1]
     if result.mismatched:
         warnings.warn(f"threads {result.mismatched} read back with FTZ/DAZ other than {on}", RuntimeWarning,
                       stacklevel=2)
@@ -290,10 +283,10 @@ class flush_denormals:
     """
 
     def __init__(self, on: bool = True, scope: str = "process", deadline_s: float = DEFAULT_DEADLINE_S):
-        self.on = _check_flag("on", on)
+        self.on = _validate.flag("on", on)
         _check_scope(scope)
         self.scope = scope
-        self.deadline_s = _check_deadline(deadline_s)
+        self.deadline_s = _validate.seconds("deadline_s", deadline_s, MAX_DEADLINE_S)
         self._before: dict | None = None
 
     def __enter__(self) -> Census:
@@ -396,10 +389,10 @@ def broadcast_handler() -> dict:
     stale signals, because SIG_DFL would kill the process when that thread
     unblocks. ``maybe_pending`` lists those threads.
     """
-    sig, installed, pending = _native.fp_broadcast_handler_state()
-    return {"signal": sig or None, "installed": installed, "maybe_pending": list(pending)}
+    state = _native.fp_broadcast_handler_state()
+    return {"signal": state.signal or None, "installed": state.installed, "maybe_pending": list(state.maybe_pending)}
 
 
 def signal_disposition(sig: int) -> str:
     """``"default"``, ``"ignore"``, ``"benchctl"`` (the broadcast handler) or ``"other"``."""
-    return _native.signal_disposition(int(sig))
+    return _native.signal_disposition(_validate.count("sig", sig, 1))

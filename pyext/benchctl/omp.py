@@ -14,6 +14,10 @@ import sys
 
 from . import _native, _validate
 
+__all__ = [
+    "runtime_kind", "runtimes", "torch_runtime", "resolve_runtime", "team_census",
+]
+
 
 # Each runtime kind and the file-name prefixes that identify it. Wheels rename
 # the copies they bundle (libgomp-a34b3233.so.1), so names are matched by
@@ -98,4 +102,4 @@ def team_census(num_threads: int = 0, runtime: dict | None = None) -> list[dict]
     num_threads = _validate.count("num_threads", num_threads, 0)
     rt = resolve_runtime(runtime)
     members = _native.omp_team_members(rt["kind"], rt["path"], num_threads)
-    return [{"omp_thread": n, "tid": tid, "cpu": cpu} for n, tid, cpu in members]
+    return [{"omp_thread": m.omp_thread, "tid": m.tid, "cpu": m.cpu} for m in members]

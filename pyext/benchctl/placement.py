@@ -14,11 +14,14 @@ Policies (thread ``i`` takes the ``i``-th CPU of the order):
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 from . import _validate
 from .topology import format_cpu_list
+
+__all__ = [
+    "POLICIES", "cpu_order", "placement",
+]
 
 POLICIES = ("compact", "scatter")
 
@@ -58,10 +61,7 @@ def _explicit_cpus(policy, allowed: list[int]) -> list[int]:
         raise ValueError(
             f"pinning policy must be one of {POLICIES} or a list of CPU ids, got {policy!r}"
         ) from None
-    bad_type = [c for c in cpus if isinstance(c, bool) or not isinstance(c, numbers.Integral)]
-    if bad_type:
-        raise TypeError(f"CPU ids must be integers, got {bad_type!r}")
-    cpus = [int(c) for c in cpus]
+    cpus = [_validate.count(f"the CPU id at position {i}", c, 0) for i, c in enumerate(cpus)]
     outside = [c for c in cpus if c not in set(allowed)]
     if outside:
         raise ValueError(
@@ -74,7 +74,8 @@ def _explicit_cpus(policy, allowed: list[int]) -> list[int]:
 def placement(policy, num_threads: int, topology: dict, oversubscribe: bool = False) -> list[int]:
     """One CPU per thread (``num_threads`` of them) for ``policy``.
 
-    Raises TypeError for a count or CPU id that is not an integer, and
+    Raises :class:`benchctl.ArgumentError` (a TypeError and a ValueError) for
+    a count or CPU id that is not an integer (or is below 1 / 0), and
     ValueError for an unknown policy, ids outside the allowed CPUs, an
     explicit list whose length is not ``num_threads``, or more threads than
     allowed CPUs / a CPU given twice unless ``oversubscribe=True`` (then a

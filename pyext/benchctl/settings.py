@@ -23,10 +23,10 @@ import json
 import os
 from typing import Any
 
-from . import _validate, fpenv, threads
+from . import _validate, contention, fpenv, threads
 from . import alloc as _alloc
 
-__all__ = ["SettingError", "Setting", "SETTINGS", "is_setting", "split_values", "parse_assignment",
+__all__ = ["SettingError", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "is_setting", "split_values", "parse_assignment",
            "canonical_value", "canonical_matrix", "check_available", "cell_environment", "format_value",
            "cell_label", "split_cell", "ordered"]
 
@@ -305,9 +305,106 @@ class ExtraEnvironment(Setting):
         return {name: os.environ.get(name) for name in value}
 
 
+class BusyPool(Setting):
+    """``busy``: another BLAS pool kept busy beside the workload (:mod:`benchctl.contention`)."""
+
+    name = "busy"
+    help = "off | pool: keep numpy's BLAS pool busy on every allowed CPU beside the workload"
+    order = 40  # after threads: the competing pool takes all CPUs whatever torch was given
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("off", "pool"))
+
+    def apply(self, value: str) -> Any:
+        return contention.start_busy_pool() if value == "pool" else None
+
+    evidence_counter = "context_switches_per_iter"
+    mechanism = "two thread pools competing for the same CPUs"
+
+    def facts(self, observed: dict) -> dict:
+        return {"running": observed.get("running"), "products": observed.get("products")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return "a busy BLAS pool read back running beside it" if facts.get("running") else ""
+
+    def readback(self, value: str) -> dict:
+        return contention.busy_pool_state()
+
+
+#: The environment variable through which ``only`` tells the worker's recorder which phase runs.
+ONLY_PHASE_ENV = "BENCHCTL_ONLY_PHASE"
+
+
+class OnlyPhase(Setting):
+    """``only``: run one phase of the workload alone (its ``rec.runs(phase)`` says which), or all of them.
+
+    Comparing a phase run alone, in a fresh process, with the same phase
+    after the others shows what the earlier phases leave behind (seed 1's gap).
+    Only workloads that ask ``rec.runs(phase)`` before each phase can skip one.
+    """
+
+    name = "only"
+    help = "all | PHASE: run only this phase of a workload that asks rec.runs(phase)"
+    order = 0
+
+    def canonical(self, value: Any) -> str:
+        text = str(value).strip()
+        if not text or any(c in text for c in "=,[]"):
+            raise SettingError(f"only={value!r}: name one phase, or all")
+        return text
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        out = {k: v for k, v in env.items() if k != ONLY_PHASE_ENV}
+        if value != "all":
+            out[ONLY_PHASE_ENV] = value
+        return out
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return (ONLY_PHASE_ENV,)
+
+    def readback(self, value: str) -> dict:
+        return {"phase": os.environ.get(ONLY_PHASE_ENV, "all")}
+
+
+class Combination(Setting):
+    """``with``: several settings as one value of one axis, e.g. ``[alloc=retain,threads=1]`` or ``none``.
+
+    A matrix axis of combinations measures each against the first (a star of
+    single changes around a baseline) where crossing every axis would cost too
+    many cells. The worker applies the settings inside as if each were an axis.
+    """
+
+    name = "with"
+    help = "none | [NAME=V,NAME=V...]: several settings as one value"
+
+    def canonical(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, dict):
+            pairs = value
+        else:
+            text = str(value).strip()
+            if text.lower() in ("", "none", "{}"):
+                return {}
+            items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
+            pairs = {}
+            for item in items:
+                name, sep, inner = item.partition("=")
+                if not sep:
+                    raise SettingError(f"with={value!r}: write [NAME=VALUE,...] (or none)")
+                pairs[name.strip()] = inner
+        out = {}
+        for name, inner in pairs.items():
+            if name == self.name or name not in SETTINGS:
+                raise SettingError(f"with: {name!r} is not a setting that can be combined "
+                                   f"({', '.join(n for n in SETTINGS if n != self.name)})")
+            out[name] = SETTINGS[name].canonical(inner)
+        return dict(sorted(out.items()))
+
+
 SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment())
+    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
+                        OnlyPhase(), Combination())
 }
+_WITH = Combination.name
 
 
 def is_setting(name: str) -> bool:
@@ -398,14 +495,18 @@ def canonical_matrix(matrix: dict[str, Any], params: dict[str, Any]) -> dict[str
         if len(set(seen)) != len(seen):
             raise SettingError(f"matrix key {key!r} repeats a value: {canon}")
         out[key] = canon
+    both = {name for combo in out.get(_WITH, []) for name in combo} & set(out)
+    if both:
+        raise SettingError(f"{', '.join(sorted(both))} both an axis and inside a with=[...] value: choose one")
     return out
 
 
 def check_available(matrix: dict[str, list]) -> None:
-    """Raise SettingError if a setting in ``matrix`` cannot be applied on this machine."""
-    for name in matrix:
-        if name in SETTINGS:
-            SETTINGS[name].check_available()
+    """Raise SettingError if a setting in ``matrix`` (or inside a ``with`` value) cannot be applied here."""
+    names = {name for name in matrix if name in SETTINGS}
+    names |= {inner for combo in matrix.get(_WITH, []) for inner in combo}
+    for name in sorted(names):
+        SETTINGS[name].check_available()
 
 
 def cell_environment(cell: dict[str, Any], base: dict[str, str]) -> dict[str, str]:
@@ -418,9 +519,10 @@ def cell_environment(cell: dict[str, Any], base: dict[str, str]) -> dict[str, st
     (``threads`` and ``pin`` on the thread count) are fine.
     """
     wanted: dict[str, tuple[str | None, str]] = {}  # variable -> (value or None = unset, who)
-    for name in (k for k in cell if k in SETTINGS):
-        setting, value = SETTINGS[name], cell[name]
-        alone = setting.environment(value, dict(base), cell)
+    flat, _ = split_cell(cell)
+    for name, value in flat.items():
+        setting = SETTINGS[name]
+        alone = setting.environment(value, dict(base), flat)
         written = {v for v in set(alone) | set(base) if alone.get(v) != base.get(v)} | set(setting.owns(value))
         who = f"{name}={format_value(value)}"
         for var in sorted(written):
@@ -438,7 +540,7 @@ def cell_environment(cell: dict[str, Any], base: dict[str, str]) -> dict[str, st
 
 def format_value(value: Any) -> str:
     if isinstance(value, dict):
-        return "[" + ",".join(f"{k}={v}" for k, v in value.items()) + "]" if value else "none"
+        return "[" + ",".join(f"{k}={format_value(v)}" for k, v in value.items()) + "]" if value else "none"
     if isinstance(value, list):
         return "[" + ",".join(str(v) for v in value) + "]"
     return str(value)
@@ -450,8 +552,9 @@ def cell_label(cell: dict[str, Any]) -> str:
 
 
 def split_cell(cell: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(settings, workload parameters) of a cell."""
-    settings = {k: v for k, v in cell.items() if k in SETTINGS}
+    """(settings, workload parameters) of a cell; the settings inside a ``with`` value count as settings."""
+    settings = {k: v for k, v in cell.items() if k in SETTINGS and k != _WITH}
+    settings.update(cell.get(_WITH) or {})
     params = {k: v for k, v in cell.items() if k not in SETTINGS}
     return settings, params
 

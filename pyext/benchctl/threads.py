@@ -31,6 +31,10 @@ from . import _native, _procfs, _validate, omp
 from .placement import placement
 from .topology import cpu_topology
 
+__all__ = [
+    "get_num_threads", "set_num_threads", "census", "pin", "unpin", "pinned", "launch_env",
+]
+
 # /proc/<tid>/stat field 39 ("processor"): the CPU the thread last ran on.
 # Fields are counted after the ")" closing the command name, which may hold
 # spaces; field 3 is the first one after it.
@@ -142,8 +146,7 @@ def set_num_threads(n: int, interop: int | None = None) -> dict:
     announced with a RuntimeWarning.
     """
     n = _validate.count("n", n, 1)
-    if interop is not None:
-        interop = _validate.count("interop", interop, 1)
+    interop = _validate.optional_count("interop", interop, 1)
     torch = _torch()
     pools = _pools()
     before_torch = torch.get_num_threads()
@@ -281,14 +284,14 @@ def _pin(policy, oversubscribe: bool) -> tuple[list[dict], _SavedMasks]:
     cpus = placement(policy, len(team), _topology(), oversubscribe=oversubscribe)
     # Everything is validated; from here each step changes masks or undoes them.
     members = _native.omp_team_pin(runtime["kind"], runtime["path"], [[c] for c in cpus])
-    previous = _SavedMasks({tid: frozenset(before) for _, tid, before, _, _ in members}, members[0][1])
+    previous = _SavedMasks({m.tid: frozenset(m.before) for m in members}, members[0].tid)
     try:
         result = census()
         placed = {r["omp_thread"]: r for r in result if r["omp_thread"] is not None}
         off = [
             (i, placed.get(i, {}).get("allowed_cpus"))
             for i, cpu in enumerate(cpus)
-            if placed.get(i, {}).get("allowed_cpus") != [cpu] or placed[i]["tid"] != members[i][1]
+            if placed.get(i, {}).get("allowed_cpus") != [cpu] or placed[i]["tid"] != members[i].tid
         ]
         if off or len(placed) != len(cpus):
             raise RuntimeError(

@@ -23,6 +23,10 @@ import re
 
 from ._procfs import read_text
 
+__all__ = [
+    "parse_cpu_list", "format_cpu_list", "cpu_topology",
+]
+
 
 def parse_cpu_list(text: str) -> list[int]:
     """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]`` (the kernel's list format)."""
@@ -98,6 +102,40 @@ def _numa_nodes(node_dir: str) -> dict[int, list[int]]:
     return nodes
 
 
+def _cores(allowed_cpus: list[int], records: dict[int, dict], node_of: dict[int, int]) -> list[dict]:
+    """Physical cores with at least one allowed CPU, ordered by socket then lowest CPU id."""
+    by_core: dict[tuple, dict] = {}
+    for cpu in allowed_cpus:
+        rec = records[cpu]
+        core = by_core.setdefault(
+            (rec["socket"], rec["siblings"]),
+            {
+                "socket": rec["socket"],
+                "core_id": rec["core_id"],
+                "node": node_of.get(cpu, 0),
+                "cpus": [],
+                "siblings": list(rec["siblings"]),
+            },
+        )
+        core["cpus"].append(cpu)
+    return sorted(by_core.values(), key=lambda c: (c["socket"], c["cpus"][0]))
+
+
+def _sockets(cores: list[dict]) -> list[dict]:
+    sockets = []
+    for socket in sorted({c["socket"] for c in cores}):
+        mine = [c for c in cores if c["socket"] == socket]
+        sockets.append({"socket": socket, "cpus": sorted(x for c in mine for x in c["cpus"]), "cores": len(mine)})
+    return sockets
+
+
+def _allowed_per_node(allowed_cpus: list[int], node_of: dict[int, int]) -> list[dict]:
+    nodes: dict[int, list[int]] = {}
+    for cpu in allowed_cpus:
+        nodes.setdefault(node_of.get(cpu, 0), []).append(cpu)
+    return [{"node": n, "cpus": cpus} for n, cpus in sorted(nodes.items())]
+
+
 def cpu_topology(sysfs_root: str = "/sys", allowed=None) -> dict:
     """Describe the CPUs this process may use.
 
@@ -124,38 +162,13 @@ def cpu_topology(sysfs_root: str = "/sys", allowed=None) -> dict:
     node_cpus = _numa_nodes(node_dir)
     node_of = {cpu: node for node, cpus in node_cpus.items() for cpu in cpus}
     numa_source = "sysfs" if node_cpus else "sysfs has no NUMA nodes: one node 0 assumed"
-
-    by_core: dict[tuple, dict] = {}
-    for cpu in allowed_cpus:
-        rec = records[cpu]
-        core = by_core.setdefault(
-            (rec["socket"], rec["siblings"]),
-            {
-                "socket": rec["socket"],
-                "core_id": rec["core_id"],
-                "node": node_of.get(cpu, 0),
-                "cpus": [],
-                "siblings": list(rec["siblings"]),
-            },
-        )
-        core["cpus"].append(cpu)
-    cores = sorted(by_core.values(), key=lambda c: (c["socket"], c["cpus"][0]))
-
-    sockets = []
-    for socket in sorted({c["socket"] for c in cores}):
-        mine = [c for c in cores if c["socket"] == socket]
-        sockets.append({"socket": socket, "cpus": sorted(x for c in mine for x in c["cpus"]), "cores": len(mine)})
-
-    nodes = {}
-    for cpu in allowed_cpus:
-        nodes.setdefault(node_of.get(cpu, 0), []).append(cpu)
-
+    cores = _cores(allowed_cpus, records, node_of)
     return {
         "allowed_cpus": allowed_cpus,
         "online_cpus": online,
         "cores": cores,
-        "sockets": sockets,
-        "numa_nodes": [{"node": n, "cpus": cpus} for n, cpus in sorted(nodes.items())],
+        "sockets": _sockets(cores),
+        "numa_nodes": _allowed_per_node(allowed_cpus, node_of),
         "smt": any(len(c["cpus"]) > 1 for c in cores),
         "source": {"cores": topology_source, "numa": numa_source},
     }

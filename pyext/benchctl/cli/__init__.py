@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "benchctl.cli.doctor",
     "benchctl.cli.penalty",
     "benchctl.cli.run",
+    "benchctl.cli.explain",
     "benchctl.cli.report",
     "benchctl.cli.compare",
 )
@@ -41,7 +42,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _build_parser().parse_args(argv)
+    args.argv = argv  # the command line as given: --executor slurm runs it again on each host
     try:
         return int(args._run(args) or 0)
     except KeyboardInterrupt:

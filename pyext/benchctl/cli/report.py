@@ -25,15 +25,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..results import analysis, document, pyperf_export, report
+    from ..results import analysis, document, plot, pyperf_export, report
 
     try:
         doc = document.load(args.file)
-        if args.focus:
-            analysis.analyse(doc, focus=args.focus)
+        if doc["version"] < document.VERSION:
+            print(f"{args.file}: results version {doc['version']}, re-analysed with the process as the unit "
+                  "(its stored verdict pooled iterations across processes)")
+        if args.focus or doc["version"] < document.VERSION:
+            analysis.analyse(doc, focus=args.focus or analysis.stored_focus(doc))
         print(report.format_report(doc, baseline=args.baseline))
         if args.plot:
-            report.plot(doc, args.plot)
+            plot.plot(doc, args.plot)
             print(f"plot written to {args.plot}")
         if args.export == "pyperf":
             out = args.output or os.path.splitext(args.file)[0] + ".pyperf.json"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["NAME", "HELP", "configure", "run"]
+from ..run import slurm
+from ..run.options import add_matrix_arguments
+
+__all__ = ["NAME", "HELP", "configure", "run", "assignments"]
 
 NAME = "run"
 HELP = "run a workload over a settings matrix, each cell and repetition in a fresh worker process"
@@ -18,7 +21,11 @@ settings (--set NAME=V1,V2,...; brackets group a list value):
   alloc    default | retain | jemalloc | tcmalloc
   env      NAME=VALUE | [A=1,B=2] | none
 any other NAME is a workload parameter: --set init=normal,zero
-example: python -m benchctl run matmul --set alloc=default,retain --set n=64,128 --repeat 3 --json out.json
+every run also repeats the baseline cell (the first value of each --set) as the
+second arm of an A/A control, unless --no-control: how far two identical arms
+differ is this run's own process-to-process noise, and no difference smaller
+than that (or than 5%) is called.
+example: python -m benchctl run matmul --set alloc=default,retain --set n=64,128 --repeat auto --json out.json
 """
 
 
@@ -30,8 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a matrix axis: a setting or a workload parameter and its values (repeatable)")
     parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
                         help="a fixed workload parameter (repeatable)")
-    parser.add_argument("--repeat", type=int, default=1, metavar="R",
-                        help="fresh processes per cell, interleaved across cells (default 1)")
+    add_matrix_arguments(parser, repeat=1, budget_s=None)
+    slurm.add_executor_arguments(parser)
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
                         help="shuffle the cell order within each round with this seed")
     parser.add_argument("--json", dest="json_path", metavar="FILE",
@@ -47,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="list the registered workloads and exit")
 
 
-def _assignments(items: list[str], multi: bool) -> dict:
+def assignments(items: list[str], multi: bool) -> dict:
     from ..settings import SettingError, parse_assignment
 
     out: dict = {}
@@ -66,7 +73,7 @@ def _assignments(items: list[str], multi: bool) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from .. import workloads
-    from ..results import document, queries, report
+    from ..results import document, plot, queries, report
     from ..run import runner
     from ..settings import SettingError
 
@@ -79,14 +86,17 @@ def run(args: argparse.Namespace) -> int:
         print("run: name a workload (python -m benchctl run --list)", file=sys.stderr)
         return 2
     try:
-        matrix = _assignments(args.sets, multi=True)
-        fixed = _assignments(args.args, multi=False)
+        matrix = assignments(args.sets, multi=True)
+        fixed = assignments(args.args, multi=False)
+        if slurm.use_slurm(args):
+            runner.plan_matrix(args.workload, fixed, matrix)  # a bad matrix fails here, not on every host
+            return slurm.run_with_executor(args, argv=args.argv)
         if args.json_path is None:
             print("note: results are not saved (no --json FILE)", file=sys.stderr)
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
-                                focus=args.focus)
+                                focus=args.focus, control=args.control, budget_s=args.budget)
     except (SettingError, document.ResultsError, ValueError) as e:
         print(f"run: {e}", file=sys.stderr)
         return 2
@@ -98,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(report.format_report(doc, baseline=args.baseline))
         if args.plot:
-            report.plot(doc, args.plot)
+            plot.plot(doc, args.plot)
             print(f"plot written to {args.plot}")
     except (ValueError, RuntimeError) as e:
         print(f"run: {e}", file=sys.stderr)

@@ -8,7 +8,9 @@
 * :mod:`.summary`, :mod:`.verdict`, :mod:`.analysis`: the ``summary`` and
   ``verdict`` sections;
 * :mod:`.wording`: how ratios, intervals and counts are written;
-* :mod:`.report`, :mod:`.pyperf_export`: views and exports.
+* :mod:`.processes`, :mod:`.tdist`: comparisons with the process as the unit;
+* :mod:`.report`, :mod:`.plot`, :mod:`.machines`, :mod:`.pyperf_export`:
+  views (one run, a figure, several machines side by side) and exports.
 
 May import the controls at the package root (``benchctl.clock``,
 ``benchctl.settings``, ...) and nothing above this package (``run``,

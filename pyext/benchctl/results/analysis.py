@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import summary, verdict
 
-__all__ = ["analyse"]
+__all__ = ["analyse", "stored_focus"]
 
 
 def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True) -> dict:
@@ -24,3 +24,17 @@ def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True) -> d
     else:
         doc["metadata"].pop("analysis_error", None)
     return doc
+
+
+def stored_focus(doc: dict) -> str | None:
+    """The focus the document was analysed with: recorded by the runner, or (schema 1) the key
+    its ``gap`` findings vary."""
+    focus = doc["metadata"].get("runner", {}).get("focus")
+    if focus is not None:
+        return focus
+    for f in doc["verdict"]:
+        if f.get("rule") == "gap" and f.get("a") and f.get("b"):
+            differ = [k for k in f["a"] if f["a"][k] != f["b"].get(k)]
+            if len(differ) == 1:
+                return differ[0]
+    return None

@@ -1,12 +1,16 @@
 """The results document: its schema, crash-safe writing and strict loading.
 
-A results file is plain JSON (never pickle) with this shape (version 1)::
+A results file is plain JSON (never pickle) with this shape (version 2)::
 
-    {"schema": "benchctl.results", "version": 1,
+    {"schema": "benchctl.results", "version": 2,
      "metadata": {...}, "workload": str, "args": {...}, "matrix": {...},
-     "repeat": int, "runs": [run, ...], "summary": [...], "verdict": [...]}
+     "repeat": int | "auto", "control": {"cell": {...}, "arms": ["A", "B"]} | null,
+     "rounds": [...], "runs": [run, ...], "summary": [...], "verdict": [...]}
 
-Each run is one worker process: one repetition of one matrix cell. The file
+Each run is one worker process: one repetition of one matrix cell; with a
+control, the baseline cell's runs carry ``"arm": "A"`` and its repeats as the
+control's second arm ``"arm": "B"``. Version 1 files (no control, no rounds)
+load and report as they are. The file
 is rewritten whole after every finished worker, through a temporary file in
 the same directory and an atomic rename, so at any instant (a worker killed,
 the runner killed with -9, the machine losing power after the fsync) the
@@ -22,11 +26,13 @@ import os
 import tempfile
 from typing import Any
 
-__all__ = ["SCHEMA", "VERSION", "RUN_STATUSES", "ResultsError", "new_document", "dumps", "atomic_write_text",
-           "save", "validate", "load", "cell_id", "matrix_cells"]
+__all__ = ["SCHEMA", "VERSION", "CONTROL_ARM", "RUN_STATUSES", "ResultsError", "new_document", "dumps",
+           "atomic_write_text", "save", "validate", "load", "cell_id", "matrix_cells"]
 
 SCHEMA = "benchctl.results"
-VERSION = 1
+VERSION = 2
+#: The ``arm`` of the runs that repeat the baseline cell as the A/A control's second arm.
+CONTROL_ARM = "B"
 RUN_STATUSES = ("ok", "failed")
 
 # key -> type(s) the top level must have; checked on load.
@@ -48,8 +54,10 @@ class ResultsError(ValueError):
     """A results file that cannot be read as a benchctl results document."""
 
 
-def new_document(workload: str, args: dict, matrix: dict, repeat: int, metadata: dict) -> dict:
-    """An empty document for a run of ``workload`` over ``matrix``."""
+def new_document(workload: str, args: dict, matrix: dict, repeat: int | str, metadata: dict,
+                 control_cell: dict | None = None) -> dict:
+    """An empty document for a run of ``workload`` over ``matrix`` (with an A/A control of
+    ``control_cell`` when given)."""
     return {
         "schema": SCHEMA,
         "version": VERSION,
@@ -58,6 +66,8 @@ def new_document(workload: str, args: dict, matrix: dict, repeat: int, metadata:
         "args": args,
         "matrix": matrix,
         "repeat": repeat,
+        "control": None if control_cell is None else {"cell": control_cell, "arms": ["A", CONTROL_ARM]},
+        "rounds": [],
         "runs": [],
         "summary": [],
         "verdict": [],
@@ -137,6 +147,9 @@ def validate(doc: Any, source: str = "document") -> dict:
             raise ResultsError(
                 f"{source}: {key!r} must be a {kind.__name__}, found {type(doc[key]).__name__}"
             )
+    control = doc.get("control")
+    if control is not None and not (isinstance(control, dict) and isinstance(control.get("cell"), dict)):
+        raise ResultsError(f"{source}: 'control' must be null or an object with a 'cell'")
     for i, run in enumerate(doc["runs"]):
         where = f"{source}: runs[{i}]"
         if not isinstance(run, dict):
@@ -146,6 +159,8 @@ def validate(doc: Any, source: str = "document") -> dict:
                 raise ResultsError(f"{where}: {key!r} missing or not a {kind.__name__}")
         if run["status"] not in RUN_STATUSES:
             raise ResultsError(f"{where}: status {run['status']!r} is not one of {RUN_STATUSES}")
+        if run.get("arm") not in (None, "A", CONTROL_ARM):
+            raise ResultsError(f"{where}: arm {run['arm']!r} is not A or {CONTROL_ARM}")
         for phase, data in run["phases"].items():
             if not isinstance(data, dict) or not isinstance(data.get("ns"), list):
                 raise ResultsError(f"{where}: phase {phase!r} has no 'ns' list")

@@ -3,8 +3,12 @@
 The verdict, the report, ``compare`` and the seed rules all read a document
 through these: which phases and cells it has, its baseline cell, the
 successful runs of a cell (exact match of the whole cell), their steady-state
-samples, the notes and readbacks they carry, and a cached comparison of two
-cells (:class:`Comparisons`).
+samples and per-process values, the notes and readbacks they carry, the A/A
+control, and a cached comparison of two cells (:class:`Comparisons`).
+
+The control's second arm (runs with ``"arm": "B"``, the baseline cell run
+again) serves only the control: a cell's runs are those without it unless
+``arm="B"`` is asked for.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from .. import settings as _settings
-from . import stats
-from .document import cell_id, matrix_cells
+from . import processes
+from .document import CONTROL_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
-           "first_note", "readback_facts", "summary_entry", "per_iter_median", "Comparisons"]
+           "process_medians", "first_note", "readback_facts", "summary_entry", "per_iter_median", "control",
+           "Comparisons"]
 
 
 def phases(doc: dict) -> list[str]:
@@ -70,10 +75,12 @@ def _parse_cell_text(text: str) -> dict[str, str]:
     return items
 
 
-def ok_runs(doc: dict, cell: dict) -> list[dict]:
-    """The successful runs of exactly ``cell`` (every key and value equal)."""
+def ok_runs(doc: dict, cell: dict, arm: str | None = None) -> list[dict]:
+    """The successful runs of exactly ``cell`` (every key and value equal); with ``arm="B"``
+    those of the control's second arm instead."""
     key = cell_id(cell)
-    return [r for r in doc["runs"] if r["status"] == "ok" and cell_id(r["cell"]) == key]
+    return [r for r in doc["runs"] if r["status"] == "ok" and cell_id(r["cell"]) == key
+            and (r.get("arm") == CONTROL_ARM) == (arm == CONTROL_ARM)]
 
 
 def failed_runs(doc: dict) -> list[dict]:
@@ -84,11 +91,11 @@ def _steady_start(data: dict) -> int:
     return data.get("warmup") or 0
 
 
-def steady_samples(doc: dict, phase: str, cell: dict) -> tuple[np.ndarray, dict[str, list]]:
+def steady_samples(doc: dict, phase: str, cell: dict, arm: str | None = None) -> tuple[np.ndarray, dict[str, list]]:
     """Pooled steady-state ns and per-iteration counters of ``cell`` in ``phase``."""
     ns: list[float] = []
     counters: dict[str, list] = {}
-    runs = [r for r in ok_runs(doc, cell) if phase in r["phases"]]
+    runs = [r for r in ok_runs(doc, cell, arm) if phase in r["phases"]]
     events = set().union(*(r["phases"][phase].get("counters", {}) for r in runs)) if runs else set()
     for run in runs:
         data = run["phases"][phase]
@@ -102,16 +109,21 @@ def steady_samples(doc: dict, phase: str, cell: dict) -> tuple[np.ndarray, dict[
     return np.asarray(ns, dtype=np.float64), counters
 
 
-def steady_by_run(doc: dict, phase: str, cell: dict) -> list[np.ndarray]:
+def steady_by_run(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[np.ndarray]:
     """Steady-state ns of ``cell`` in ``phase``, one array per ok run (fresh process)."""
     out = []
-    for run in ok_runs(doc, cell):
+    for run in ok_runs(doc, cell, arm):
         data = run["phases"].get(phase)
         if data:
             steady = data["ns"][_steady_start(data):]
             if steady:
                 out.append(np.asarray(steady, dtype=np.float64))
     return out
+
+
+def process_medians(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[float]:
+    """One value per successful process of ``cell`` in ``phase``: the median of its steady iterations."""
+    return [float(np.median(x)) for x in steady_by_run(doc, phase, cell, arm)]
 
 
 def first_note(doc: dict, cell: dict, key: str) -> Any:
@@ -136,11 +148,11 @@ def readback_facts(doc: dict, cell: dict, name: str) -> dict | None:
     return facts[0] if all(f == facts[0] for f in facts) else {"varies": facts}
 
 
-def summary_entry(doc: dict, phase: str, cell: dict) -> dict | None:
-    """The ``summary`` entry of ``cell`` in ``phase``, or None."""
+def summary_entry(doc: dict, phase: str, cell: dict, arm: str | None = None) -> dict | None:
+    """The ``summary`` entry of ``cell`` in ``phase`` (of the control's arm B with ``arm="B"``), or None."""
     key = cell_id(cell)
     for entry in doc["summary"]:
-        if entry["phase"] == phase and cell_id(entry["cell"]) == key:
+        if entry["phase"] == phase and cell_id(entry["cell"]) == key and entry.get("arm") == arm:
             return entry
     return None
 
@@ -152,19 +164,56 @@ def per_iter_median(values: list | None) -> float | None:
     return float(np.median(np.asarray(values, dtype=np.float64)))
 
 
-class Comparisons:
-    """:func:`benchctl.results.stats.compare` of two cells of one document, computed once.
+def control(doc: dict, phase: str) -> dict | None:
+    """The A/A control of ``phase``: the baseline cell's arm B against its arm A.
 
-    ``compare(phase, a, b)`` is None when either cell has no steady samples
-    in ``phase``, or when the comparison was refused (medians of 0 ns, say):
-    :attr:`refused` keeps those with the reason, so they are said, not dropped.
+    ``{"cell", "comparison", "band", "unreliable"}``: ``comparison`` is
+    :func:`benchctl.results.processes.compare` of the two arms' processes,
+    ``band`` the no-effect band this run supports
+    (:func:`~benchctl.results.processes.band_from_control`), ``unreliable``
+    whether the two identical arms differ by more than the 5% floor. None when
+    the document has no control (``--no-control``, or a schema-1 file) or a
+    side has no successful process.
+    """
+    spec = doc.get("control")
+    if not spec:
+        return None
+    cell = spec["cell"]
+    arm_a, arm_b = process_medians(doc, phase, cell), process_medians(doc, phase, cell, CONTROL_ARM)
+    if not arm_a or not arm_b:
+        return None
+    cmp = processes.compare(arm_b, arm_a)
+    return {"cell": cell, "comparison": cmp, "band": processes.band_from_control(cmp),
+            "unreliable": processes.judge(cmp, processes.FLOOR) == processes.EFFECT}
+
+
+class Comparisons:
+    """Comparisons of two cells of one document with the process as the unit, computed once.
+
+    ``compare(phase, a, b)`` is :func:`benchctl.results.processes.compare` of
+    the cells' per-process values plus ``outcome`` (judged against the phase's
+    no-effect ``band``: the 5% floor, widened by the A/A control) and
+    ``unreliable`` (the phase's control arms differ: an effect is then not
+    called). None when either cell has no successful process in ``phase``,
+    or when the comparison was refused (medians of 0 ns, say): :attr:`refused`
+    keeps those with the reason, so they are said, not dropped.
     """
 
     def __init__(self, doc: dict) -> None:
         self.doc = doc
         self._cache: dict[tuple[str, str, str], dict | None] = {}
-        #: (phase, a id, b id) -> (a, b, reason) for each pair stats.compare refused.
+        self._controls: dict[str, dict | None] = {}
+        #: (phase, a id, b id) -> (a, b, reason) for each pair the comparison refused.
         self.refused: dict[tuple[str, str, str], tuple[dict, dict, str]] = {}
+
+    def control(self, phase: str) -> dict | None:
+        if phase not in self._controls:
+            self._controls[phase] = control(self.doc, phase)
+        return self._controls[phase]
+
+    def band(self, phase: str) -> float:
+        ctl = self.control(phase)
+        return ctl["band"] if ctl else processes.FLOOR
 
     def compare(self, phase: str, a: dict, b: dict) -> dict | None:
         key = (phase, cell_id(a), cell_id(b))
@@ -173,13 +222,18 @@ class Comparisons:
         return self._cache[key]
 
     def _compute(self, key: tuple, phase: str, a: dict, b: dict) -> dict | None:
-        a_ns, _ = steady_samples(self.doc, phase, a)
-        b_ns, _ = steady_samples(self.doc, phase, b)
-        if not len(a_ns) or not len(b_ns):
+        a_values, b_values = process_medians(self.doc, phase, a), process_medians(self.doc, phase, b)
+        if not a_values or not b_values:
             return None
-        runs = (steady_by_run(self.doc, phase, a), steady_by_run(self.doc, phase, b))
         try:
-            return stats.compare(a_ns, b_ns, seed=0, runs=runs)
+            cmp = processes.compare(a_values, b_values)
         except ValueError as e:
             self.refused[key] = (a, b, str(e))
             return None
+        ctl = self.control(phase)
+        band = self.band(phase)
+        outcome = processes.judge(cmp, band)
+        unreliable = bool(ctl and ctl["unreliable"])
+        if unreliable and outcome == processes.EFFECT:
+            outcome = processes.UNRESOLVED  # identical arms differed: no effect is called in this phase
+        return {**cmp, "outcome": outcome, "band": band, "unreliable": unreliable}

@@ -8,9 +8,11 @@
 * :func:`mann_whitney_u`: two-sided U test (normal approximation, tie and
   continuity corrections), vectorised over a batch of comparisons.
 * :func:`compare`: ratio of medians with its CI, the U test's p-value and a
-  plain verdict.
+  plain verdict, for two sets of iterations measured in *one* process.
 
-numpy only: the runtime needs no scipy.
+Between cells of a matrix, each cell measured in several fresh processes,
+the process is the unit: :mod:`benchctl.results.processes`. numpy only: the
+runtime needs no scipy.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .. import _validate
 from .wording import factor as _fmt_ratio
 
 __all__ = ["CONFIDENCE", "BOOTSTRAP_RESAMPLES", "WARMUP_BAND_SIGMAS", "UNSTABLE_IQR_OVER_MEDIAN",
-           "MIN_SAMPLES_FOR_CI", "detect_warmup", "bootstrap_median_ci", "bootstrap_median_ci_by_run",
+           "MIN_SAMPLES_FOR_CI", "detect_warmup", "bootstrap_median_ci",
            "mann_whitney_u", "compare", "bimodality", "Samples"]
 
 CONFIDENCE = 0.95
@@ -150,20 +152,6 @@ def bootstrap_median_ci(x: ArrayLike, seed: int = 0, confidence: float = CONFIDE
     return float(lo), float(hi)
 
 
-def bootstrap_median_ci_by_run(runs: list, seed: int = 0, confidence: float = CONFIDENCE,
-                               resamples: int = BOOTSTRAP_RESAMPLES) -> tuple[float, float]:
-    """CI of the median of pooled runs, resampling runs (processes) and then
-    iterations within them, so that the interval carries between-run variation."""
-    arrays = [_durations(r, "run") for r in runs]
-    if len(arrays) < 2:
-        raise ValueError("needs two or more runs; use bootstrap_median_ci for one")
-    _check_resamples(resamples, confidence)
-    medians = _bootstrap_pooled_medians(arrays, np.random.default_rng(seed), resamples)
-    tail = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(medians, [tail, 1.0 - tail])
-    return float(lo), float(hi)
-
-
 def mann_whitney_u(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Two-sided Mann-Whitney U test of ``a`` against ``b``.
 
@@ -213,33 +201,17 @@ def _steady(x: Any, name: str) -> np.ndarray:
     return x.steady_ns if isinstance(x, Samples) else _durations(x, name)
 
 
-def _bootstrap_pooled_medians(runs: list[np.ndarray], rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """Medians of the pooled samples, resampling runs with replacement and then
-    iterations within each chosen run (a two-level bootstrap)."""
-    k = len(runs)
-    out = np.empty(resamples)
-    for i in range(resamples):
-        chosen = (runs[j] for j in rng.integers(0, k, k))
-        out[i] = np.median(np.concatenate([r[rng.integers(0, r.size, r.size)] for r in chosen]))
-    return out
-
-
 def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A", "B"),
-            confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES,
-            runs: tuple[list, list] | None = None) -> dict[str, Any]:
-    """Compare two sets of durations (arrays, or :class:`Samples`: their steady part).
-
-    ``runs``: optionally, the same samples split by the process that measured
-    them, ``(a_runs, b_runs)``. When both sides have two or more runs, the CI
-    resamples runs and then iterations within runs, so it carries the
-    between-process variation that pooled iterations hide.
+            confidence: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+    """Compare two sets of durations (arrays, or :class:`Samples`: their steady part) measured in
+    one process. The interval says nothing about another process: iterations of one process
+    share its layout and placement (between processes, use :mod:`benchctl.results.processes`).
 
     Returns a dict:
 
     * ``ratio``: median(a) / median(b) (> 1: a is slower);
     * ``ci95``: percentile-bootstrap interval of that ratio (a and b resampled
-      independently, seeded); ``ci_method`` says which bootstrap:
-      ``"iterations"`` or ``"runs, then iterations"``;
+      independently, seeded); ``ci_method`` is ``"iterations"``;
     * ``p_value``: two-sided Mann-Whitney U test (:func:`mann_whitney_u`);
     * ``significant``: p_value < 1 - confidence;
     * ``verdict``: a sentence. When the U test finds a difference but the
@@ -256,7 +228,8 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
         raise ValueError(
             f"median durations must be > 0 to form a ratio (got {med_a} and {med_b} ns): "
             "the work is below the clock's resolution; time more work per iteration")
-    ratios, by_run = _bootstrap_ratios(a, b, runs, np.random.default_rng(seed), resamples)
+    rng = np.random.default_rng(seed)
+    ratios = _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples)
     tail = (1.0 - confidence) / 2.0
     lo, hi = (float(v) for v in np.quantile(ratios, [tail, 1.0 - tail]))
     p = float(mann_whitney_u(a, b)[1])
@@ -265,7 +238,7 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
     return {
         "ratio": ratio,
         "ci95": [lo, hi],
-        "ci_method": "runs, then iterations" if by_run else "iterations",
+        "ci_method": "iterations",
         "p_value": p,
         "significant": bool(significant),
         "verdict": _sentence(labels, ratio, (lo, hi), p, significant, confidence),
@@ -275,19 +248,6 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
         "n_b": int(b.size),
         "labels": [la, lb],
     }
-
-
-def _bootstrap_ratios(a: np.ndarray, b: np.ndarray, runs, rng: np.random.Generator,
-                      resamples: int) -> tuple[np.ndarray, bool]:
-    """Bootstrap ratios of medians, and whether processes were resampled (two or more runs a side)."""
-    by_run = runs is not None and min(len(runs[0]), len(runs[1])) >= 2
-    if not by_run:
-        return _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples), False
-    a_runs, b_runs = ([np.asarray(r, dtype=np.float64) for r in side if len(r)] for side in runs)
-    if sum(r.size for r in a_runs) != a.size or sum(r.size for r in b_runs) != b.size:
-        raise ValueError("runs must split exactly the samples being compared")
-    return (_bootstrap_pooled_medians(a_runs, rng, resamples)
-            / _bootstrap_pooled_medians(b_runs, rng, resamples)), True
 
 
 def _sentence(labels: tuple[str, str], ratio: float, ci: tuple[float, float], p: float, significant: bool,

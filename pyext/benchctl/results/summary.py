@@ -1,17 +1,25 @@
 """The ``summary`` section of a results document.
 
-One entry per (workload, phase, cell): the cell's steady-state iterations of
-every successful repetition pooled together (each worker's own warm-up
-iterations left out, as :func:`benchctl.results.stats.detect_warmup` found
-them when the run was recorded), summarised by :mod:`benchctl.results.stats`.
-Scripts, the report and the verdict read this section; its keys are stable.
+One entry per (workload, phase, cell), and one for the A/A control's second
+arm (``"arm": "B"``). A cell is described process by process: each
+successful process gives the median of its steady iterations (its own
+warm-up left out, as :func:`benchctl.results.stats.detect_warmup` found it
+when the run was recorded); the cell's ``median_ms`` is the geometric mean of
+those, and ``ci95_ms`` its t interval over processes
+(:func:`benchctl.results.processes.cell_interval`). With one process the
+interval can only say how the iterations of that process varied, and
+``ci_method`` says so. The pooled iterations still give the instability
+flags and the per-iteration counter medians.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import queries, stats
+import numpy as np
+
+from .document import CONTROL_ARM
+from . import processes, queries, stats
 
 __all__ = ["COUNTER_FIELDS", "summarize"]
 
@@ -24,26 +32,48 @@ COUNTER_FIELDS = {
 }
 
 
-def _entry(doc: dict, phase: str, cell: dict) -> dict[str, Any] | None:
-    ns, counters = queries.steady_samples(doc, phase, cell)
+def _within(by_run: list[np.ndarray]) -> float | None:
+    """The median over processes of each process's IQR/median: how much iterations vary inside one."""
+    shares = [float(np.subtract(*np.percentile(x, [75, 25])) / np.median(x)) for x in by_run if np.median(x) > 0]
+    return float(np.median(shares)) if shares else None
+
+
+def _interval(by_run: list[np.ndarray], pooled_ci: list) -> tuple[list, str, float | None]:
+    """(95% CI of the cell in ns, how it was made, the log-sd between processes)."""
+    values = [float(np.median(x)) for x in by_run]
+    if len(values) >= 2 and min(values) > 0:
+        cell = processes.cell_interval(values)
+        return cell["ci"], "t interval over processes", cell["log_sd"]
+    return pooled_ci, "one process: its iterations only (no between-process variation)", None
+
+
+def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any] | None:
+    ns, counters = queries.steady_samples(doc, phase, cell, arm)
     if not len(ns):
         return None
-    s = stats.Samples(ns, warmup=0).summary()
-    by_run = queries.steady_by_run(doc, phase, cell)
-    if len(by_run) >= 2:  # the CI must carry the variation between processes
-        s["ci95"] = list(stats.bootstrap_median_ci_by_run(by_run))
-    runs = [r for r in queries.ok_runs(doc, cell) if phase in r["phases"]]
+    pooled = stats.Samples(ns, warmup=0).summary()
+    by_run = queries.steady_by_run(doc, phase, cell, arm)
+    medians = [float(np.median(x)) for x in by_run]
+    ci, method, between = _interval(by_run, pooled["ci95"])
+    value = processes.cell_interval(medians)["value"] if min(medians) > 0 else pooled["median"]
+    runs = [r for r in queries.ok_runs(doc, cell, arm) if phase in r["phases"]]
     entry = {
         "workload": doc["workload"],
         "phase": phase,
         "cell": cell,
-        "n": int(s["n"]),
-        "median_ms": s["median"] / 1e6,
-        "ci95_ms": [v / 1e6 if v is not None else None for v in s["ci95"]],
-        "iqr_over_median": s["iqr_over_median"],
+        "arm": arm,
+        "n": int(pooled["n"]),
+        "processes": len(by_run),
+        "process_medians_ms": [m / 1e6 for m in medians],
+        "median_ms": value / 1e6,
+        "ci95_ms": [v / 1e6 if v is not None else None for v in ci],
+        "ci_method": method,
+        "between_process_log_sd": between,
+        "within_iqr_over_median": _within(by_run),
+        "iqr_over_median": pooled["iqr_over_median"],
         "repetitions": len(runs),
         "warmup": [r["phases"][phase].get("warmup") for r in runs],
-        "flags": list(s.get("flags", [])),
+        "flags": list(pooled.get("flags", [])),
     }
     for event, field in COUNTER_FIELDS.items():
         entry[field] = queries.per_iter_median(counters.get(event))
@@ -51,6 +81,8 @@ def _entry(doc: dict, phase: str, cell: dict) -> dict[str, Any] | None:
 
 
 def summarize(doc: dict) -> list[dict[str, Any]]:
-    """The summary entries of ``doc``, phase by phase, cells in matrix order."""
-    entries = (_entry(doc, phase, cell) for phase in queries.phases(doc) for cell in queries.cells(doc))
+    """The summary entries of ``doc``, phase by phase, cells in matrix order, the control's arm B last."""
+    control = doc.get("control")
+    slots = [(cell, None) for cell in queries.cells(doc)] + ([(control["cell"], CONTROL_ARM)] if control else [])
+    entries = (_entry(doc, phase, cell, arm) for phase in queries.phases(doc) for cell, arm in slots)
     return [e for e in entries if e is not None]

@@ -4,17 +4,21 @@ Every rule is a function ``rule(ctx) -> list[Finding]`` over one phase of a
 document; :func:`findings` runs all of :data:`RULES` over every phase and
 returns them as JSON (:meth:`Finding.to_json`)::
 
-    {"rule", "phase", "a", "b", "ratio", "ci95", "significant", "p_value",
-     "setting", "explains", "evidence", "message"}
+    {"rule", "phase", "a", "b", "ratio", "ci95", "significant", "p_value", "outcome",
+     "band", "setting", "explains", "evidence", "message"}
 
-``a`` and ``b`` are the two cells compared, ``ratio`` is median(a)/median(b)
-of their pooled steady-state iterations with its bootstrap 95% CI (from
-:func:`benchctl.results.stats.compare`), ``significant`` means the Mann-Whitney test
-finds a difference, the CI excludes 1 *and* the ratio is at least
-:data:`MIN_EFFECT` away from 1 (with repeated cells the CI resamples
-processes, then iterations), ``setting`` is the ``name=value``
-the finding is about, and ``explains`` says whether that setting closes the
-gap (for ``setting_effect``: whether it changes the time at all).
+``a`` and ``b`` are the two cells compared, with the process as the unit
+(:mod:`benchctl.results.processes`): ``ratio`` is the ratio of the cells'
+geometric means of per-process medians, ``ci95`` its Welch t interval over
+processes. ``outcome`` judges that interval against the no-effect ``band``
+(the 5% floor of :data:`MIN_EFFECT`, widened to what the run's A/A control
+says identical processes can differ by): ``effect`` (the interval lies
+beyond the band), ``no_effect`` (inside it), ``unresolved`` (across an edge;
+also any effect in a phase whose control arms differ), or ``one_process``
+(a side has one process: no difference is called). ``significant`` is
+``outcome == "effect"``. ``setting`` is the ``name=value`` the finding is
+about, and ``explains`` says whether that setting closes the gap (for
+``setting_effect``: whether it changes the time at all).
 
 The rules:
 
@@ -27,8 +31,10 @@ The rules:
   readback that move along;
 * :func:`setting_effect`: each setting value against the first value of its
   key, everything else at baseline, including "no significant difference";
-* :func:`not_comparable`: pairs :func:`benchctl.results.stats.compare` refused, said
-  rather than dropped.
+* :func:`not_comparable`: pairs the comparison refused, said rather than dropped.
+
+:func:`unresolved_cells` lists the cells whose findings stay unresolved:
+what another round of processes should measure (``--repeat auto``).
 
 What a setting contributes (the readback facts that prove it took effect,
 the counter that carries its evidence, the mechanism it names) lives with the
@@ -43,21 +49,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from .. import settings as _settings
-from . import queries, wording
+from . import processes, queries, wording
+from .document import cell_id
+from .processes import EFFECT, NO_EFFECT, ONE_PROCESS, UNRESOLVED
 from .summary import COUNTER_FIELDS
 
 __all__ = ["MIN_EFFECT", "CLOSED_SHARE", "NARROWED_SHARE", "COUNTER_FACTOR", "COUNTER_MIN_DIFFERENCE",
-           "COUNTER_WORDS", "Finding", "Context", "resolved", "describe", "headline", "gap", "closes_gap",
-           "setting_effect", "not_comparable", "RULES", "findings"]
+           "COUNTER_WORDS", "UNRESOLVED_RULES", "Finding", "Context", "resolved", "ratio_text", "describe", "headline",
+           "gap",
+           "closes_gap", "setting_effect", "not_comparable", "RULES", "findings", "unresolved_cells"]
 
-#: Differences smaller than this share are never called. Each cell runs in its
-#: own process, and the medians of one setting differ between processes
-#: (address-space layout, page placement, which core; seen here: 2-5% for
-#: ResNet-50 eval, up to 15% for the seed-2 net on 2 threads). With two or
-#: more repetitions per cell the CI resamples processes and carries that
-#: variation; with one it cannot, and this floor stands in for it.
-MIN_EFFECT = 0.05
-#: A gap counts as closed when what is left is at most this share of it (in log ratio).
+#: Differences smaller than this share are never called (the floor of every no-effect band).
+MIN_EFFECT = processes.FLOOR
+#: A gap counts as closed when even the most that may be left of it is at most this share of the
+#: least it may have been (log ratios, from the two intervals).
 CLOSED_SHARE = 0.25
 #: A gap counts as narrowed when at most this share of it is left.
 NARROWED_SHARE = 0.5
@@ -93,6 +98,8 @@ class Finding:
     ci95: list | None = None
     significant: bool | None = False
     p_value: float | None = None
+    outcome: str | None = None
+    band: float | None = None
     setting: str | None = None
     explains: bool = False
     evidence: dict = field(default_factory=dict)
@@ -101,8 +108,9 @@ class Finding:
     def of(cls, rule: str, phase: str | None, cmp: dict | None, message: str, **fields: Any) -> "Finding":
         """A finding about the comparison ``cmp`` (None: no comparison could be made)."""
         if cmp is not None:
-            fields.update(ratio=cmp["ratio"], ci95=list(cmp["ci95"]), significant=resolved(cmp),
-                          p_value=cmp.get("p_value"))
+            fields.update(ratio=cmp["ratio"], ci95=None if cmp["ci95"] is None else list(cmp["ci95"]),
+                          significant=resolved(cmp), p_value=cmp.get("p_value"), outcome=cmp["outcome"],
+                          band=cmp["band"])
         return cls(rule, phase, message, **fields)
 
     def to_json(self) -> dict:
@@ -137,52 +145,66 @@ def _label(cell: dict, keys: list[str]) -> str:
     return " ".join(f"{k}={_settings.format_value(cell[k])}" for k in keys)
 
 
-def _statistically_apart(cmp: dict) -> bool:
-    lo, hi = cmp["ci95"]
-    return bool(cmp["significant"]) and not (lo <= 1.0 <= hi)
-
-
 def resolved(cmp: dict) -> bool:
-    """A difference counts when the U test finds one, the ratio's CI excludes 1,
-    and the ratio is at least :data:`MIN_EFFECT` away from 1."""
-    return _statistically_apart(cmp) and abs(_log(cmp["ratio"])) >= math.log1p(MIN_EFFECT)
+    """Whether a comparison calls a difference: its interval lies beyond the no-effect band."""
+    return cmp["outcome"] == EFFECT
 
 
-# Why a comparison is not called a difference, as an adjective (describe) and a noun phrase (_relation).
-_UNDER_FLOOR = ("within run-to-run variation", "no difference beyond run-to-run variation")
-_NOT_SIGNIFICANT = ("not significantly different", "no significant difference")
+def _band(cmp: dict) -> str:
+    return f"±{cmp['band']:.0%}"
 
 
-def _unresolved_words(cmp: dict) -> tuple[tuple[str, str], str]:
-    """(the two wordings of why no difference is called, the parenthesis with the ratio)."""
-    ratio = wording.ratio_ci(cmp["ratio"], cmp["ci95"])
-    if _statistically_apart(cmp):
-        return _UNDER_FLOOR, f"(ratio {ratio}: under the {MIN_EFFECT:.0%} that separate processes resolve)"
-    return _NOT_SIGNIFICANT, f"(ratio {ratio})"
+def ratio_text(cmp: dict) -> str:
+    """``"1.45× [95% CI 1.38, 1.52]"``, or the ratio alone when no interval exists (one process)."""
+    if cmp["ci95"] is None:
+        return f"{wording.factor(cmp['ratio'])}× (no interval: one process)"
+    return wording.ratio_ci(cmp["ratio"], cmp["ci95"])
+
+
+def _one_process_text(cmp: dict) -> str:
+    return (f"{ratio_text(cmp)} from {cmp['k_a']} and {cmp['k_b']} process(es): no difference is called without two "
+            "or more fresh processes per cell")
+
+
+def _unresolved_text(cmp: dict) -> str:
+    why = ("the run's A/A control arms differ, so no effect is called in this phase" if cmp.get("unreliable")
+           else f"it crosses the {_band(cmp)} band")
+    return f"unresolved: {ratio_text(cmp)}, {why}"
 
 
 def describe(cmp: dict) -> str:
-    """"1.45× slower [95% CI ...]", "1.30× faster [...]", or why no difference is called."""
-    if not resolved(cmp):
-        (adjective, _), ratio = _unresolved_words(cmp)
-        return f"{adjective} {ratio}"
-    return " ".join(wording.slower_or_faster(cmp["ratio"], cmp["ci95"]))
+    """"1.45× slower [95% CI ...]", "within ±5% (ratio ...)", "unresolved: ...", or why no interval exists."""
+    outcome = cmp["outcome"]
+    if outcome == EFFECT:
+        return " ".join(wording.slower_or_faster(cmp["ratio"], cmp["ci95"]))
+    if outcome == NO_EFFECT:
+        return f"within {_band(cmp)} (ratio {ratio_text(cmp)})"
+    if outcome == UNRESOLVED:
+        return _unresolved_text(cmp)
+    return _one_process_text(cmp)
 
 
 def headline(cmp: dict) -> str:
-    """"1.45× slower", "1.30× faster", or "no significant difference" (no interval)."""
-    if not resolved(cmp):
-        return _unresolved_words(cmp)[0][1]
-    return wording.slower_or_faster(cmp["ratio"], cmp["ci95"])[0]
+    """"1.45× slower", "1.30× faster", "no difference beyond ±5%", "unresolved" or "one process"."""
+    outcome = cmp["outcome"]
+    if outcome == EFFECT:
+        return wording.slower_or_faster(cmp["ratio"], cmp["ci95"])[0]
+    if outcome == NO_EFFECT:
+        return f"no difference beyond {_band(cmp)}"
+    return "unresolved" if outcome == UNRESOLVED else "one process"
 
 
 def _relation(a_label: str, b_label: str, cmp: dict) -> str:
-    """"A is 1.45× slower than B [95% CI ...]", or that no difference between them is called."""
-    if not resolved(cmp):
-        (_, noun), ratio = _unresolved_words(cmp)
-        return f"{noun} between {a_label} and {b_label} {ratio}"
-    how, interval = wording.slower_or_faster(cmp["ratio"], cmp["ci95"])
-    return f"{a_label} is {how} than {b_label} {interval}"
+    """"A is 1.45× slower than B [95% CI ...]", or what is known when no difference is called."""
+    outcome = cmp["outcome"]
+    if outcome == EFFECT:
+        how, interval = wording.slower_or_faster(cmp["ratio"], cmp["ci95"])
+        return f"{a_label} is {how} than {b_label} {interval}"
+    if outcome == NO_EFFECT:
+        return f"no difference beyond {_band(cmp)} between {a_label} and {b_label} (ratio {ratio_text(cmp)})"
+    if outcome == UNRESOLVED:
+        return f"{a_label} against {b_label} is {_unresolved_text(cmp)}"
+    return f"{a_label}/{b_label} = {_one_process_text(cmp)}"
 
 
 def _counters(ctx: Context, cells: dict[str, dict]) -> dict[str, dict[str, float | None]]:
@@ -271,25 +293,38 @@ def _moving_counters(counters: dict, base_ratio: float) -> list[str]:
 
 
 def _gap_outcome(base: dict, under: dict, setting: str) -> tuple[str, bool, str]:
-    """(rule, explains, the words after the measurements) for a gap re-measured under ``setting``."""
-    left = abs(_log(under["ratio"])) / abs(_log(base["ratio"])) if _log(base["ratio"]) else float("inf")
-    if not resolved(base):
-        if resolved(under):
+    """(rule, explains, the words after the measurements) for a gap re-measured under ``setting``.
+
+    Judged on the intervals: with ``g`` the gap at baseline and ``r`` what is
+    left of it under the setting (log ratios, signed so the gap is positive),
+    the setting closes the gap when even the top of r's interval is at most
+    :data:`CLOSED_SHARE` of the bottom of g's; it narrows it when r is
+    resolved, clearly below g and at most :data:`NARROWED_SHARE` of it.
+    """
+    b_out, u_out = base["outcome"], under["outcome"]
+    if ONE_PROCESS in (b_out, u_out):
+        return "unresolved_gap", False, ": with one process per cell the gap cannot be judged"
+    if b_out == NO_EFFECT:
+        if u_out == EFFECT:
             return "opens_gap", False, ": the gap appears only with this setting"
         return "no_gap", False, ""
-    if resolved(under) and (under["ratio"] > 1) != (base["ratio"] > 1):
+    if b_out == UNRESOLVED:
+        return "unresolved_gap", False, ": the gap itself is unresolved: add processes"
+    sign = 1.0 if base["ratio"] > 1 else -1.0
+    g_lo = min(sign * _log(v) for v in base["ci95"])
+    r = sign * _log(under["ratio"])
+    r_lo, r_hi = sorted(sign * _log(v) for v in under["ci95"])
+    if u_out == EFFECT and r_hi < 0:
         return "reverses_gap", False, f": {setting} reverses the gap (the two interact)"
-    if left <= CLOSED_SHARE or (not resolved(under) and _consistent_with_no_gap(under)
-                                and _intervals_apart(base, under)):
+    if r_hi <= CLOSED_SHARE * g_lo:
         return "closes_gap", True, f": {setting} closes the gap"
-    if left <= NARROWED_SHARE:
+    if u_out == EFFECT and r_hi < g_lo and r <= NARROWED_SHARE * sign * _log(base["ratio"]):
         return "narrows_gap", False, f": {setting} narrows the gap but does not close it"
-    if not resolved(under):
-        # No longer resolved, yet neither small nor clearly apart from the gap:
-        # noise may have hidden it rather than the setting closing it.
-        return ("unresolved_gap", False, f": with {setting} the gap is not resolved, yet too much of it "
-                                         f"may remain to call it closed: add repetitions")
-    return "keeps_gap", False, f": {setting} does not explain the gap"
+    if u_out == EFFECT and r_lo > 0:
+        return "keeps_gap", False, f": {setting} does not explain the gap"
+    # Neither clearly gone nor clearly kept: noise may hide it rather than the setting closing it.
+    return ("unresolved_gap", False, f": with {setting} the gap is not resolved, yet too much of it "
+                                     f"may remain to call it closed: add processes")
 
 
 def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) -> Finding:
@@ -300,9 +335,9 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
     readback = {role: queries.readback_facts(ctx.doc, c, key) for role, c in (("a", a1), ("b", b1))} \
         if key in _settings.SETTINGS else {}
     evidence = {
-        "gap": {"ratio": base["ratio"], "ci95": list(base["ci95"]), "significant": resolved(base)},
-        "gap_with_setting": {"ratio": under["ratio"], "ci95": list(under["ci95"]),
-                             "significant": resolved(under)},
+        "gap": _brief(base),
+        "gap_with_setting": _brief(under),
+        "cells_with_setting": [a1, b1],
         "counters": counters,
         "counters_moving_with_gap": moved,
         "readback": readback,
@@ -316,15 +351,8 @@ def _judge_gap(ctx: Context, key: str, value: Any, before: tuple, after: tuple) 
                       evidence=evidence)
 
 
-def _consistent_with_no_gap(cmp: dict) -> bool:
-    lo, hi = cmp["ci95"]
-    return lo <= 1.0 <= hi
-
-
-def _intervals_apart(base: dict, under: dict) -> bool:
-    """The gap under a setting lies wholly on the near side of 1 of the gap's own CI."""
-    (b_lo, b_hi), (u_lo, u_hi) = base["ci95"], under["ci95"]
-    return u_hi < b_lo if base["ratio"] > 1 else u_lo > b_hi
+def _brief(cmp: dict) -> dict:
+    return {"ratio": cmp["ratio"], "ci95": cmp["ci95"], "outcome": cmp["outcome"], "significant": resolved(cmp)}
 
 
 def _mechanism_text(key: str, counters: dict, moved: list[str]) -> str:
@@ -375,6 +403,8 @@ def not_comparable(ctx: Context) -> list[Finding]:
 
 
 RULES: tuple[Callable[[Context], list[Finding]], ...] = (gap, closes_gap, setting_effect)
+#: Rules whose finding says that more processes could settle it.
+UNRESOLVED_RULES = ("unresolved_gap",)
 
 
 def findings(doc: dict, focus: str | None = None, rules=RULES) -> list[dict]:
@@ -389,3 +419,21 @@ def findings(doc: dict, focus: str | None = None, rules=RULES) -> list[dict]:
             out += rule(ctx)
         out += not_comparable(ctx)
     return [f.to_json() for f in out]
+
+
+def _open(finding: dict) -> bool:
+    """Whether more processes could settle this finding."""
+    return finding["rule"] in UNRESOLVED_RULES or (
+        finding["rule"] in ("gap", "setting_effect") and finding.get("outcome") == UNRESOLVED)
+
+
+def unresolved_cells(findings_json: list[dict]) -> list[dict]:
+    """The cells of every finding more processes could settle, each once, in order of first mention."""
+    seen: dict[str, dict] = {}
+    for f in findings_json:
+        if not _open(f):
+            continue
+        for cell in [f["a"], f["b"], *f.get("evidence", {}).get("cells_with_setting", [])]:
+            if cell is not None:
+                seen.setdefault(cell_id(cell), cell)
+    return list(seen.values())

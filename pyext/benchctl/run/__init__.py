@@ -1,9 +1,12 @@
 """Running a settings matrix: each repetition of each cell in a fresh worker process.
 
-* :mod:`.schedule`: the interleaved order of the workers;
+* :mod:`.rounds`: which workers each round runs (``--repeat N`` or ``auto``), the budget;
 * :mod:`.recorder`: what a workload reports its iterations and notes to;
 * :mod:`.worker`: one cell in a fresh process (``python -m benchctl.run.worker``);
-* :mod:`.runner`: the whole matrix, written crash-safe after every worker.
+* :mod:`.process`: starting one worker and turning what it left into a run record;
+* :mod:`.runner`: the whole matrix, written crash-safe after every worker;
+* :mod:`.options`: the command-line options every matrix command shares;
+* :mod:`.slurm`: the same command on several machines, one Slurm job each (submitit).
 
 May import the controls at the package root, :mod:`benchctl.system`,
 :mod:`benchctl.results` and :mod:`benchctl.workloads`; nothing above

@@ -142,20 +142,26 @@ def _record(result: dict | None, status: int, pid: int) -> dict[str, Any]:
         "readback": got.get("readback", {}),
         "notes": got.get("notes", {}),
         "counters_info": got.get("counters_info"),
+        "beside": got.get("beside"),
         "worker": got.get("worker", {"pid": pid}),
         "error": got.get("error"),
+        "traceback": got.get("traceback"),
         "stderr_tail": None,
         "stdout_tail": None,
     }
 
 
 def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workdir: str,
-               timeout_s: float | None = None) -> dict:
-    """Run one cell in a fresh worker process; return its run record (status ok or failed)."""
+               timeout_s: float | None = None, probe: bool = False) -> dict:
+    """Run one cell in a fresh worker process; return its run record (status ok or failed).
+
+    ``probe``: the worker's recorder says so, for workloads that then measure
+    more about themselves (see :mod:`benchctl.workloads.user`).
+    """
     cell_settings, _ = settings.split_cell(cell)
     files = _Files.in_dir(workdir)
     job = {"protocol": worker.PROTOCOL, "workload": workload, "args": args, "settings": cell_settings,
-           "result_path": files.result, "runner_pid": os.getpid()}
+           "result_path": files.result, "runner_pid": os.getpid(), "probe": probe}
     with open(files.job, "w") as f:
         json.dump(job, f)
     started_at, started = now(), time.perf_counter()

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from typing import Any, Iterator
 
 from .. import clock, counters
+from ..settings import ONLY_PHASE_ENV
 
 __all__ = ["Recorder", "CountedRecorder", "COUNTER_SCOPE", "open_counter_group"]
 
@@ -23,11 +25,23 @@ COUNTER_SCOPE = "process"
 
 
 class Recorder:
-    """Collects per-phase iteration ticks (read overhead subtracted) and notes."""
+    """Collects per-phase iteration ticks (read overhead subtracted) and notes.
 
-    def __init__(self) -> None:
+    ``only``: the one phase this process runs (None: all), as the ``only``
+    setting asks through the environment; a workload with several phases
+    asks :meth:`runs` before each. ``probe``: the worker measures a probe
+    for ``benchctl explain`` (user workloads then add one untimed, profiled call).
+    """
+
+    def __init__(self, only: str | None = None, probe: bool = False) -> None:
         self.ticks: dict[str, list[int]] = {}
         self.notes: dict[str, Any] = {}
+        self.only = only if only is not None else os.environ.get(ONLY_PHASE_ENV)
+        self.probe = probe
+
+    def runs(self, phase: str) -> bool:
+        """Whether this process runs ``phase``: all phases run unless the ``only`` setting names one."""
+        return self.only is None or self.only == phase
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
@@ -67,8 +81,8 @@ class CountedRecorder(Recorder):
     ``None`` per iteration, never as a made-up zero.
     """
 
-    def __init__(self, group: counters.CounterGroup | None = None) -> None:
-        super().__init__()
+    def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False) -> None:
+        super().__init__(probe=probe)
         self.counters: dict[str, dict[str, list]] = {}
         self._group = group
 

@@ -2,12 +2,16 @@
 
 :func:`run_matrix` validates the whole matrix first (unknown settings, bad
 values, an allocator that is not installed: all raise before any worker
-starts), then runs the cells in interleaved order (:mod:`.schedule`), one
-worker process each (:mod:`.process`), and rewrites the results file
-atomically after every worker (:mod:`benchctl.results.document`). A worker
-that crashes, is killed or times out is recorded as failed and the run goes
-on. ``resume=True`` continues a file left by an interrupted run: only the
-(cell, repetition) pairs without a successful run are started.
+starts), then runs it in rounds (:mod:`.rounds`): each round runs its cells
+once, interleaved, one worker process each (:mod:`.process`), and the
+results file is rewritten atomically after every worker
+(:mod:`benchctl.results.document`). Unless ``control=False``, the baseline
+cell also runs as a second arm of an A/A control, interleaved like every
+other cell: the spread between the two arms is the run's own measured
+process-to-process noise. A worker that crashes, is killed or times out is
+recorded as failed and the run goes on. ``resume=True`` continues a file
+left by an interrupted run: only the (cell, repetition) pairs without a
+successful run are started.
 """
 
 from __future__ import annotations
@@ -22,17 +26,17 @@ from typing import Any
 
 from .. import _validate, clock, settings, workloads
 from .._version import __version__
-from ..results import document
+from ..results import document, verdict
 from ..results.analysis import analyse
 from ..system import metadata
-from . import schedule
+from . import rounds as _rounds
 from .process import now, run_worker
 
-__all__ = ["run_matrix"]
+__all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
 
 
 @dataclass(frozen=True)
-class _MatrixPlan:
+class MatrixPlan:
     """A matrix checked against its workload: each cell's arguments and worker environment."""
 
     workload: workloads.Workload
@@ -43,7 +47,7 @@ class _MatrixPlan:
     environments: list[dict[str, str]]
 
 
-def _plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> _MatrixPlan:
+def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> MatrixPlan:
     """Validate everything a run needs before its first worker starts: nothing half-runs on bad input."""
     wl = workloads.get(workload)
     given = {k: settings.canonical_value(k, v, wl.params) for k, v in (args or {}).items()}
@@ -61,10 +65,11 @@ def _plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | Non
         wl.check_args(resolved)  # a bad value (order=foo) fails here, not in every worker
         cell_args.append(resolved)
         environments.append(settings.cell_environment(cell, dict(os.environ)))
-    return _MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
+    return MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
 
 
-def _metadata(repeat: int, shuffle_seed: int | None, worker_timeout_s: float | None) -> dict:
+def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: float | None,
+              budget_s: float | None, control: bool, focus: str | None) -> dict:
     return {
         "benchctl_version": __version__,
         "created": now(),
@@ -73,12 +78,13 @@ def _metadata(repeat: int, shuffle_seed: int | None, worker_timeout_s: float | N
         "platform": platform.platform(),
         "command": list(sys.argv),
         "clock": clock.info(),
-        "runner": {"repeat": repeat, "shuffle_seed": shuffle_seed, "worker_timeout_s": worker_timeout_s},
+        "runner": {"repeat": repeat, "shuffle_seed": shuffle_seed, "worker_timeout_s": worker_timeout_s,
+                   "budget_s": budget_s, "control": control, "focus": focus},
         "system": metadata.collect(),
     }
 
 
-def _check_resumable(doc: dict, plan: _MatrixPlan, path: str) -> None:
+def _check_resumable(doc: dict, plan: MatrixPlan, path: str) -> None:
     differs = [name for name, old, new in (("workload", doc["workload"], plan.workload.name),
                                             ("args", doc["args"], plan.args), ("matrix", doc["matrix"], plan.matrix))
                if old != new]
@@ -102,15 +108,25 @@ def _resumed_shuffle_seed(doc: dict, requested: int | None, path: str) -> int | 
 
 
 class _Log:
-    """The results document of a run, its file, and which (cell, repetition) pairs are done."""
+    """The results document of a run, its file, and which (cell, arm, repetition) workers are done."""
 
     def __init__(self, doc: dict, path: str | None) -> None:
         self.doc, self.path = doc, path
-        self._index = {(document.cell_id(r["cell"]), r["repetition"]): i for i, r in enumerate(doc["runs"])}
+        self._index = {self._key(r["cell"], r.get("arm"), r["repetition"]): i for i, r in enumerate(doc["runs"])}
 
-    def done(self, cell: dict, repetition: int) -> bool:
-        i = self._index.get((document.cell_id(cell), repetition))
+    @staticmethod
+    def _key(cell: dict, arm: str | None, repetition: int) -> tuple:
+        return document.cell_id(cell), arm, repetition
+
+    def done(self, cell: dict, arm: str | None, repetition: int) -> bool:
+        i = self._index.get(self._key(cell, arm, repetition))
         return i is not None and self.doc["runs"][i]["status"] == "ok"
+
+    def mean_duration(self, cell: dict, arm: str | None) -> float | None:
+        """Mean wall seconds of the workers of ``cell`` (any arm; the control's arms cost the same)."""
+        key = document.cell_id(cell)
+        spent = [r["duration_s"] for r in self.doc["runs"] if document.cell_id(r["cell"]) == key and "duration_s" in r]
+        return sum(spent) / len(spent) if spent else None
 
     def save(self) -> None:
         if self.path is not None:
@@ -118,77 +134,160 @@ class _Log:
 
     def add(self, record: dict) -> None:
         """Keep one finished worker's record (a failed attempt is replaced by its rerun), saved at once."""
-        key = (document.cell_id(record["cell"]), record["repetition"])
+        key = self._key(record["cell"], record.get("arm"), record["repetition"])
         if key in self._index:
             self.doc["runs"][self._index[key]] = record
         else:
             self._index[key] = len(self.doc["runs"])
             self.doc["runs"].append(record)
         self.save()  # before the (slow) analysis: Ctrl-C there loses nothing
-        analyse(self.doc, with_verdict=False)  # the verdict compares all cells: once, at the end
+        analyse(self.doc, with_verdict=False)  # the verdict compares all cells: at the end of a round
         self.save()
 
 
-def _open_log(plan: _MatrixPlan, repeat: int, json_path: str | None, resume: bool, shuffle_seed: int | None,
-              worker_timeout_s: float | None) -> tuple[_Log, int, int | None]:
-    """The run's log (new, or the file to resume), with the repeat count and shuffle seed it keeps."""
+def _open_log(plan: MatrixPlan, repeat: int | str, json_path: str | None, resume: bool,
+              shuffle_seed: int | None, worker_timeout_s: float | None, budget_s: float | None,
+              control: bool, focus: str | None) -> tuple[_Log, int | str, int | None]:
+    """The run's log (new, or the file to resume), with the repeat and shuffle seed it keeps."""
     if not resume:
         doc = document.new_document(plan.workload.name, plan.args, plan.matrix, repeat,
-                                    _metadata(repeat, shuffle_seed, worker_timeout_s))
+                                    _metadata(repeat, shuffle_seed, worker_timeout_s, budget_s, control, focus),
+                                    control_cell=plan.cells[0] if control else None)
         return _Log(doc, json_path), repeat, shuffle_seed
     if json_path is None:
         raise _validate.ArgumentError("resume needs json_path: the file to continue")
     doc = document.load(json_path)
     _check_resumable(doc, plan, json_path)
     shuffle_seed = _resumed_shuffle_seed(doc, shuffle_seed, json_path)
-    # The file's repetitions are owed even when the caller asks for fewer (CLI default 1).
-    repeat = max(doc.get("repeat", 1), repeat)
+    stored = doc.get("repeat", 1)
+    if stored == _rounds.AUTO or repeat == _rounds.AUTO:
+        repeat = _rounds.AUTO  # an auto file goes on deciding; asking for auto turns a fixed one into it
+    else:
+        # The file's repetitions are owed even when the caller asks for fewer (CLI default 1).
+        repeat = max(stored, repeat)
     doc["repeat"] = repeat
+    doc.setdefault("rounds", [])
     doc["metadata"].setdefault("resumed", []).append(now())
     return _Log(doc, json_path), repeat, shuffle_seed
+
+
+def _slots(plan: MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_rounds.Slot]]:
+    """(every slot of a round, the control's two slots) for ``doc``'s control, if it has one."""
+    if not doc.get("control"):
+        return [_rounds.Slot(i) for i in range(len(plan.cells))], []
+    control = [_rounds.Slot(0, "A"), _rounds.Slot(0, document.CONTROL_ARM)]
+    return [control[0]] + [_rounds.Slot(i) for i in range(1, len(plan.cells))] + [control[1]], control
+
+
+def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None) -> set[int]:
+    """Indices of the cells whose comparisons the verdict leaves unresolved, judged now."""
+    analyse(doc, focus)
+    ids = {document.cell_id(c) for c in verdict.unresolved_cells(doc["verdict"])}
+    return {i for i, cell in enumerate(plan.cells) if document.cell_id(cell) in ids}
 
 
 def _progress_bar(total: int, done: int, enabled: bool):
     from tqdm import tqdm
 
     # Progress is for a person watching: stderr only, and never into a log or pipe.
-    return tqdm(total=total, initial=done, unit="cell", file=sys.stderr, dynamic_ncols=True,
+    return tqdm(total=total, initial=done, unit="worker", file=sys.stderr, dynamic_ncols=True,
                 disable=not (enabled and sys.stderr.isatty()))
 
 
-def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] | None = None, repeat: int = 1,
-               json_path: str | None = None, resume: bool = False, shuffle_seed: int | None = None,
-               progress: bool = True, worker_timeout_s: float | None = None,
-               focus: str | None = None) -> dict:
-    """Run ``workload`` for every cell of ``matrix``, ``repeat`` times each; return the results document.
+class _Run:
+    """One call of :func:`run_matrix`: its plan, log, rounds, budget and progress bar."""
+
+    def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, focus: str | None,
+                 worker_timeout_s: float | None, probe: bool) -> None:
+        self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
+        self.worker_timeout_s, self.probe = worker_timeout_s, probe
+        self.open_cells: set[int] | None = None
+
+    def _expected(self, slot: _rounds.Slot) -> float | None:
+        return self.log.mean_duration(self.plan.cells[slot.index], slot.arm)
+
+    def _judge(self) -> set[int]:
+        self.open_cells = _unresolved(self.plan, self.log.doc, self.focus)
+        return self.open_cells
+
+    def _round(self, index: int) -> list[_rounds.Slot]:
+        """The workers round ``index`` still owes, trimmed to the budget; [] once the rounds stop."""
+        slots = self.policy.next_round(index, self._judge)
+        owed = [s for s in slots if not self.log.done(self.plan.cells[s.index], s.arm, index)]
+        fitting = self.budget.trim(owed, self._expected)
+        if owed and not fitting:
+            self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
+        return fitting if slots else []
+
+    def _describe(self, bar, index: int) -> None:
+        open_text = "" if self.open_cells is None else f", {len(self.open_cells)} cells unresolved"
+        bar.set_description(f"round {index + 1}{open_text}")
+
+    def execute(self, workdir: str, bar) -> None:
+        index = 0
+        while self.policy.stopped is None:
+            slots = self._round(index)
+            if self.policy.stopped is not None:
+                break
+            if self.policy.extra(index):
+                bar.total += len(slots)
+            self._describe(bar, index)
+            for slot in slots:
+                cell = self.plan.cells[slot.index]
+                arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
+                bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
+                record = run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell,
+                                    self.plan.environments[slot.index], workdir, self.worker_timeout_s, self.probe)
+                self.log.add({"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
+                              **record})
+                bar.update(1)
+            if slots:
+                self.log.doc["rounds"].append({"round": index, "workers": len(slots), "ended": now()})
+            if self.budget.exhausted and self.policy.stopped is None:
+                self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
+            index += 1
+        self.log.doc["stopped"] = self.policy.stopped
+
+
+def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] | None = None,
+               repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
+               shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
+               focus: str | None = None, control: bool = True, budget_s: float | None = None,
+               probe: bool = False) -> dict:
+    """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
-    ``env``) or workload parameter names to lists of values; a parameter in
-    the matrix overrides ``args`` per cell. With ``json_path`` the document is
-    written atomically after every finished worker. ``focus`` names the matrix
-    key whose contrast the verdict explains (see :func:`benchctl.results.verdict.findings`).
+    ``env``, ``busy``, ``only``, ``with``) or workload parameter names to lists of values; a parameter in
+    the matrix overrides ``args`` per cell. ``repeat``: fresh processes per
+    cell, or ``"auto"``: three, then more only for the cells whose
+    comparisons stay unresolved (:mod:`.rounds`). ``control``: also run the
+    baseline cell as the second arm of an A/A control. ``budget_s``: start no
+    worker that is not expected to finish within this many seconds of the
+    call. With ``json_path`` the document is written atomically after every
+    finished worker. ``focus`` names the matrix key whose contrast the
+    verdict explains (see :func:`benchctl.results.verdict.findings`).
+    ``probe``: each worker tells the workload it is probed, for ``benchctl
+    explain`` (see :mod:`benchctl.workloads.user`).
     """
-    plan = _plan_matrix(workload, args, matrix)
+    plan = plan_matrix(workload, args, matrix)
     if focus is not None and focus not in plan.matrix:
         raise _validate.ArgumentError(f"focus {focus!r} is not a matrix key "
                                       f"({', '.join(plan.matrix) or 'empty matrix'})")
-    schedule.interleaved(len(plan.cells), repeat, shuffle_seed)  # validates repeat before any file is read
+    repeat = _rounds.check_repeat(repeat)
     if worker_timeout_s is not None:
         worker_timeout_s = _validate.seconds("worker_timeout_s", worker_timeout_s)
-    log, repeat, shuffle_seed = _open_log(plan, repeat, json_path, resume, shuffle_seed, worker_timeout_s)
-    order = schedule.interleaved(len(plan.cells), repeat, shuffle_seed)
-    todo = [(c, r) for c, r in order if not log.done(plan.cells[c], r)]
+    budget = _rounds.Budget(budget_s)
+    control = _validate.flag("control", control)
+    log, repeat, shuffle_seed = _open_log(plan, repeat, json_path, resume, shuffle_seed, worker_timeout_s,
+                                          budget.seconds, control, focus)
+    slots, control_slots = _slots(plan, log.doc)
+    policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed) if repeat == _rounds.AUTO
+              else _rounds.FixedRounds(slots, repeat, shuffle_seed))
     log.save()  # a bad path fails now, not after the first cell
-
+    done = sum(r["status"] == "ok" for r in log.doc["runs"])
     with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, \
-            _progress_bar(len(order), len(order) - len(todo), progress) as bar:
-        for c, repetition in todo:
-            cell = plan.cells[c]
-            bar.set_postfix_str(f"{settings.cell_label(cell)} #{repetition + 1}", refresh=True)
-            record = run_worker(plan.workload.name, plan.cell_args[c], cell, plan.environments[c], workdir,
-                                worker_timeout_s)
-            log.add({"cell": cell, "repetition": repetition, **record})
-            bar.update(1)
+            _progress_bar(max(policy.planned(), done), done, progress) as bar:
+        _Run(plan, log, policy, budget, focus, worker_timeout_s, probe).execute(workdir, bar)
     analyse(log.doc, focus)
     log.save()
     return log.doc

@@ -22,6 +22,7 @@ import traceback
 from typing import Any
 
 from .. import clock, settings, workloads
+from .._cpustat import BusySampler
 from ..results.document import atomic_write_text, dumps
 from .recorder import CountedRecorder, open_counter_group
 
@@ -29,6 +30,8 @@ __all__ = ["PROTOCOL", "run_job", "main"]
 
 #: The job/result format the runner and this worker speak; the runner writes it into every job.
 PROTOCOL = 1
+# The end of a failure's traceback kept in the result: the user's frames are last.
+_TRACEBACK_CHARS = 6000
 
 
 def _phases(rec: CountedRecorder) -> dict[str, Any]:
@@ -68,6 +71,13 @@ def _read_back(plan: list, applied: dict[str, Any], stage: _Stage) -> dict[str, 
     return out
 
 
+def _pools() -> list[dict]:
+    """The thread pools threadpoolctl sees now: which library, which API, how many threads."""
+    from threadpoolctl import threadpool_info
+
+    return [{k: p.get(k) for k in ("prefix", "user_api", "internal_api", "num_threads")} for p in threadpool_info()]
+
+
 def run_job(job: dict) -> dict:
     """Execute ``job`` in this process; return the result document (never raises)."""
     result: dict[str, Any] = {
@@ -88,17 +98,23 @@ def run_job(job: dict) -> dict:
         applied = _apply_settings(plan, stage)
         stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
-        rec = CountedRecorder(group)
+        rec = CountedRecorder(group, probe=bool(job.get("probe")))
         stage.now = f"running workload {workload.name!r}"
+        beside = BusySampler()  # what else ran on the machine while the workload did
         try:
             workload.fn(args, rec)
         finally:
+            result["beside"] = beside.finish()
             if group is not None:
                 group.close()
         result["readback"] = _read_back(plan, applied, stage)
+        if rec.probe:
+            stage.now = "listing the thread pools"
+            rec.note("pools", _pools())
         result["status"] = "ok"
     except BaseException as e:  # the result must say what happened, whatever it was
         result["error"] = f"{type(e).__name__} while {stage.now}: {e}"
+        result["traceback"] = traceback.format_exc()[-_TRACEBACK_CHARS:]
         traceback.print_exc(file=sys.stderr)
     finally:
         if rec is not None:

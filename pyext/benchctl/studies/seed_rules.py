@@ -1,11 +1,12 @@
 """Verdict rules that answer the two seed questions, over a results document.
 
 The runner's :mod:`benchctl.results.verdict` already says which setting
-closes a gap and which counters move with it. The rules here add what only
-these seeds need: *why* FTZ does or does not matter (the CPU's penalty
-profile for the ops a conv net runs, the subnormal census of its weights and
-activations), whether zero weights cost what uniform ones cost on a CPU, and
-how far the seed's own timing method is from the measurement.
+closes a gap and which counters move with it. The rules here judge the
+seeds' matrices with the cause library (:mod:`.causes`: FTZ by the penalty
+profile and the census, the allocator by page faults) and add the seed-only
+remarks: whether zero weights cost what uniform ones cost on a CPU, and how
+far the seed's own timing method (its ``output.backward`` without
+parentheses) is from the measurement.
 
 Each rule is a small named function ``rule_*(doc) -> list[Finding]`` over the
 runner's results document plus ``doc["evidence"]["penalty"]``, which the
@@ -17,23 +18,19 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from ..results import queries, wording
-from ..results.verdict import Finding, resolved
+from ..results import processes, queries
+from ..results.verdict import Finding, ratio_text, resolved
+from .causes.denormals import FMA_OPS, penalised_ops, ratios_text, why_ftz_cannot_matter
 from .penalty import OP_NAMES
 
-__all__ = ["FMA_OPS", "PENALTY_OPS", "WIDE_CI_FACTOR", "NAIVE_MISLEADS_RATIO", "penalty_evidence",
+__all__ = ["PENALTY_OPS", "NAIVE_MISLEADS_RATIO", "ftz_precheck",
            "rule_ftz_explained", "rule_values_do_not_matter_on_cpu", "rule_seed_naive_timing",
            "rule_ftz_no_effect_zero_weights", "resnet_order_findings", "zero_weights_findings"]
 
-# The multiply-add ops a conv net's time is spent in: their subnormal penalty
-# decides whether FTZ/DAZ can change a conv net's speed.
-FMA_OPS = ("conv2d", "matmul", "addcmul")
 #: The ops each seed's penalty profile measures: a conv net's multiply-adds for
 #: resnet_order; every op for zero_weights, whose answer names which ones
 #: special values slow down.
 PENALTY_OPS = {"resnet_order": FMA_OPS, "zero_weights": OP_NAMES}
-# A ratio CI whose bounds are further apart than this factor cannot rule an effect out.
-WIDE_CI_FACTOR = 1.5
 # The seed's naive timing counts as misleading when it is off by more than this.
 NAIVE_MISLEADS_RATIO = 1.2
 
@@ -60,73 +57,22 @@ def _compare(doc: dict, phase: str, a: dict, b: dict) -> dict | None:
     return queries.Comparisons(doc).compare(phase, a, b)
 
 
-def _ratio_text(cmp: dict) -> str:
-    return wording.ratio_ci(cmp["ratio"], cmp["ci95"])
-
-
 def _is_different(cmp: dict | None) -> bool:
     return bool(cmp) and resolved(cmp)
 
 
-def _wide(cmp: dict) -> bool:
-    lo, hi = cmp["ci95"]
-    return lo > 0 and hi / lo > WIDE_CI_FACTOR
-
-
 def _no_effect_text(what: str, cmp: dict) -> str:
-    """"FTZ has no effect (ratio)" or, when the CI is wide, that no effect was resolved."""
-    if _wide(cmp):
-        return (f"{what} shows no significant effect ({_ratio_text(cmp)}; the CI is too wide to rule one "
-                f"out: add repetitions)")
-    return f"{what} has no effect ({_ratio_text(cmp)})"
-
-
-# --- evidence: the CPU's penalty profile ------------------------------------
-
-def penalty_evidence(profile: dict) -> dict:
-    """Normalise a :func:`benchctl.studies.penalty.profile` result to
-    {op: {"subnormal_ratio", "zero_ratio", "subnormal_ratio_ftz", "class",
-    "penalised_subnormal", "penalised_zero", "ftz_removes", "threads"}}, the
-    shape these rules read from ``doc["evidence"]["penalty"]``.
-
-    An op measured at several thread counts is represented by its worst
-    (largest subnormal ratio) row: a penalty at any thread count can explain
-    a slowdown.
-    """
-    threshold = profile["penalty_ratio"]
-    worst: dict[str, dict] = {}
-    for row in profile["ops"]:
-        if row["op"] not in worst or row["subnormal_ratio_off"] > worst[row["op"]]["subnormal_ratio_off"]:
-            worst[row["op"]] = row
-    out = {}
-    for op, row in worst.items():
-        penalised = row["subnormal_ratio_off"] >= threshold
-        out[op] = {
-            "subnormal_ratio": row["subnormal_ratio_off"],
-            "zero_ratio": row["zero_ratio_off"],
-            "subnormal_ratio_ftz": row["subnormal_ratio_on"],
-            "class": row["classification"],
-            "penalised_subnormal": penalised,
-            "penalised_zero": row["zero_ratio_off"] >= threshold,
-            "ftz_removes": (row["subnormal_ratio_on"] < threshold) if penalised else None,
-            "threads": row["threads"],
-        }
-    return out
+    """What a comparison that calls no effect says: none beyond the band, unresolved, or one process."""
+    outcome = cmp["outcome"]
+    if outcome == processes.NO_EFFECT:
+        return f"{what} has no effect beyond ±{cmp['band']:.0%} ({ratio_text(cmp)})"
+    if outcome == processes.UNRESOLVED:
+        return f"{what}'s effect is unresolved ({ratio_text(cmp)} crosses the ±{cmp['band']:.0%} band)"
+    return f"{what}'s effect cannot be judged with one process per cell ({ratio_text(cmp)})"
 
 
 def _penalty(doc: dict) -> dict | None:
     return (doc.get("evidence") or {}).get("penalty")
-
-
-def _penalised_ops(penalty: dict, ops: Iterable[str], kind: str) -> dict[str, float]:
-    """{op: ratio} for the ops among ``ops`` penalised on ``kind`` inputs ('subnormal' | 'zero')."""
-    return {op: penalty[op][f"{kind}_ratio"] for op in ops
-            if op in penalty and penalty[op].get(f"penalised_{kind}")}
-
-
-def _ratios_text(penalty: dict, ops: Iterable[str], key: str) -> str:
-    parts = [f"{op} {penalty[op][key]:.1f}×" for op in ops if op in penalty and penalty[op].get(key) is not None]
-    return ", ".join(parts) or "not measured"
 
 
 # --- seed 1: resnet_order ---------------------------------------------------
@@ -146,53 +92,18 @@ def _census_total(note: Any, key: str = "subnormal") -> int | None:
     return None
 
 
-def _cpu_penalty_reason(penalty: dict) -> tuple[bool, str]:
-    """(does FTZ/DAZ remove a multiply-add penalty on this CPU?, the reason in words)."""
-    # Only a penalty that FTZ/DAZ removes can make FTZ matter.
-    penalised = _penalised_ops(penalty, FMA_OPS, "subnormal")
-    removes = any(penalty[op].get("ftz_removes") for op in penalised)
-    ratios = f"{_ratios_text(penalty, FMA_OPS, 'subnormal_ratio')} on subnormal inputs, penalty profile"
-    if removes:
-        return True, f"this CPU penalises subnormal multiply-adds and FTZ/DAZ removes it ({ratios})"
-    if penalised:
-        return False, f"this CPU's penalty on subnormal multiply-adds is a slow path FTZ/DAZ does not remove ({ratios})"
-    return False, f"this CPU does not penalise subnormal multiply-adds ({ratios})"
-
-
-def _why_ftz_cannot_matter(penalty: dict | None, weights_sub: int | None, weights_n: int | None,
-                           act_sub: int | None) -> tuple[bool | None, list[str]]:
-    """(FTZ expected to matter?, reasons). None when the evidence is missing."""
-    reasons = []
-    cpu_penalises = None
-    if penalty:
-        cpu_penalises, reason = _cpu_penalty_reason(penalty)
-        reasons.append(reason)
-    has_subnormals = None
-    if weights_sub is not None:
-        has_subnormals = weights_sub > 0 or bool(act_sub)
-        of = f" of {weights_n:,}" if weights_n else ""
-        act = f", activations {act_sub:,}" if act_sub is not None else ""
-        reasons.append(
-            f"the values hold subnormals (census: weights {weights_sub:,}{of}{act})" if has_subnormals else
-            f"the weights have none (census: 0{of} weights subnormal{act})"
-        )
-    if cpu_penalises is None or has_subnormals is None:
-        return None, reasons
-    return cpu_penalises and has_subnormals, reasons
-
-
 def _ftz_message(cmp: dict | None, on: str, off: str, expected: bool | None, because: str, reach: str) -> str:
     if cmp is None:
         return f"FTZ effect not measurable: too few eval iterations in ftz={on} / ftz={off} cells"
     changed = _is_different(cmp)
     if changed and cmp["ratio"] < 1 and expected:
-        return (f"FTZ explains a speed-up: ftz={on}/ftz={off} eval_only is {_ratio_text(cmp)}, "
+        return (f"FTZ explains a speed-up: ftz={on}/ftz={off} eval_only is {ratio_text(cmp)}, "
                 f"because {because}{reach}")
     if changed:
-        return (f"FTZ changes the eval time ({_ratio_text(cmp)}, ftz={on}/ftz={off}) although {because}: "
+        return (f"FTZ changes the eval time ({ratio_text(cmp)}, ftz={on}/ftz={off}) although {because}: "
                 f"the cause is not explained by denormals{reach}")
     if expected:
-        return (f"FTZ should matter here ({because}) but shows no effect ({_ratio_text(cmp)}); "
+        return (f"FTZ should matter here ({because}) but shows no effect ({ratio_text(cmp)}); "
                 f"check the ftz readback{reach}")
     return f"{_no_effect_text('FTZ', cmp)} because {because}{reach}"
 
@@ -207,7 +118,7 @@ def rule_ftz_explained(doc: dict) -> list[Finding]:
     weights_note = queries.first_note(doc, b, "weights_census")
     act_note = queries.first_note(doc, b, "activation_census")
     used = (queries.first_note(doc, b, "weights") or {}).get("used")
-    expected, reasons = _why_ftz_cannot_matter(
+    expected, reasons = why_ftz_cannot_matter(
         _penalty(doc), _census_total(weights_note), (weights_note or {}).get("values"), _census_total(act_note))
     reached = _ftz_reached(doc, a)
     evidence = {"penalty": {op: (_penalty(doc) or {}).get(op) for op in FMA_OPS}, "weights_used": used,
@@ -217,6 +128,32 @@ def rule_ftz_explained(doc: dict) -> list[Finding]:
     explains = _is_different(cmp) and cmp["ratio"] < 1 and bool(expected)
     return [Finding.of("ftz_explained", EVAL, cmp, _ftz_message(cmp, on, off, expected, because, reach),
                        a=a, b=b, setting=f"ftz={on}", explains=explains, evidence=evidence)]
+
+
+def ftz_precheck(matrix: dict, penalty: dict | None, weights_census: dict | None,
+                 activation_subnormal: int | None) -> dict | None:
+    """FTZ ruled out before any cell runs, as a finding (JSON), or None when it may matter.
+
+    FTZ/DAZ can change a timing only if this CPU penalises subnormal
+    multiply-adds in a way they remove (the penalty profile) *and* the values
+    hold subnormals (the census of the weights and of one forward's
+    activations, taken in this process before the matrix runs). Missing
+    evidence rules nothing out.
+    """
+    ftz = _ftz_values({"matrix": matrix})
+    if ftz is None:
+        return None
+    expected, reasons = why_ftz_cannot_matter(
+        penalty, _census_total(weights_census), (weights_census or {}).get("values"), activation_subnormal)
+    if expected is not False:
+        return None
+    off, on = ftz
+    message = (f"FTZ ruled out before any cell ran: {' and '.join(reasons)}; so the ftz={on} cells were not run "
+               f"(--set ftz={off},{on} runs them anyway)")
+    return Finding("ftz_ruled_out", None, message, setting=f"ftz={on}", explains=False, significant=None,
+                   evidence={"penalty": {op: (penalty or {}).get(op) for op in FMA_OPS},
+                             "weights_census": weights_census, "activation_subnormal": activation_subnormal,
+                             "dropped": {"ftz": [on]}}).to_json()
 
 
 def resnet_order_findings(doc: dict) -> list[dict]:
@@ -249,10 +186,10 @@ def _activation_facts(doc: dict, cell: dict) -> dict | None:
 def _special_value_parts(penalty: dict) -> list[str]:
     """What the penalty profile measured on zeros and subnormals, for the seed-2 answer."""
     conv_like = ("conv2d", "matmul")
-    parts = [f"the penalty profile measures {_ratios_text(penalty, conv_like, 'zero_ratio')} on zeros and "
-             f"{_ratios_text(penalty, conv_like, 'subnormal_ratio')} on subnormals"]
-    slow_on_zero = _penalised_ops(penalty, sorted(penalty), "zero")
-    slow_on_sub = _penalised_ops(penalty, sorted(penalty), "subnormal")
+    parts = [f"the penalty profile measures {ratios_text(penalty, conv_like, 'zero_ratio')} on zeros and "
+             f"{ratios_text(penalty, conv_like, 'subnormal_ratio')} on subnormals"]
+    slow_on_zero = penalised_ops(penalty, sorted(penalty), "zero")
+    slow_on_sub = penalised_ops(penalty, sorted(penalty), "subnormal")
     conv_slow = {k: r for k, r in {**slow_on_sub, **slow_on_zero}.items() if k == "conv2d"}
     others_zero = {k: r for k, r in slow_on_zero.items() if k != "conv2d"}
     others_sub = {k: r for k, r in slow_on_sub.items() if k != "conv2d" and k not in slow_on_zero}
@@ -290,26 +227,29 @@ def rule_values_do_not_matter_on_cpu(doc: dict) -> list[Finding]:
     cmps = {phase: _compare(doc, phase, a, b) for phase in ZW_PHASES}
     if any(c is None for c in cmps.values()):
         return []
-    same = not any(_is_different(c) for c in cmps.values())
+    outcomes = {c["outcome"] for c in cmps.values()}
+    same = outcomes == {processes.NO_EFFECT}
+    differ = processes.EFFECT in outcomes
     penalty = _penalty(doc)
     acts = {"zero": _activation_facts(doc, a), "uniform": _activation_facts(doc, b)}
     evidence = {"penalty": penalty, "activations": acts,
                 "weights_census": {"zero": queries.first_note(doc, a, "weights_census"),
                                    "uniform": queries.first_note(doc, b, "weights_census")}}
     timings = "; ".join(
-        f"{phase} {c['median_a'] / 1e6:.2f} vs {c['median_b'] / 1e6:.2f} ms, zero/uniform {_ratio_text(c)}"
+        f"{phase} {c['median_a'] / 1e6:.2f} vs {c['median_b'] / 1e6:.2f} ms, zero/uniform {ratio_text(c)}"
         for phase, c in cmps.items())
-    if same and any(_wide(c) for c in cmps.values()):
-        message = (f"on cpu, no difference between zero and uniform weights is resolved ({timings}), but "
-                   "the CI is too wide to rule one out: add repetitions")
-    elif same:
-        message = f"on cpu, zero weights cost the same as uniform ({timings})"
-    else:
+    if differ:
         message = f"on cpu, zero and uniform weights differ in time ({timings})"
+    elif same:
+        message = (f"on cpu, zero and uniform weights show no difference beyond ±{cmps['forward']['band']:.0%}, "
+                   f"this run's resolution ({timings})")
+    else:
+        message = (f"on cpu, whether zero and uniform weights differ is unresolved ({timings}): "
+                   "more processes would settle it")
     parts = (_special_value_parts(penalty) if penalty else ["no penalty profile was measured to say why"])
     message += ": " + "; ".join(parts + _activation_parts(acts))
     return [Finding.of("values_do_not_matter_on_cpu", "forward", cmps["forward"], message, a=a, b=b,
-                       setting="init", explains=not same, evidence=evidence)]
+                       setting="init", explains=differ, evidence=evidence)]
 
 
 def _naive_finding(doc: dict, device: str, init: str) -> Finding | None:
@@ -355,12 +295,12 @@ def rule_ftz_no_effect_zero_weights(doc: dict) -> list[Finding]:
     if cmp is None:
         return []
     acts = _activation_facts(doc, b)
-    expected, reasons = _why_ftz_cannot_matter(
+    expected, reasons = why_ftz_cannot_matter(
         _penalty(doc), _census_total(queries.first_note(doc, b, "weights_census")), None,
         acts["subnormal"] if acts else None)
     because = " and ".join(reasons) or "no penalty profile or census was recorded"
     if _is_different(cmp):
-        message = f"ftz={on} changes the forward time ({_ratio_text(cmp)}); evidence: {because}"
+        message = f"ftz={on} changes the forward time ({ratio_text(cmp)}); evidence: {because}"
     else:
         message = f"{_no_effect_text('FTZ on this net', cmp)} because {because}"
     return [Finding.of("ftz_no_effect_zero_weights", "forward", cmp, message, a=a, b=b, setting=f"ftz={on}",

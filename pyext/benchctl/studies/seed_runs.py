@@ -12,25 +12,21 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import subprocess
 import sys
 import time
 from typing import Any, Callable
 
-from .. import settings
-from ..results import document, report, wording
-from ..run import runner
-from . import penalty, seed_rules
+from .. import _validate, settings
+from ..results import document, plot, processes, report, verdict, wording
+from ..run import rounds, runner, slurm
+from ..run.options import add_matrix_arguments
+from . import penalty
+from .causes.denormals import penalty_evidence
 
-__all__ = ["RESULTS_DIR", "PENALTY_SECONDS_PER_OP", "MAX_DEFAULT_REPEAT", "apply_sets", "count_cells",
-           "measure_interpreter_seconds", "add_output_arguments", "parse_seed_arguments", "fit_repeat",
-           "choose_repeat", "penalty_profile_evidence", "format_answer", "run_and_explain"]
+__all__ = ["RESULTS_DIR", "apply_sets", "count_cells", "add_output_arguments", "parse_seed_arguments", "on_slurm",
+           "penalty_profile_evidence", "format_answer", "run_and_explain"]
 
 RESULTS_DIR = "results"
-# Planning figure for penalty_profile_evidence(): about 0.5 s per op was measured
-# on the 2-core development machine; twice that leaves room for a busy one.
-PENALTY_SECONDS_PER_OP = 1.0
-MAX_DEFAULT_REPEAT = 3
 
 
 def apply_sets(matrix: dict[str, list], sets: list[str]) -> dict[str, list]:
@@ -59,16 +55,11 @@ def count_cells(matrix: dict[str, list]) -> int:
     return n
 
 
-def measure_interpreter_seconds() -> float:
-    """Seconds a fresh worker spends starting Python and importing torch, torchvision and benchctl."""
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import torch, torchvision, benchctl.workloads, benchctl.run.worker"],
-                   check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
-
-
-def add_output_arguments(parser, workload: str) -> None:
-    """The options both seed scripts share: where results go, resuming, the penalty profile."""
+def add_output_arguments(parser, workload: str, budget_s: float) -> None:
+    """The options both seed scripts share: processes, budget and control, where results go,
+    resuming, the penalty profile."""
+    add_matrix_arguments(parser, repeat=rounds.AUTO, budget_s=budget_s)
+    slurm.add_executor_arguments(parser)
     parser.add_argument("--json", dest="json_path", help=f"results file (default results/{workload}-<time>.json)")
     parser.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
     parser.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
@@ -79,26 +70,20 @@ def add_output_arguments(parser, workload: str) -> None:
 def parse_seed_arguments(parser, argv):
     """Parse, and refuse --resume without the file it continues."""
     opts = parser.parse_args(argv)
+    opts.argv = list(sys.argv[1:] if argv is None else argv)
     if opts.resume and not opts.json_path:
         parser.error("--resume needs --json FILE: the results file to continue")
     return opts
 
 
-def fit_repeat(cell_seconds: float, cells: int, budget_s: float, minimum: int = 1) -> int:
-    """Repetitions per cell that fit ``budget_s`` (at least ``minimum``, at most MAX_DEFAULT_REPEAT)."""
-    room = budget_s / max(cell_seconds * cells, 1e-9)
-    return max(minimum, min(MAX_DEFAULT_REPEAT, int(room)))
-
-
-def choose_repeat(cell_seconds: float, cells: int, budget_s: float, minimum: int = 2, out=sys.stdout) -> int:
-    """Repetitions for a seed script's default run: what fits ``budget_s``, but at least
-    ``minimum`` (two processes per cell are what lets a CI carry between-process
-    variation), saying so when the minimum overruns the budget."""
-    repeat = fit_repeat(cell_seconds, cells, budget_s, minimum=minimum)
-    if repeat * cells * cell_seconds > budget_s:
-        print(f"note: {minimum} processes per cell, the minimum for an honest CI, take longer than the "
-              f"{budget_s / 60:.1f}-minute budget on this machine", file=out)
-    return repeat
+def on_slurm(parser, opts, script: str) -> int | None:
+    """With ``--executor slurm``, run this script on every host and return its exit status; else None."""
+    try:
+        if not slurm.use_slurm(opts):
+            return None
+        return slurm.run_with_executor(opts, argv=opts.argv, program=[sys.executable, "-u", os.path.abspath(script)])
+    except slurm.ExecutorError as e:
+        parser.error(str(e))
 
 
 def penalty_profile_evidence(ops: tuple[str, ...]) -> dict[str, Any]:
@@ -109,7 +94,7 @@ def penalty_profile_evidence(ops: tuple[str, ...]) -> dict[str, Any]:
     except RuntimeError as exc:  # no FP control on this CPU: the profile cannot compare FTZ off/on
         return {"penalty": None, "penalty_unavailable": str(exc)}
     return {
-        "penalty": seed_rules.penalty_evidence(profile),
+        "penalty": penalty_evidence(profile),
         "penalty_profile": profile,
         "penalty_seconds": time.perf_counter() - started,
     }
@@ -135,54 +120,104 @@ def _format_values(doc: dict) -> str:
     return "Values:\n" + "\n".join(lines) if lines else ""
 
 
+def _mark(finding: dict) -> str:
+    if finding.get("outcome") == processes.UNRESOLVED or finding["rule"] in verdict.UNRESOLVED_RULES:
+        return "?"
+    return "*" if finding.get("explains") else "-"
+
+
 def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
     """The answer: every seed rule's finding (they answer the seed's question), then the
-    runner's findings that explain a difference. ``*`` marks a measured effect and
-    what explains it, ``-`` an effect ruled out and why."""
-    explaining = [f for f in doc["verdict"] if f.get("explains") and f["rule"] not in seed_rules]
+    runner's findings that explain a difference or leave the focus gap unresolved. ``*``
+    marks a measured effect and what explains it, ``-`` an effect ruled out and why, ``?``
+    an effect left unresolved (with its interval)."""
     seeds = [f for f in doc["verdict"] if f["rule"] in seed_rules]
-    if not explaining and not seeds:
+    runner_side = [f for f in doc["verdict"] if f["rule"] not in seed_rules and (
+        f.get("explains") or f["rule"] in verdict.UNRESOLVED_RULES
+        or (f["rule"] == "gap" and f.get("outcome") == processes.UNRESOLVED))]
+    if not runner_side and not seeds:
         if doc["verdict"]:
-            return ("Answer: no setting explains a significant difference (see the verdict above); with few "
-                    "iterations per cell the tests cannot resolve one: raise --repeat or --num-data")
+            return ("Answer: no setting explains a difference this run resolves (see the verdict above); "
+                    "more processes (--repeat, --budget) may resolve one")
         return ("Answer: no finding: no two cells to compare (a one-value matrix, "
                 "or too few successful runs)")
-    lines = ["Answer (* an effect measured and what explains it, - an effect ruled out and why):"]
-    lines += [f" {'*' if f.get('explains') else '-'} {f['message']}" for f in seeds]
-    lines += [f" * [{f['phase']}] {f['message']}" for f in explaining]
+    lines = ["Answer (* an effect measured and what explains it, - an effect ruled out and why, "
+             "? unresolved: not enough processes to say):"]
+    lines += [f" {_mark(f)} {f['message']}" for f in seeds]
+    lines += [f" {_mark(f)} [{f['phase']}] {f['message']}" for f in runner_side]
     return "\n".join(lines)
 
 
-def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repeat: int, json_path: str | None,
-                    plot_path: str | None, focus: str, seed_rules: Callable[[dict], list[dict]],
-                    penalty_ops: tuple[str, ...], cell_seconds: float | None, measure_penalty: bool = True,
-                    resume: bool = False, out=sys.stdout) -> dict:
-    """Run, explain, save and print; returns the results document.
+def _load_resumed(json_path: str) -> tuple[dict, dict]:
+    """The matrix and evidence a resumed file was started with (its pre-checks are not redone)."""
+    doc = document.load(json_path)
+    return doc["matrix"], doc.get("evidence") or {}
 
-    ``resume`` continues ``json_path`` left by an interrupted run (same
-    workload, arguments and matrix): only the missing runs are started."""
+
+def _drop(matrix: dict[str, list], ruled_out: list[dict]) -> dict[str, list]:
+    """``matrix`` without the values the pre-checks ruled out (an axis keeps at least one value)."""
+    out = {k: list(v) for k, v in matrix.items()}
+    for finding in ruled_out:
+        for key, values in finding["evidence"]["dropped"].items():
+            kept = [v for v in out.get(key, []) if v not in values]
+            if key in out and kept:
+                out[key] = kept
+    return out
+
+
+def _prechecks(matrix, precheck, evidence, fixed_keys, out) -> tuple[dict[str, list], list[dict]]:
+    """Run the cheap pre-checks that can rule a setting out; drop its cells unless the user chose them."""
+    if precheck is None:
+        return matrix, []
+    ruled_out = [f for f in precheck(matrix, evidence.get("penalty"))
+                 if not set(f["evidence"]["dropped"]) & set(fixed_keys)]
+    for f in ruled_out:
+        print(f"ruled out before running: {f['message']}", file=out)
+    return _drop(matrix, ruled_out), ruled_out
+
+
+def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repeat: int | str,
+                    budget_s: float | None, control: bool, json_path: str | None, plot_path: str | None,
+                    focus: str, seed_rules: Callable[[dict], list[dict]], penalty_ops: tuple[str, ...],
+                    measure_penalty: bool = True, precheck: Callable | None = None, fixed_keys=(),
+                    resume: bool = False, out=sys.stdout) -> dict:
+    """Measure the evidence, rule out what it can, run the matrix, explain, save and print.
+
+    The penalty profile is measured first, in this process, before any worker
+    runs (so it never competes with a cell); ``precheck(matrix, penalty)``
+    may then return findings that rule a setting out (each with
+    ``evidence["dropped"]``), whose cells are not run, unless the user named
+    that axis (``fixed_keys``). ``budget_s`` covers all of it. ``resume``
+    continues ``json_path`` with the matrix and evidence it was started with.
+    Returns the results document.
+    """
     if resume and not json_path:
-        raise ValueError("--resume needs --json FILE: the results file to continue")
+        raise _validate.ArgumentError("--resume needs --json FILE: the results file to continue")
+    started = time.perf_counter()
     json_path = json_path or _default_json_path(workload)
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+    if resume:
+        matrix, evidence = _load_resumed(json_path)
+        ruled_out = evidence.get("ruled_out", [])
+    else:
+        evidence = (penalty_profile_evidence(penalty_ops) if measure_penalty else
+                    {"penalty": None, "penalty_unavailable": "skipped (--skip-penalty)"})
+        matrix, ruled_out = _prechecks(matrix, precheck, evidence, fixed_keys, out)
+        evidence["ruled_out"] = ruled_out
     cells = count_cells(matrix)
-    print(f"{workload}: {cells} cells × {repeat} repetition(s), each in a fresh process; matrix "
-          + ", ".join(f"{k}={{{','.join(map(str, v))}}}" for k, v in matrix.items()), file=out)
-    if cell_seconds is not None:
-        penalty_s = PENALTY_SECONDS_PER_OP * len(penalty_ops) if measure_penalty else 0.0
-        expected = cells * repeat * cell_seconds + penalty_s
-        print(f"expected duration ≈ {wording.duration(expected)}: {cells * repeat} workers × ~{cell_seconds:.0f} s "
-              f"(probed in this process)" + (f" + ~{penalty_s:.0f} s penalty profile" if penalty_s else ""),
-              file=out)
-    print(f"results: {json_path} (rewritten after every cell; after an interruption "
+    start = f"{rounds.AUTO_START} processes per cell, then more for unresolved comparisons" \
+        if repeat == rounds.AUTO else f"{repeat} process(es) per cell"
+    print(f"{workload}: {cells} cells, {start}, each in a fresh process, plus the baseline again as an A/A "
+          f"control{'' if control else ' (off)'}; matrix "
+          + ", ".join(f"{k}={{{','.join(map(str, v))}}}" for k, v in matrix.items())
+          + (f"; budget {budget_s:.0f} s" if budget_s else ""), file=out)
+    print(f"results: {json_path} (rewritten after every worker; after an interruption "
           f"--resume --json {json_path} continues it)", file=out, flush=True)
-
-    started = time.perf_counter()
+    left = None if budget_s is None else max(1.0, budget_s - (time.perf_counter() - started))
     doc = runner.run_matrix(workload, args, matrix, repeat=repeat, json_path=json_path, focus=focus,
-                            resume=resume)
-    doc["evidence"] = (penalty_profile_evidence(penalty_ops) if measure_penalty else
-                       {"penalty": None, "penalty_unavailable": "skipped (--skip-penalty)"})
-    seed_findings = seed_rules(doc)
+                            resume=resume, control=control, budget_s=left)
+    doc["evidence"] = evidence
+    seed_findings = ruled_out + seed_rules(doc)
     doc["verdict"] = list(doc.get("verdict") or []) + seed_findings
     document.save(doc, json_path)
     print(report.format_report(doc), file=out)
@@ -190,7 +225,7 @@ def run_and_explain(workload: str, args: dict, matrix: dict[str, list], *, repea
     if values:
         print(values, file=out)
     if plot_path:
-        report.plot(doc, plot_path)
+        plot.plot(doc, plot_path)
         print(f"plot: {plot_path}", file=out)
     print(format_answer(doc, tuple({f["rule"] for f in seed_findings})), file=out)
     print(f"took {wording.duration(time.perf_counter() - started)}; results in {json_path}", file=out)

@@ -6,9 +6,10 @@ A workload is ``fn(args: dict, rec) -> None`` registered with
 :class:`benchctl.run.recorder.Recorder`-like object (``rec.iteration(phase)``,
 ``rec.note(key, value)``).
 
-The package holds the registry, the small built-in workloads and the seed
-questions' workloads. It may import the controls at the package root (the
-census of :mod:`benchctl.denormals`, :mod:`benchctl.cuda`) and nothing above.
+The package holds the registry, the small built-in workloads, the seed
+questions' workloads, and :mod:`.user`: workloads from the user's own files.
+It may import the controls at the package root (the census of
+:mod:`benchctl.denormals`, :mod:`benchctl.cuda`) and nothing above.
 """
 
 from __future__ import annotations
@@ -84,11 +85,17 @@ def _load_builtins() -> None:
 
 
 def get(name: str) -> Workload:
+    """A registered workload, or user code named ``path/file.py:name`` or ``package.module:name``."""
+    from . import user
+
+    if user.is_target(name):
+        return Workload(name, *user.load(name))
     _load_builtins()
     try:
         return _registry[name]
     except KeyError:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(names()) or '(none)'}") from None
+        raise ValueError(f"unknown workload {name!r}; known: {', '.join(names()) or '(none)'}; or name your "
+                         "own code as path/to/file.py:name or package.module:name") from None
 
 
 def names() -> list[str]:

@@ -36,8 +36,7 @@ from .device import DEVICES, check_device, gpu_info, synchronizer
 from ..denormals import activation_census, weights_census
 from .weights import apply_weights, parse_spec
 
-__all__ = ["ORDERS", "NUM_CLASSES", "PARAMS", "check_args", "build_model", "resnet_order",
-           "TRAIN_COST_IN_FORWARDS", "PROBE_MAX_BATCH", "probe_costs", "estimate_cell_seconds"]
+__all__ = ["ORDERS", "NUM_CLASSES", "PARAMS", "check_args", "build_model", "resnet_order", "value_census"]
 
 ORDERS = ("eval_only", "train_then_eval")
 NUM_CLASSES = 1000  # FakeData's class count in the seed, and ImageNet's
@@ -149,48 +148,13 @@ def resnet_order(args: dict[str, Any], rec) -> None:
     rec.note("activation_census", {**census, "input": "first image of the last eval batch"})
 
 
-# Training a batch (forward, backward, SGD step) costs about this many forwards.
-TRAIN_COST_IN_FORWARDS = 3.0
-
-
-# Largest batch the probe runs: per-image cost barely falls beyond it, and a
-# seed-sized batch (128) would make the probe itself take most of a minute.
-PROBE_MAX_BATCH = 16
-
-
-def probe_costs(args: dict[str, Any]) -> dict[str, float]:
-    """What a cell's parts cost on this machine now, measured in this process:
-    ``build_s`` (model and weights init), ``loader_s`` (first batch of a
-    one-worker DataLoader: the worker process start) and ``per_image_s``
-    (one eval forward per image at the run's batch size up to
-    PROBE_MAX_BATCH, after one warm-up call)."""
+def value_census(args: dict[str, Any]) -> tuple[dict, int]:
+    """(weights census, subnormal activations of one forward) of the model a cell would build, taken in
+    this process: cheap evidence for ruling FTZ out before any cell runs."""
     import torch
-    from torchvision import models
 
-    started = time.perf_counter()
-    model = models.get_model(args["arch"], weights=None, num_classes=NUM_CLASSES).eval()
-    build_s = time.perf_counter() - started
-    started = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*pin_memory.*")
-        next(iter(_make_loader({**args, "num_data": 1, "batch_size": 1})))
-    loader_s = time.perf_counter() - started
-    probe_batch = min(args["batch_size"], PROBE_MAX_BATCH)
-    x = torch.randn(probe_batch, 3, args["image_size"], args["image_size"])
-    with torch.no_grad():
-        model(x)
-        started = time.perf_counter()
-        model(x)
-        forward_s = time.perf_counter() - started
-    return {"build_s": build_s, "loader_s": loader_s, "per_image_s": forward_s / probe_batch}
-
-
-def estimate_cell_seconds(args: dict[str, Any], order: str, costs: dict[str, float], interpreter_s: float) -> float:
-    """Expected wall time of one cell: interpreter and imports, model, loaders, and the timed loops."""
-    batches = -(-args["num_data"] // args["batch_size"])
-    forwards, loaders = batches, 1
-    if order == "train_then_eval":
-        forwards += TRAIN_COST_IN_FORWARDS * min(batches, args["train_batches"] or batches)
-        loaders += 1
-    return (interpreter_s + costs["build_s"] + loaders * costs["loader_s"]
-            + forwards * args["batch_size"] * costs["per_image_s"])
+    model, _ = build_model({**PARAMS, **args})
+    size = args.get("image_size", PARAMS["image_size"])
+    image = torch.rand(1, 3, size, size, generator=torch.Generator().manual_seed(args.get("seed", 0)))
+    model.eval()
+    return weights_census(model), activation_census(model, image)["subnormal"]

@@ -31,8 +31,7 @@ from .device import DEVICES, check_device, cuda_event_ms, gpu_info, synchronizer
 from ..denormals import layer_census, weights_census
 
 __all__ = ["INITS", "N_CONV", "INPUT_SHAPE", "SEED_BACKWARD_BUG", "PARAMS", "check_args", "build_net",
-           "init_weights", "naive_seed_timing", "zero_weights", "probe_call_seconds",
-           "estimate_cell_seconds"]
+           "init_weights", "naive_seed_timing", "zero_weights", "value_census"]
 
 INITS = ("uniform", "zero")
 N_CONV = 10  # the seed's n_conv: conv_0 plus 10 conv+ReLU blocks
@@ -177,33 +176,19 @@ def zero_weights(args: dict[str, Any], rec) -> None:
     rec.note("weights_census", weights_census(net))
 
 
-def probe_call_seconds(init: str = "uniform", calls: int = 5) -> tuple[float, float]:
-    """(forward, forward+backward) seconds per call of the seed's net on the CPU,
-    measured now in this process (best of ``calls`` after one warm-up each)."""
-    import time
-
+def value_census(inits: tuple[str, ...] = INITS, seed: int = 0) -> tuple[dict, int]:
+    """(weights census, subnormal activations) of the seed's net over ``inits``, summed, taken in this
+    process on the seed's input: cheap evidence for ruling FTZ out before any cell runs."""
     import torch
 
-    net = build_net()
-    init_weights(net, init)
-    x = torch.randn(INPUT_SHAPE)
-
-    def best(fn):
-        fn()
-        times = []
-        for _ in range(calls):
-            started = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - started)
-        return min(times)
-
-    return best(lambda: net(x)), best(lambda: net(x).sum().backward())
-
-
-def estimate_cell_seconds(args: dict[str, Any], forward_s: float, forward_backward_s: float,
-                          interpreter_s: float) -> float:
-    """Expected wall time of one CPU cell: interpreter and imports, the seed's naive loops, the
-    timed phases, and the activation census (one more forward)."""
-    naive = args["naive_trials"] * 2 * forward_s
-    timed = args["iterations"] * (forward_s + forward_backward_s)
-    return interpreter_s + naive + timed + forward_s
+    weights_total: dict[str, Any] = {"values": 0, "subnormal": 0}
+    activations = 0
+    for init in inits:
+        torch.manual_seed(seed)
+        net = build_net()
+        init_weights(net, init)
+        census = weights_census(net.eval())
+        weights_total["values"] += census["values"]
+        weights_total["subnormal"] += census["subnormal"]
+        activations += sum(r["subnormal"] for r in layer_census(net, torch.randn(INPUT_SHAPE)))
+    return weights_total, activations

@@ -1,0 +1,81 @@
+"""How busy the machine's CPUs were over an interval, from /proc/stat, and how much of it was us.
+
+A timing taken while other work ran beside it is slower and noisier for
+reasons the measured code does not own. :class:`BusySampler` samples the
+kernel's per-CPU time accounting at the start and end of an interval; the
+difference says how many CPUs were busy on average, how many this process
+(and its waited-for children) kept busy, and how much time the hypervisor
+gave to other guests (steal).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from dataclasses import dataclass
+
+from ._procfs import read_text
+
+__all__ = ["CpuTimes", "cpu_times", "BusySampler"]
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """Cumulative clock ticks of one CPU (or of all, summed) as /proc/stat counts them."""
+
+    total: int
+    idle: int   # idle + iowait
+    steal: int  # time the hypervisor ran someone else while this CPU wanted to run
+
+
+def cpu_times(path: str = "/proc/stat") -> dict[str, CpuTimes]:
+    """``{"cpu": all CPUs summed, "cpu0": ..., ...}``; {} where /proc/stat cannot be read."""
+    out = {}
+    for line in (read_text(path) or "").splitlines():
+        if not line.startswith("cpu"):
+            continue
+        name, *fields = line.split()
+        ticks = [int(v) for v in fields]
+        # user nice system idle iowait irq softirq steal [guest guest_nice]: guest time is
+        # already inside user, so only the first eight fields add up to the total.
+        idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)
+        steal = ticks[7] if len(ticks) > 7 else 0
+        out[name] = CpuTimes(sum(ticks[:8]), idle, steal)
+    return out
+
+
+def _own_cpu_seconds() -> float:
+    """CPU seconds of this process (every thread) and of the children it has waited for."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+class BusySampler:
+    """Start at construction, :meth:`finish` at the end: what ran beside us meanwhile."""
+
+    def __init__(self) -> None:
+        self._ticks_per_s = os.sysconf("SC_CLK_TCK")
+        self._start = cpu_times().get("cpu")
+        self._own = _own_cpu_seconds()
+        self._wall = time.monotonic()
+        self._load = os.getloadavg()
+
+    def finish(self) -> dict:
+        """``{"cpus", "wall_s", "busy_cpus", "own_cpus", "other_cpus", "steal_cpus",
+        "load_average_start", "load_average_end"}``: average CPUs busy in all (steal
+        included), with our own processes, with other processes of this machine, and taken
+        by the hypervisor for other guests. The CPU figures are None where /proc/stat could
+        not be read."""
+        end = cpu_times().get("cpu")
+        wall = time.monotonic() - self._wall
+        own = (_own_cpu_seconds() - self._own) / wall if wall > 0 else None
+        out = {"cpus": os.cpu_count(), "wall_s": wall, "busy_cpus": None, "own_cpus": own, "other_cpus": None,
+               "steal_cpus": None, "load_average_start": list(self._load), "load_average_end": list(os.getloadavg())}
+        if self._start is None or end is None or wall <= 0:
+            return out
+        seconds = self._ticks_per_s * wall
+        busy = ((end.total - self._start.total) - (end.idle - self._start.idle)) / seconds
+        steal = (end.steal - self._start.steal) / seconds
+        out.update(busy_cpus=busy, steal_cpus=steal, other_cpus=max(0.0, busy - steal - own))
+        return out

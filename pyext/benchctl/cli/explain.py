@@ -1,0 +1,63 @@
+"""``python -m benchctl explain TARGET``: why your own code takes the time it takes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..run import slurm
+
+__all__ = ["NAME", "HELP", "configure", "run"]
+
+NAME = "explain"
+HELP = "run your code under every setting that could explain its time, and say which does, with evidence"
+
+_EPILOG = """\
+TARGET is path/to/file.py:name or package.module:name, one of:
+  a function decorated @benchctl.workload(params={...}), called fn(rec, **params), that times its own
+    regions with `with rec.iteration("phase"):` (and may skip a phase when not rec.runs("phase"));
+  an object with setup() and run(state): setup once, untimed; each run(state) is one iteration;
+  a callable taking no arguments: each call is one iteration.
+causes probed: denormals (ftz), the allocator (alloc), thread count and oversubscription (threads, a busy
+pool), placement (pin), warm-up and lazy initialisation, and the state earlier phases leave (only=PHASE).
+A cause that cheap evidence rules out (a probe worker, the penalty profile) is said so and not run.
+example: python -m benchctl explain my_model.py:inference --budget 180 --json explain.json
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from ..studies.explain import DEFAULT_BUDGET_S
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument("target", metavar="TARGET", help="path/to/file.py:name or package.module:name")
+    parser.add_argument("--phase", metavar="P", help="explain this phase only (default: every phase)")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
+                        help=f"seconds for the whole explanation (default {DEFAULT_BUDGET_S:.0f})")
+    parser.add_argument("--json", dest="json_path", metavar="FILE", help="also write the results document")
+    parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
+                        help="a workload parameter (repeatable), e.g. iterations=50")
+    parser.add_argument("--no-control", dest="control", action="store_false",
+                        help="no A/A control (only the 5%% floor then guards the verdict)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    slurm.add_executor_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..results import document
+    from ..settings import SettingError
+    from ..studies import explain
+    from .run import assignments
+
+    try:
+        fixed = assignments(args.args, multi=False)
+        if slurm.use_slurm(args):
+            explain.check_target(args.target, fixed)  # a broken target fails here, not on every host
+            return slurm.run_with_executor(args, argv=args.argv)
+        explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
+                        progress=not args.no_progress, control=args.control)
+    except (SettingError, document.ResultsError, ValueError, RuntimeError, ImportError, SyntaxError) as e:
+        print(f"explain: {type(e).__name__}: {e}" if isinstance(e, (ImportError, SyntaxError)) else f"explain: {e}",
+              file=sys.stderr)
+        return 2
+    return 0

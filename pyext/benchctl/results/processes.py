@@ -1,0 +1,158 @@
+"""The process as the unit of every comparison between cells.
+
+A cell's iterations inside one fresh process share that process's address
+layout, page placement and core, so they say how long *that process* took;
+the medians of the same cell differ between processes far more than
+iterations do within one (up to ±25% here). So each process gives one value,
+the median of its steady iterations, and a cell is described by the values
+of its processes:
+
+* :func:`cell_interval`: the cell's geometric mean over processes and a
+  Student t interval of it (k-1 degrees of freedom, on log values);
+* :func:`compare`: the ratio of two cells (geometric means) with a Welch t
+  interval on log values, which stays valid at 3 processes a side;
+* :func:`judge`: whether the interval shows an effect beyond a no-effect
+  band, lies inside it, or is unresolved;
+* :func:`processes_to_resolve`: about how many processes per cell an
+  unresolved comparison would need.
+
+With one process on either side there is no estimate of how far processes
+disagree, and no interval is given.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .. import _validate
+from .tdist import t_cdf, t_quantile
+
+__all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "EFFECT", "NO_EFFECT", "UNRESOLVED", "ONE_PROCESS", "OUTCOMES",
+           "MAX_ESTIMATE", "cell_interval", "compare", "judge", "band_from_control", "processes_to_resolve"]
+
+CONFIDENCE = 0.95
+#: Differences under 5% are never called: the floor of every no-effect band.
+FLOOR = 0.05
+#: "No effect" is never said against a band wider than this: when identical processes differ by
+#: more, a run can only say it did not resolve the question.
+MAX_NO_EFFECT_BAND = 0.25
+EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS = "effect", "no_effect", "unresolved", "one_process"
+OUTCOMES = (EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS)
+#: Beyond this many processes per cell the estimate of how many would be needed is not worth giving.
+MAX_ESTIMATE = 200
+
+
+def _logs(values: Sequence[float], name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise _validate.ArgumentError(f"{name} must be a non-empty list of per-process values")
+    if not np.all(np.isfinite(arr)) or arr.min() <= 0:
+        raise _validate.ArgumentError(
+            f"per-process medians must be finite and > 0 ({name}: {arr.tolist()}): a median of 0 ns means "
+            "the work is below the clock's resolution; time more work per iteration")
+    return np.log(arr)
+
+
+def cell_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> dict:
+    """One cell from its per-process values: ``{"k", "value", "ci", "log_sd"}``.
+
+    ``value`` is the geometric mean of the process values, ``ci`` its t
+    interval (None with one process), ``log_sd`` the standard deviation of
+    the log values (None with one process): how far processes disagree.
+    """
+    logs = _logs(values, "values")
+    k = logs.size
+    value = float(np.exp(logs.mean()))
+    if k < 2:
+        return {"k": 1, "value": value, "ci": None, "log_sd": None}
+    sd = float(logs.std(ddof=1))
+    half = t_quantile(0.5 + confidence / 2, k - 1) * sd / math.sqrt(k)
+    return {"k": k, "value": value, "ci": [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))],
+            "log_sd": sd}
+
+
+def _welch(la: np.ndarray, lb: np.ndarray) -> tuple[float, float]:
+    """(standard error of the difference of means, Welch-Satterthwaite degrees of freedom)."""
+    va, vb = la.var(ddof=1) / la.size, lb.var(ddof=1) / lb.size
+    se = math.sqrt(va + vb)
+    if se == 0.0:  # identical values on both sides: the pooled df stands
+        return 0.0, float(la.size + lb.size - 2)
+    df = (va + vb) ** 2 / (va ** 2 / (la.size - 1) + vb ** 2 / (lb.size - 1))
+    return se, df
+
+
+def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: float = CONFIDENCE) -> dict:
+    """Cell a against cell b from their per-process values (ns): a ratio > 1 means a is slower.
+
+    Returns ``{"ratio", "ci95", "p_value", "significant", "df", "log_se", "k_a", "k_b",
+    "median_a", "median_b", "method"}``: ``ratio`` is the ratio of geometric
+    means, ``ci95`` its Welch t interval (None when a side has one process),
+    ``p_value`` the two-sided Welch t test of no difference.
+    """
+    la, lb = _logs(a_values, "a_values"), _logs(b_values, "b_values")
+    d = float(la.mean() - lb.mean())
+    out = {"ratio": math.exp(d), "k_a": int(la.size), "k_b": int(lb.size),
+           "median_a": float(np.exp(la.mean())), "median_b": float(np.exp(lb.mean()))}
+    if la.size < 2 or lb.size < 2:
+        return {**out, "ci95": None, "p_value": None, "significant": False, "df": None, "log_se": None,
+                "method": "one process on a side: how far processes disagree is unknown"}
+    se, df = _welch(la, lb)
+    half = t_quantile(0.5 + confidence / 2, df) * se
+    p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
+    return {**out, "ci95": [math.exp(d - half), math.exp(d + half)], "p_value": p,
+            "significant": bool(p < 1.0 - confidence), "df": df, "log_se": se,
+            "method": "Welch t interval on the log of per-process medians"}
+
+
+def judge(cmp: dict, band: float = FLOOR) -> str:
+    """Outcome of a comparison against the no-effect band ±``band`` (a share, e.g. 0.05).
+
+    ``effect``: the interval lies wholly outside the band; ``no_effect``: wholly
+    inside it, and the band is at most :data:`MAX_NO_EFFECT_BAND`;
+    ``unresolved``: otherwise; ``one_process``: no interval.
+    """
+    if cmp.get("ci95") is None:
+        return ONE_PROCESS
+    lo, hi = cmp["ci95"]
+    edge = math.log1p(band)
+    lo, hi = math.log(lo), math.log(hi)
+    if lo > edge or hi < -edge:
+        return EFFECT
+    if -edge <= lo and hi <= edge and band <= MAX_NO_EFFECT_BAND:
+        return NO_EFFECT
+    return UNRESOLVED
+
+
+def band_from_control(control: dict | None) -> float:
+    """The no-effect band a run can support: the 5% floor, or wider when the A/A control says
+    two identical arms can differ more (the largest ratio its interval allows, as a share)."""
+    if not control or control.get("ci95") is None:
+        return FLOOR
+    lo, hi = control["ci95"]
+    return max(FLOOR, hi - 1.0, 1.0 / lo - 1.0)
+
+
+def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE) -> int | None:
+    """About how many processes per cell (both cells alike) would resolve ``cmp``.
+
+    Assumes the observed difference and the observed disagreement between
+    processes stay as they are. None when no estimate exists (one process a
+    side, or a difference right on the band's edge, which no count resolves);
+    more than :data:`MAX_ESTIMATE` when even that many would not do.
+    """
+    if cmp.get("log_se") is None:
+        return None
+    d = abs(math.log(cmp["ratio"]))
+    margin = abs(d - math.log1p(band))
+    k_a, k_b = cmp["k_a"], cmp["k_b"]
+    # The per-process spread behind the standard error, as if both cells had it.
+    sd = cmp["log_se"] / math.sqrt(1 / k_a + 1 / k_b)
+    if margin <= 1e-12:  # on the edge, to rounding
+        return None
+    for k in range(max(k_a, k_b) + 1, MAX_ESTIMATE + 1):
+        if t_quantile(0.5 + confidence / 2, 2 * k - 2) * sd * math.sqrt(2 / k) < margin:
+            return k
+    return MAX_ESTIMATE + 1

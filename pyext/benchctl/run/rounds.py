@@ -1,0 +1,143 @@
+"""Which workers each round of a matrix runs, and when the rounds stop.
+
+A round runs each of its slots once, in interleaved order: a slot is a cell
+of the matrix, or the A/A control's second arm (the baseline cell again).
+Repetition ``r`` of a slot is the worker it ran in round ``r``.
+
+* :class:`FixedRounds`: ``--repeat R``: R rounds of every slot.
+* :class:`AutoRounds`: ``--repeat auto``: three rounds of every slot, then
+  rounds of only the cells whose comparisons are still unresolved (with the
+  control's two arms, so that the run's measured noise keeps pace), until
+  every comparison is resolved, a cell has had :data:`AUTO_MAX_PROCESSES`
+  processes, or the budget runs out.
+
+A budget (seconds of the whole run) trims each round to the workers that
+are expected to fit, from the durations of the workers already run.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import _validate
+
+__all__ = ["AUTO", "AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds", "Budget",
+           "check_repeat"]
+
+AUTO = "auto"
+#: Processes per cell before the first judgement: the fewest for which a t interval over processes
+#: is worth anything (two give one degree of freedom and intervals of ±12 standard deviations).
+AUTO_START = 3
+#: Most processes ``--repeat auto`` gives one cell, whatever the budget.
+AUTO_MAX_PROCESSES = 20
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a round can run: cell ``index`` of the matrix, as the control's ``arm`` when not None."""
+
+    index: int
+    arm: str | None = None
+
+
+def check_repeat(repeat) -> int | str:
+    """``repeat`` as a positive count or ``"auto"``; anything else is refused."""
+    if isinstance(repeat, str):
+        if repeat.strip().lower() != AUTO:
+            raise _validate.ArgumentError(f"repeat must be a positive integer or 'auto', got {repeat!r}")
+        return AUTO
+    return _validate.count("repeat", repeat, 1)
+
+
+def _order(slots: list[Slot], round_index: int, shuffle_seed: int | None) -> list[Slot]:
+    """The round's slots in matrix order, or shuffled reproducibly per round with a seed."""
+    if shuffle_seed is None:
+        return list(slots)
+    out = list(slots)
+    random.Random(f"{shuffle_seed}:{round_index}").shuffle(out)
+    return out
+
+
+class FixedRounds:
+    """``repeat`` rounds of every slot."""
+
+    def __init__(self, slots: list[Slot], repeat: int, shuffle_seed: int | None = None) -> None:
+        self.slots, self.repeat, self.shuffle_seed = slots, repeat, shuffle_seed
+        self.stopped = None
+
+    def planned(self) -> int:
+        return len(self.slots) * self.repeat
+
+    def extra(self, round_index: int) -> bool:
+        """Whether this round's workers come on top of :meth:`planned`."""
+        return False
+
+    def next_round(self, round_index: int, unresolved: Callable[[], set[int]]) -> list[Slot]:
+        if round_index >= self.repeat:
+            self.stopped = f"{self.repeat} processes per cell, as asked"
+            return []
+        return _order(self.slots, round_index, self.shuffle_seed)
+
+
+class AutoRounds:
+    """Rounds until every comparison is resolved (see the module doc)."""
+
+    def __init__(self, slots: list[Slot], control_slots: list[Slot], shuffle_seed: int | None = None) -> None:
+        self.slots, self.control_slots, self.shuffle_seed = slots, control_slots, shuffle_seed
+        self.stopped = None
+
+    def planned(self) -> int:
+        return len(self.slots) * AUTO_START
+
+    def extra(self, round_index: int) -> bool:
+        return round_index >= AUTO_START
+
+    def next_round(self, round_index: int, unresolved: Callable[[], set[int]]) -> list[Slot]:
+        """Slots of round ``round_index``; ``unresolved()`` gives the cell indices still unsettled."""
+        if round_index < AUTO_START:
+            return _order(self.slots, round_index, self.shuffle_seed)
+        if round_index >= AUTO_MAX_PROCESSES:
+            self.stopped = f"{AUTO_MAX_PROCESSES} processes per cell, the most --repeat auto runs"
+            return []
+        open_cells = unresolved()
+        if not open_cells:
+            self.stopped = "every comparison resolved"
+            return []
+        # The control's second arm only follows the control; the baseline cell is arm A of it.
+        chosen = [s for s in self.slots if s not in self.control_slots and s.index in open_cells]
+        chosen += self.control_slots
+        return _order(chosen, round_index, self.shuffle_seed)
+
+
+class Budget:
+    """Seconds a run may take; trims a round to the workers expected to fit."""
+
+    def __init__(self, seconds: float | None, started: float | None = None) -> None:
+        self.seconds = None if seconds is None else _validate.seconds("budget_s", seconds)
+        self.started = time.monotonic() if started is None else started
+        self.exhausted = False
+
+    def left(self) -> float | None:
+        return None if self.seconds is None else self.seconds - (time.monotonic() - self.started)
+
+    def trim(self, slots: list[Slot], expected_s: Callable[[Slot], float | None]) -> list[Slot]:
+        """The leading slots whose expected durations fit what is left (all of them without a budget).
+
+        A slot with no estimate yet (never run) is let through: the first
+        workers are what gives the estimates.
+        """
+        left = self.left()
+        if left is None:
+            return slots
+        kept = []
+        for slot in slots:
+            cost = expected_s(slot) or 0.0
+            if cost > left:
+                self.exhausted = True
+                break
+            kept.append(slot)
+            left -= cost
+        return kept

@@ -1,0 +1,17 @@
+"""The library of causes ``benchctl explain`` probes: one small class each (:mod:`.base` says what they declare).
+
+Add a cause by writing its class and listing it in :data:`CAUSES`; the order
+is the order of the answer.
+"""
+
+from .allocator import Allocator
+from .base import MARKS, Cause, Context, Facts
+from .denormals import Denormals
+from .order import Order
+from .threads import Placement, Threads
+from .warmup import Warmup
+
+__all__ = ["MARKS", "Cause", "Context", "Facts", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup",
+           "Order"]
+
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order())

@@ -1,0 +1,193 @@
+"""Workloads from the user's own code: ``path/to/file.py:name`` or ``package.module:name``.
+
+Three forms, recognised in this order:
+
+* a function decorated ``@benchctl.workload(params={...})``, called as
+  ``fn(rec, **params)``: it times its own regions with
+  ``with rec.iteration("phase"):`` (any phases it likes);
+* an object with ``setup()`` and ``run(state)`` (a module, a class with
+  static methods, or any namespace): ``setup()`` runs once, untimed, and
+  each ``run(state)`` call is one iteration of phase ``run``;
+* any callable taking no arguments: each call is one iteration of phase ``call``.
+
+The last two take one parameter, ``iterations`` (default
+:data:`DEFAULT_ITERATIONS`). The worker imports the file in its own fresh
+process; an exception in the user's code fails that cell, with its traceback
+in the run record.
+
+For :mod:`benchctl.studies.explain`, a recorder with ``probe`` set asks the
+last two forms for one more, untimed call after the timed ones: under the
+torch profiler (which ops run) and with forward hooks on the modules found in
+the state (the subnormal census of what the code produces).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import sys
+import types
+from typing import Any, Callable
+
+from .. import _validate
+from ..denormals import layer_watch, values_census, weights_census
+
+__all__ = ["DEFAULT_ITERATIONS", "workload", "is_target", "load"]
+
+DEFAULT_ITERATIONS = 30
+_MARK = "__benchctl_workload__"
+
+
+def workload(params: dict[str, Any] | None = None, help: str = "") -> Callable:
+    """Decorator: mark ``fn(rec, **params)`` as a benchctl workload with these parameters and defaults."""
+    params = dict(params or {})
+
+    def mark(fn: Callable) -> Callable:
+        if not callable(fn):
+            raise _validate.ArgumentError(f"@benchctl.workload marks a function, got {type(fn).__name__}")
+        setattr(fn, _MARK, {"params": params, "help": help or (fn.__doc__ or "").strip().split("\n")[0]})
+        return fn
+
+    return mark
+
+
+def is_target(name: str) -> bool:
+    """Whether ``name`` names user code (``file.py[:name]`` or ``module:name``) rather than a registered workload."""
+    return ":" in name or name.endswith(".py")
+
+
+def _import_file(path: str) -> types.ModuleType:
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise _validate.ArgumentError(f"no such file: {path}")
+    # Siblings of the file import as they would when it runs as a script.
+    directory = os.path.dirname(path)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    name = f"benchctl_user_{abs(hash(path)):x}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _resolve(target: str) -> Any:
+    where, _, attribute = target.rpartition(":") if ":" in target else (target, "", "")
+    module = _import_file(where) if where.endswith(".py") else importlib.import_module(where)
+    if not attribute:
+        return module
+    obj = module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise _validate.ArgumentError(f"{target}: {where} has no {attribute!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _modules_in(value: Any, depth: int = 2) -> list:
+    """torch modules in ``value`` (itself, or inside a tuple, list, dict or an object's attributes)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    if isinstance(value, torch.nn.Module):
+        return [value]
+    if depth == 0:
+        return []
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (tuple, list)):
+        items = list(value)
+    else:
+        items = list(getattr(value, "__dict__", {}).values())
+    return [m for item in items for m in _modules_in(item, depth - 1)]
+
+
+def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
+    """One untimed call under the torch profiler (which ops run), with the census of the values it
+    computes: the layer outputs of the modules in ``state``, the tensors it returns, the weights."""
+    import torch
+
+    modules = _modules_in(state)
+    with contextlib.ExitStack() as stack:
+        watched = [stack.enter_context(layer_watch(m)) for m in modules]
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            out = call()
+    layers = [r for records in watched for r in records if r["calls"]]
+    weights = [weights_census(m) for m in modules]
+    rec.note("probe", {
+        "ops": sorted({event.key for event in prof.key_averages()}),
+        "outputs": values_census(out),
+        "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
+        "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
+        "modules": len(modules),
+    })
+
+
+def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
+    def run(args: dict, rec) -> None:
+        for _ in range(args["iterations"]):
+            with rec.iteration("call"):
+                fn()
+        if getattr(rec, "probe", False):
+            _probe_call(rec, fn, fn)
+
+    return run, {"iterations": DEFAULT_ITERATIONS}
+
+
+def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
+    target = obj() if isinstance(obj, type) else obj
+
+    def run(args: dict, rec) -> None:
+        state = target.setup()
+        for _ in range(args["iterations"]):
+            with rec.iteration("run"):
+                target.run(state)
+        if getattr(rec, "probe", False):
+            _probe_call(rec, lambda: target.run(state), state)
+
+    return run, {"iterations": DEFAULT_ITERATIONS}
+
+
+def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
+    def run(args: dict, rec) -> None:
+        out = fn(rec, **args)
+        if getattr(rec, "probe", False):
+            rec.note("probe", {"ops": [], "outputs": values_census(out), "modules": 0,
+                               "activations": {"values": 0, "subnormal": 0},
+                               "weights": {"values": 0, "subnormal": 0}})
+
+    return run, dict(mark["params"])
+
+
+def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
+    """``(fn(args, rec), params, help, check)`` of the user code named by ``target``: the parts of its
+    :class:`benchctl.workloads.Workload`."""
+    obj = _resolve(target)
+    mark = getattr(obj, _MARK, None)
+    if mark is not None:
+        fn, params = _decorated_workload(obj, mark)
+        help_text = mark["help"]
+    elif hasattr(obj, "setup") and hasattr(obj, "run"):
+        fn, params = _setup_run_workload(obj)
+        help_text = f"{target}: setup() once, then run(state) per iteration (phase 'run')"
+    elif callable(obj) and not isinstance(obj, types.ModuleType):
+        fn, params = _callable_workload(obj)
+        help_text = f"{target}: one call per iteration (phase 'call')"
+    else:
+        raise _validate.ArgumentError(
+            f"{target} is not a workload: give a function decorated @benchctl.workload, an object with "
+            "setup() and run(state), or a callable taking no arguments")
+    return fn, params, help_text, _check_iterations if "iterations" in params else None
+
+
+def _check_iterations(args: dict) -> None:
+    _validate.count("iterations", args["iterations"], 1)

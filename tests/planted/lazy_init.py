@@ -1,0 +1,14 @@
+"""Planted cause: lazy initialisation. The first call builds a table (about 0.1 s); every
+later call only reads from it."""
+
+import torch
+
+_table = None
+
+
+def lookup():
+    global _table
+    if _table is None:
+        g = torch.Generator().manual_seed(0)
+        _table = torch.randn(1500, 1500, generator=g) @ torch.randn(1500, 1500, generator=g)
+    return _table[0, :16].sum()

@@ -1,0 +1,9 @@
+"""No planted cause: a 384x384 float32 matmul of normal values, nothing else."""
+
+import torch
+
+A = torch.randn(384, 384, generator=torch.Generator().manual_seed(0))
+
+
+def matmul():
+    return A @ A

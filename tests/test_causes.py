@@ -1,0 +1,139 @@
+"""The cause library on synthetic explaining runs with known answers: each cause's pre-check and judgement."""
+
+import re
+
+import pytest
+
+from benchctl.results.analysis import analyse
+from benchctl.studies import causes
+from benchctl.studies.causes import base
+from synthetic_results import make_doc
+
+PROBES = [{}, {"ftz": "process"}, {"alloc": "retain"}, {"threads": 1}, {"busy": "pool"}, {"pin": "compact"}]
+PENALTY = {"div": {"subnormal_ratio": 2.6, "zero_ratio": 1.0, "subnormal_ratio_ftz": 1.0, "class": "x",
+                   "penalised_subnormal": True, "penalised_zero": False, "ftz_removes": True, "threads": 2},
+           "mul": {"subnormal_ratio": 1.0, "zero_ratio": 1.0, "subnormal_ratio_ftz": 1.0, "class": "x",
+                   "penalised_subnormal": False, "penalised_zero": False, "ftz_removes": None, "threads": 2}}
+
+
+def facts(**changes):
+    base_facts = dict(phases=["call"], median_ms={"call": 10.0},
+                      counters={"call": {"minor_faults_per_iter": 20_000.0, "context_switches_per_iter": 3.0,
+                                         "cpu_migrations_per_iter": 2.0}},
+                      ops=["aten::div"], census={"outputs": {"values": 100, "subnormal": 100}}, cpus=2,
+                      pools=[{"prefix": "libgomp", "user_api": "openmp", "num_threads": 2}])
+    return causes.Facts(**{**base_facts, **changes})
+
+
+def run_with(planted, counters=lambda c: {}, phase="call"):
+    """An explaining run where ``planted(probe) -> time factor``, three processes a cell, with the control."""
+    doc = make_doc({"with": PROBES}, factor=lambda c: planted(c["with"]), counters=counters, phase=phase,
+                   control=True)
+    return analyse(doc)
+
+
+def judge(cause, doc, penalty=PENALTY, phase="call", **fact_changes):
+    ctx = causes.Context.of(doc, facts(**fact_changes), penalty)
+    return cause.judge(ctx, phase).to_json()
+
+
+def status(finding):
+    return finding["evidence"]["status"]
+
+
+def test_denormals_named_with_its_evidence_when_ftz_removes_the_slowdown():
+    doc = run_with(lambda p: 0.4 if p == {"ftz": "process"} else 1.0)
+    found = judge(causes.Denormals(), doc)
+    assert status(found) == base.CAUSE and found["explains"]
+    assert "with FTZ/DAZ on every thread it is 2.50× faster" in found["message"]
+    assert "div 2.6×" in found["message"] and "outputs 100 subnormal of 100" in found["message"]
+
+
+def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():
+    assert "no subnormal values" in causes.Denormals().precheck(
+        facts(census={"outputs": {"values": 100, "subnormal": 0}}), PENALTY)
+    assert "does not penalise" in causes.Denormals().precheck(facts(ops=["aten::mul"]), PENALTY)
+    assert causes.Denormals().precheck(facts(), PENALTY) is None  # div is penalised and the values hold subnormals
+    assert causes.Denormals().precheck(facts(census=None), None) is None  # nothing known: nothing ruled out
+
+
+def test_allocator_named_only_when_faults_fall_with_the_time():
+    def faults(c):
+        return {"minor_faults": 100.0 if c["with"] == {"alloc": "retain"} else 20_000.0}
+    doc = run_with(lambda p: 0.5 if p == {"alloc": "retain"} else 1.0, counters=faults)
+    found = judge(causes.Allocator(), doc)
+    assert status(found) == base.CAUSE
+    assert "minor page faults/iter go from 20k to 100" in found["message"]
+    flat = run_with(lambda p: 0.5 if p == {"alloc": "retain"} else 1.0, counters=lambda c: {"minor_faults": 9.0})
+    assert status(judge(causes.Allocator(), flat)) == base.UNCONFIRMED
+
+
+def test_allocator_ruled_out_when_its_faults_cost_next_to_nothing():
+    few = facts(counters={"call": {"minor_faults_per_iter": 3.0}})
+    assert "under 1%" in causes.Allocator().precheck(few, None)
+    assert causes.Allocator().precheck(facts(), None) is None
+
+
+def test_threads_oversubscription_with_context_switches():
+    def switches(c):
+        return {"context_switches": 5.0 if c["with"] == {"threads": 1} else 400.0}
+    doc = run_with(lambda p: 0.3 if p == {"threads": 1} else (1.5 if p == {"busy": "pool"} else 1.0),
+                   counters=switches)
+    found = judge(causes.Threads(), doc)
+    assert status(found) == base.CAUSE and "with 1 thread it is 3.33× faster" in found["message"]
+    assert "context switches/iter go from 400 to 5" in found["message"]
+    assert "another busy BLAS pool beside it makes it 1.50× slower" in found["message"]
+
+
+def test_threads_that_do_useful_work_are_not_a_cause():
+    doc = run_with(lambda p: 1.8 if p == {"threads": 1} else 1.0)
+    found = judge(causes.Threads(), doc)
+    assert status(found) == base.NOT_CAUSE and "its threads do useful work" in found["message"]
+
+
+def test_placement_and_the_ruled_out_cases():
+    def migrations(c):
+        return {"cpu_migrations": 0.0 if c["with"] == {"pin": "compact"} else 6.0}
+    doc = run_with(lambda p: 0.8 if p == {"pin": "compact"} else 1.0, counters=migrations)
+    assert status(judge(causes.Placement(), doc)) == base.CAUSE
+    still = facts(counters={"call": {"cpu_migrations_per_iter": 0.1}})
+    assert "do not move between CPUs" in causes.Placement().precheck(still, None)
+    assert "one CPU" in causes.Placement().precheck(facts(cpus=1), None)
+
+
+def test_no_planted_cause_is_named():
+    doc = run_with(lambda p: 1.0)
+    for cause in (causes.Denormals(), causes.Allocator(), causes.Placement()):
+        found = judge(cause, doc)
+        assert status(found) == base.NOT_CAUSE and not found["explains"], found["message"]
+        assert "changes nothing beyond ±5%" in found["message"]
+
+
+def test_warmup_from_the_first_iteration_of_every_process():
+    doc = run_with(lambda p: 1.0)
+    for run in doc["runs"]:
+        run["phases"]["call"]["ns"][0] *= 50  # lazy initialisation on the first call
+    found = judge(causes.Warmup(), doc)
+    assert status(found) == base.CAUSE and re.search(r"takes 50\.\d\d× its steady median", found["message"])
+    assert status(judge(causes.Warmup(), run_with(lambda p: 1.0))) == base.NOT_CAUSE
+
+
+def test_order_alone_against_after_the_earlier_phase():
+    doc = make_doc({"with": [{}, {"only": "eval"}]}, factor=lambda c: 1.4 if c["with"] else 1.0, control=True)
+    analyse(doc)
+    found = judge(causes.Order(), doc, phase="eval", phases=["train", "eval"])
+    assert status(found) == base.CAUSE
+    assert "eval alone in a fresh process is 1.40× slower than after train [95% CI 1.3" in found["message"]
+    assert "one phase" in causes.Order().precheck(facts(), None)
+
+
+def test_every_cause_has_a_name_and_the_library_lists_each_once():
+    names = [c.name for c in causes.CAUSES]
+    assert len(set(names)) == len(names) and all(c.title for c in causes.CAUSES)
+
+
+@pytest.mark.parametrize("cause", causes.CAUSES, ids=lambda c: c.name)
+def test_a_ruled_out_cause_is_marked_as_such(cause):
+    found = cause.ruled_out("because").to_json()
+    assert found["phase"] is None and status(found) == base.RULED_OUT and causes.MARKS[status(found)] == "-"
+    assert found["message"] == f"{cause.title}: ruled out before running: because"

@@ -1,0 +1,148 @@
+"""The A/A control in every run, and the stop rules of --repeat auto and --budget.
+
+The rounds are driven through the real runner with its worker replaced by a
+fake that answers at once with planted timings (and advances a fake clock by
+the duration it reports), so each rule is checked exactly and fast; one test
+runs real workers.
+"""
+
+import numpy as np
+
+from benchctl.results import document, report
+from benchctl.results.analysis import analyse
+from benchctl.run import rounds, runner
+from synthetic_results import make_doc
+
+ORDERS = ["eval_only", "train_then_eval"]
+
+
+class FakeWorkers:
+    """Stands in for run.process.run_worker: per-process medians planted by cell."""
+
+    def __init__(self, monkeypatch, median_ms, spread=lambda cell: 0.005, seconds=1.0, seed=0):
+        self.median_ms, self.spread, self.seconds = median_ms, spread, seconds
+        self.rng = np.random.default_rng(seed)
+        self.calls = []
+        self.now = 1000.0
+        monkeypatch.setattr(runner, "run_worker", self)
+        monkeypatch.setattr(rounds.time, "monotonic", lambda: self.now)
+
+    def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False):
+        self.calls.append(cell)
+        self.now += self.seconds
+        process = np.exp(self.rng.normal(0.0, self.spread(cell)))
+        ns = list(self.median_ms(cell) * 1e6 * process * (1 + 0.002 * np.arange(-5, 6)))
+        return {"started_at": "t", "duration_s": self.seconds, "status": "ok", "exit_status": 0, "signal": None,
+                "phases": {"sleep": {"ns": ns, "ticks": [], "counters": {}, "warmup": 0}}, "readback": {},
+                "notes": {}, "counters_info": None, "beside": None, "worker": {"pid": 1}, "error": None,
+                "stderr_tail": None, "stdout_tail": None}
+
+
+def _run(**kwargs):
+    return runner.run_matrix("sleep", {"iterations": 1}, {"ms": [1.0, 2.0]}, progress=False, **kwargs)
+
+
+def test_the_control_arms_are_in_the_json_and_interleaved(monkeypatch, tmp_path):
+    workers = FakeWorkers(monkeypatch, lambda c: c["ms"])
+    path = str(tmp_path / "r.json")
+    doc = _run(repeat=2, json_path=path)
+    assert document.load(path)["control"] == {"cell": {"ms": 1.0}, "arms": ["A", "B"]}
+    labels = [(r["cell"]["ms"], r.get("arm"), r["repetition"]) for r in doc["runs"]]
+    assert labels == [(1.0, "A", 0), (2.0, None, 0), (1.0, "B", 0), (1.0, "A", 1), (2.0, None, 1), (1.0, "B", 1)]
+    assert len(workers.calls) == 6
+    [arm_b] = [e for e in doc["summary"] if e.get("arm") == "B"]
+    assert arm_b["processes"] == 2
+
+
+def test_no_control(monkeypatch):
+    FakeWorkers(monkeypatch, lambda c: c["ms"])
+    doc = _run(repeat=2, control=False)
+    assert doc["control"] is None and not [r for r in doc["runs"] if "arm" in r]
+    assert "no A/A control in this run" in report.format_report(doc)
+
+
+def test_auto_stops_after_three_rounds_when_everything_is_resolved(monkeypatch):
+    FakeWorkers(monkeypatch, lambda c: c["ms"])  # a 2x difference, processes within ~0.5%
+    doc = _run(repeat="auto")
+    assert len(doc["rounds"]) == rounds.AUTO_START and doc["stopped"] == "every comparison resolved"
+    assert {f["outcome"] for f in doc["verdict"]} == {"effect"}
+
+
+def test_auto_adds_rounds_only_for_unresolved_cells_and_the_control(monkeypatch):
+    """ms=2 is 6% slower, its processes disagree by ~4%: unresolved at 3 processes, resolved later."""
+    matrix = {"ms": [1.0, 1.06, 1.5]}
+    workers = FakeWorkers(monkeypatch, lambda c: c["ms"], spread=lambda c: 0.04 if c["ms"] == 1.06 else 0.002)
+    doc = runner.run_matrix("sleep", {"iterations": 1}, matrix, repeat="auto", progress=False)
+    later = [r for r in doc["runs"] if r["repetition"] >= rounds.AUTO_START]
+    assert later, "an unresolved comparison must get more processes"
+    assert {r["cell"]["ms"] for r in later} <= {1.0, 1.06}, "the resolved cell gets no more"
+    assert {r.get("arm") for r in later if r["cell"]["ms"] == 1.0} == {"A", "B"}, "the control keeps pace"
+    assert len(workers.calls) == len(doc["runs"])
+
+
+def test_auto_stops_at_the_cap(monkeypatch):
+    """A difference on the band's edge never resolves: the rounds stop at the most processes a cell gets."""
+    FakeWorkers(monkeypatch, lambda c: 1.0 if c["ms"] == 1.0 else 1.05, spread=lambda c: 0.05)
+    doc = _run(repeat="auto")
+    assert len(doc["rounds"]) == rounds.AUTO_MAX_PROCESSES
+    assert doc["stopped"].startswith(f"{rounds.AUTO_MAX_PROCESSES} processes per cell")
+    assert "unresolved comparisons:" in report.format_report(doc)
+
+
+def test_budget_stops_the_rounds(monkeypatch):
+    FakeWorkers(monkeypatch, lambda c: 1.0 if c["ms"] == 1.0 else 1.05, spread=lambda c: 0.05, seconds=10.0)
+    doc = _run(repeat="auto", budget_s=125.0)
+    # 3 slots a round at 10 s each: four whole rounds (120 s), then nothing more fits.
+    assert len(doc["runs"]) == 12 and doc["stopped"] == "the 125 s budget ran out"
+    assert "stopped: the 125 s budget ran out" in report.format_report(doc)
+
+
+def test_budget_trims_a_round_to_the_workers_that_fit(monkeypatch):
+    FakeWorkers(monkeypatch, lambda c: c["ms"], seconds=10.0)
+    doc = _run(repeat=3, budget_s=45.0)
+    assert len(doc["runs"]) == 4 and doc["stopped"] == "the 45 s budget ran out"
+
+
+def test_an_unreliable_control_calls_no_effect():
+    """Arm B's processes run 20% slower than arm A's: identical arms differ, so the run is unreliable."""
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.5 if c["order"] == "eval_only" else 1.0, control=True)
+    for run in doc["runs"]:
+        if run.get("arm") == "B":
+            run["phases"]["eval"]["ns"] = [v * 1.2 for v in run["phases"]["eval"]["ns"]]
+    analyse(doc, focus="order")
+    gap = next(f for f in doc["verdict"] if f["rule"] == "gap")
+    assert gap["outcome"] == "unresolved" and "A/A control arms differ" in gap["message"]
+    assert "UNRELIABLE: two identical arms differ" in report.format_report(doc)
+
+
+def test_a_noisy_control_widens_the_band():
+    """Arm B's processes scatter by about 10%: a 7% difference, clear within tight cells, is not called."""
+    doc = make_doc({"order": ORDERS}, factor=lambda c: 1.07 if c["order"] == "eval_only" else 1.0, control=True)
+    for run, scale in zip((r for r in doc["runs"] if r.get("arm") == "B"), (0.9, 1.0, 1.1)):
+        run["phases"]["eval"]["ns"] = [v * scale for v in run["phases"]["eval"]["ns"]]
+    analyse(doc, focus="order")
+    gap = next(f for f in doc["verdict"] if f["rule"] == "gap")
+    assert gap["band"] > 0.07 and gap["outcome"] != "effect"
+    assert f"this run resolves differences of {gap['band']:.0%} or more" in report.format_report(doc)
+
+
+def test_identical_cells_in_real_workers_call_no_difference():
+    """Two cells that differ only in an unused environment variable, plus the control: real workers."""
+    doc = runner.run_matrix("sleep", {"iterations": 6, "ms": 3.0}, {"env": ["BENCHCTL_AA=1", "BENCHCTL_AA=2"]},
+                            repeat=3, progress=False)
+    assert [r["status"] for r in doc["runs"]] == ["ok"] * 9
+    assert not [f for f in doc["verdict"] if f["significant"]], [f["message"] for f in doc["verdict"]]
+    for r in doc["runs"]:
+        assert set(r["beside"]) >= {"busy_cpus", "own_cpus", "other_cpus", "steal_cpus", "load_average_start"}
+
+
+def test_resume_of_an_auto_run_keeps_deciding(monkeypatch, tmp_path):
+    """A file started with one process per cell, resumed with --repeat auto: it goes on to three."""
+    FakeWorkers(monkeypatch, lambda c: c["ms"])
+    path = str(tmp_path / "r.json")
+    _run(repeat=1, json_path=path)
+    doc = _run(repeat="auto", json_path=path, resume=True)
+    assert doc["repeat"] == "auto" and doc["stopped"] == "every comparison resolved"
+    counts = {ms: sum(1 for r in doc["runs"] if r["cell"]["ms"] == ms) for ms in (1.0, 2.0)}
+    assert counts == {1.0: 2 * rounds.AUTO_START, 2.0: rounds.AUTO_START}  # arms A and B, and the other cell
+    assert [r["repetition"] for r in doc["runs"]].count(0) == 3, "round 0 was not run again"

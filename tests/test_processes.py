@@ -1,0 +1,110 @@
+"""The process as the unit: intervals over a few processes, their coverage, and the no-effect band."""
+
+import math
+
+import numpy as np
+import pytest
+
+from benchctl import ArgumentError
+from benchctl.results import processes, stats
+
+
+def _process_medians(rng, k, log_mean, between_sd, within_sd=0.05, iterations=30):
+    """k fresh processes: each shifted by a between-process effect, its median over noisy iterations."""
+    shifts = rng.normal(0.0, between_sd, size=k)
+    its = np.exp(log_mean + shifts[:, None] + rng.normal(0.0, within_sd, size=(k, iterations)))
+    return np.median(its, axis=1)
+
+
+@pytest.mark.parametrize("k", [3, 5, 10])
+def test_the_interval_between_cells_covers_the_true_ratio_about_95_percent(k):
+    """Cells A and B, true ratio 1.2, process medians that move by ~8% between processes: the Welch
+    interval over processes holds the truth in about 95% of 1500 simulated runs."""
+    rng = np.random.default_rng(k)
+    truth = math.log(1.2)
+    hits = 0
+    runs = 1500
+    for _ in range(runs):
+        a = _process_medians(rng, k, truth, 0.08)
+        b = _process_medians(rng, k, 0.0, 0.08)
+        lo, hi = processes.compare(a, b)["ci95"]
+        hits += lo <= 1.2 <= hi
+    assert 0.92 <= hits / runs <= 0.98, hits / runs
+
+
+@pytest.mark.parametrize("k", [3, 5, 10])
+def test_the_interval_of_a_cell_covers_its_true_value_about_95_percent(k):
+    rng = np.random.default_rng(100 + k)
+    runs, hits = 1500, 0
+    for _ in range(runs):
+        values = _process_medians(rng, k, 0.0, 0.1)
+        lo, hi = processes.cell_interval(values)["ci"]
+        hits += lo <= 1.0 <= hi
+    assert 0.92 <= hits / runs <= 0.98, hits / runs
+
+
+def test_pooled_iterations_would_call_what_processes_do_not():
+    """Three processes a side, each tight but centred differently: pooled iterations give a narrow
+    interval that excludes 1; the processes, as the unit, give one that includes it."""
+    rng = np.random.default_rng(3)
+    a_runs = [c * (1 + 0.002 * rng.standard_normal(200)) for c in (1.00, 1.10, 1.20)]
+    b_runs = [c * (1 + 0.002 * rng.standard_normal(200)) for c in (0.95, 1.05, 1.15)]
+    pooled = stats.compare(np.concatenate(a_runs), np.concatenate(b_runs))
+    by_process = processes.compare([np.median(r) for r in a_runs], [np.median(r) for r in b_runs])
+    assert pooled["ci95"][0] > 1.0
+    assert by_process["ci95"][0] < 1.0 < by_process["ci95"][1]
+    assert processes.judge(by_process) == processes.UNRESOLVED
+
+
+def test_one_process_gives_no_interval():
+    cmp = processes.compare([2.0], [1.0, 1.1])
+    assert cmp["ci95"] is None and cmp["ratio"] == pytest.approx(2.0 / math.sqrt(1.1))
+    assert processes.judge(cmp) == processes.ONE_PROCESS
+    one = processes.cell_interval([3.0])
+    assert one["k"] == 1 and one["value"] == pytest.approx(3.0) and one["ci"] is None and one["log_sd"] is None
+    assert processes.processes_to_resolve(cmp, 0.05) is None
+
+
+def test_judge_against_the_band():
+    def cmp(lo, hi):
+        return {"ci95": [lo, hi]}
+    assert processes.judge(cmp(1.06, 1.2)) == processes.EFFECT
+    assert processes.judge(cmp(0.8, 0.94)) == processes.EFFECT
+    assert processes.judge(cmp(0.97, 1.04)) == processes.NO_EFFECT
+    assert processes.judge(cmp(1.02, 1.08)) == processes.UNRESOLVED
+    assert processes.judge(cmp(1.06, 1.2), band=0.10) == processes.UNRESOLVED
+    # Inside a band so wide that identical processes differ by more: not "no effect", unresolved.
+    assert processes.judge(cmp(0.8, 1.25), band=0.30) == processes.UNRESOLVED
+    assert processes.judge(cmp(0.85, 1.2), band=0.25) == processes.NO_EFFECT
+
+
+def test_the_control_widens_the_band_but_never_narrows_it_under_the_floor():
+    assert processes.band_from_control(None) == processes.FLOOR
+    assert processes.band_from_control({"ci95": [0.98, 1.03]}) == processes.FLOOR
+    assert processes.band_from_control({"ci95": [0.9, 1.05]}) == pytest.approx(1 / 0.9 - 1)
+    assert processes.band_from_control({"ci95": [0.95, 1.12]}) == pytest.approx(0.12)
+
+
+def test_processes_to_resolve_grows_as_the_difference_nears_the_band():
+    def cmp(ratio):  # three processes a side that disagree by about 10%
+        return {"ratio": ratio, "log_se": 0.1 * math.sqrt(2 / 3), "k_a": 3, "k_b": 3}
+    n_far, n_near = processes.processes_to_resolve(cmp(1.3), 0.05), processes.processes_to_resolve(cmp(1.12), 0.05)
+    assert 3 < n_far < n_near
+    # The more processes, the narrower the interval: at the estimate the difference clears the band.
+    sd, margin = 0.1, math.log(1.3) - math.log(1.05)
+    assert 2.0 * sd * math.sqrt(2 / n_far) < margin
+    edge = math.exp(math.log1p(0.05))
+    assert processes.processes_to_resolve(cmp(edge), 0.05) is None  # on the band's edge: no count will do
+    assert processes.processes_to_resolve(cmp(1.051), 0.05) > processes.MAX_ESTIMATE
+
+
+def test_identical_values_on_both_sides():
+    cmp = processes.compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    assert cmp["ci95"] == [1.0, 1.0] and cmp["p_value"] == 1.0
+    assert processes.judge(cmp) == processes.NO_EFFECT
+
+
+@pytest.mark.parametrize("values", [[], [0.0, 1.0], [1.0, float("nan")], [-1.0, 2.0]])
+def test_bad_values_are_refused(values):
+    with pytest.raises(ArgumentError, match="per-process medians must be finite and > 0|non-empty"):
+        processes.compare(values, [1.0, 2.0])
