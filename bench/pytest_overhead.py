@@ -8,9 +8,10 @@
    over sessions (target: at most 1.0).
 2. Unchanged suite: a small suite is saved with --benchctl-json, run again
    unchanged, and judged as --benchctl-compare would; an unchanged suite
-   should be called unchanged (or inconclusive), never slower or faster.
-   Each pair is two separate pytest sessions; in-process first, then with
-   every test isolated in fresh processes (``--isolated-pairs``).
+   should never be called slower or faster. Each pair is two separate pytest
+   sessions; in-process first (one process a side: the judgement is "one
+   process", and the raw ratios show why no difference is called), then
+   with every test isolated in fresh processes (``--isolated-pairs``).
 
 Needs pytest-benchmark (``pip install '.[test]'``). Every figure printed is measured here and now.
 """
@@ -129,6 +130,7 @@ def unchanged(pairs: int, max_time: float, repeat: int = 0) -> None:
     print(f"\nan unchanged suite (5 tests, {how}) saved, then run again and compared; {pairs} pairs of pytest "
           f"sessions (--benchctl-max-time {max_time:g})")
     totals: collections.Counter = collections.Counter()
+    spread = [1.0]
     env = {"AA_ISOLATE": str(repeat)} if repeat else {}
     with tempfile.TemporaryDirectory(prefix="benchctl-aa-") as tmp:
         with open(os.path.join(tmp, "test_suite.py"), "w") as f:
@@ -142,12 +144,14 @@ def unchanged(pairs: int, max_time: float, repeat: int = 0) -> None:
                                    compare.load_saved(os.path.join(tmp, "saved.json")))
             counts = collections.Counter(j.category for j in judged)
             totals.update(counts)
+            spread += [max(j.comparison["ratio"], 1 / j.comparison["ratio"]) for j in judged if j.comparison]
             print(f"  pair {p + 1}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
             for j in judged:
                 print(f"    {j.nodeid.split('::')[-1]:<20} {j.category:<12} {j.text}")
     called = totals["slower"] + totals["faster"]
     print(f"  in all: {sum(totals.values())} judgements, {called} called a difference "
-          f"({', '.join(f'{k} {v}' for k, v in sorted(totals.items()))})")
+          f"({', '.join(f'{k} {v}' for k, v in sorted(totals.items()))}); the largest ratio between the two "
+          f"sessions of one unchanged test: {max(spread):.2f}x")
 
 
 def main(argv: list[str] | None = None) -> int:

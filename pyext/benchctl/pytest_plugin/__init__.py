@@ -9,9 +9,10 @@ statistics in a user's own tests.
 * the terminal table, ``--benchctl-json`` (:mod:`.results_file`) and ``--benchctl-compare``
   (:mod:`.compare`).
 
-Timing is :mod:`.timing` (calibrated rounds), statistics :mod:`.stats`,
-:mod:`.intervals` and :mod:`.assertions`. Loading the plugin imports no
-torch: a session whose tests do not use benchctl only gets its options and marker.
+Timing is :mod:`.timing` (calibrated rounds), statistics :mod:`.stats` and
+:mod:`.assertions` (t intervals from :mod:`benchctl.results.processes`).
+Loading the plugin imports no torch: a session whose tests do not use
+benchctl only gets its options and marker.
 """
 
 from .fixture import benchctl

@@ -25,8 +25,8 @@ import numpy as np
 
 from .. import clock
 from ..results import wording
+from ..results.processes import cell_interval
 from ..results.stats import Samples, detect_warmup
-from .intervals import log_mean_interval
 from .timing import Target, calibrate, round_target_ns
 
 __all__ = ["UNITS_PER_BLOCK", "MIN_ROUNDS", "MAX_ROUNDS", "SHOWN", "NOT_SHOWN", "INCONCLUSIVE", "Interleaved",
@@ -106,8 +106,9 @@ def interleave(target_a: Target, target_b: Target, *, min_round_ns: float, max_t
                          "units; time more work per call")
     # The later of the two warm-ups ends the warm-up of the pair; keep two rounds at least.
     warmup = min(max(detect_warmup(a_ns), detect_warmup(b_ns)), rounds - 2)
-    interval = log_mean_interval(a_ns[warmup:] / b_ns[warmup:], name="per-round ratios")
-    out = Interleaved(names, a_ns, b_ns, (ks[0], ks[1]), warmup, interval.centre, (interval.lo, interval.hi),
+    # Rounds are the unit here, as processes are across processes: the same geometric mean and t interval.
+    interval = cell_interval(a_ns[warmup:] / b_ns[warmup:])
+    out = Interleaved(names, a_ns, b_ns, (ks[0], ks[1]), warmup, interval["value"], tuple(interval["ci"]),
                       units_per_block=units_per_block)
     for name, series in zip(names, (a_ns, b_ns)):
         summary = Samples(series, warmup=warmup).summary()

@@ -1,39 +1,37 @@
 """``--benchctl-compare FILE``: this run's tests judged against a saved run, test by test.
 
-Tests are matched by node id and phase. Where both sides have two or more
-fresh processes (isolated tests), the ratio of the processes' geometric-mean
-medians gets Welch's t interval over processes; otherwise the steady rounds
-are compared with :func:`benchctl.results.stats.compare` (bootstrap CI of
-the ratio of medians, Mann-Whitney test). Either way the verdict's rule
-decides (:func:`benchctl.results.verdict.resolved`: significant, interval
-clear of 1, and at least 5% apart), and each test is:
+Tests are matched by node id and phase. As everywhere in benchctl, the
+process is the unit: each side of a test is the medians of its fresh
+processes (an isolated test's workers; an in-process test is one process),
+compared with :func:`benchctl.results.processes.compare` (ratio of
+geometric means, Welch t interval on logs) and judged against the ±5%
+no-effect band (:func:`benchctl.results.processes.judge`), in the
+verdict's words (:func:`benchctl.results.verdict.describe`):
 
-* ``slower`` / ``faster``: a difference the rule calls;
-* ``unchanged``: none called, and the interval lies within 5% of 1;
-* ``inconclusive``: none called, but the interval reaches past 5%, so a
-  change that size cannot be ruled out.
-
-Two in-process runs are one process a side: their interval carries no
-process-to-process variation, which is why the 5% floor matters there.
+* ``slower`` / ``faster``: the interval lies wholly beyond the band;
+* ``unchanged``: wholly inside it;
+* ``inconclusive``: it crosses the band's edge;
+* ``one process``: a side has one process, so how far processes disagree
+  is unknown and no difference is called; the ratio is still shown. (Two
+  sessions of a busy machine gave the same in-process test medians up to 2×
+  apart; see ``bench/pytest_overhead.py``.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from ..results import document, queries, stats, verdict
-from .intervals import welch_log_ratio
+from ..results import document, processes, queries, verdict
 from .results_file import is_plugin_document
 
 __all__ = ["CATEGORIES", "ONE_PROCESS_NOTE", "Judgement", "load_saved", "judge"]
 
-CATEGORIES = ("slower", "faster", "unchanged", "inconclusive")
-#: Said under a comparison that has a side measured in one process.
-ONE_PROCESS_NOTE = ("one process a side: the interval holds the variation between rounds, not between processes "
-                    "or sessions, which on a busy machine is larger; for a comparison that carries it, mark the "
-                    "test @pytest.mark.benchctl(isolate=True, repeat=3) in both runs")
+CATEGORIES = ("slower", "faster", "unchanged", "inconclusive", "one process")
+#: Said under a comparison in which some test has one process on a side.
+ONE_PROCESS_NOTE = ("a test measured in-process is one process a side: no difference is called for it; mark it "
+                    "@pytest.mark.benchctl(isolate=True, repeat=3) in both runs to compare it")
+_CATEGORY = {processes.NO_EFFECT: "unchanged", processes.UNRESOLVED: "inconclusive",
+             processes.ONE_PROCESS: "one process"}
 
 
 @dataclass
@@ -41,9 +39,8 @@ class Judgement:
     nodeid: str
     phase: str
     category: str            # one of CATEGORIES, or "new" (not in the saved file)
-    comparison: dict | None  # ratio (current/saved), ci95, significant, p_value, method
+    comparison: dict | None  # processes.compare's dict (ratio current/saved) with "band" and "outcome"
     text: str
-    processes: tuple = (1, 1)  # fresh processes measured on each side (current, saved)
 
 
 def load_saved(path: str) -> dict:
@@ -56,26 +53,17 @@ def load_saved(path: str) -> dict:
     return doc
 
 
-def _compare(current: list[np.ndarray], saved: list[np.ndarray]) -> dict:
-    if len(current) >= 2 and len(saved) >= 2:
-        result = welch_log_ratio([float(np.median(r)) for r in current], [float(np.median(r)) for r in saved])
-        p = 1.0 if result.p_value is None else result.p_value
-        return {"ratio": result.centre, "ci95": [result.lo, result.hi], "p_value": p,
-                "significant": p < 1.0 - stats.CONFIDENCE, "method": "Welch t over process medians"}
-    cmp = stats.compare(np.concatenate(current), np.concatenate(saved), labels=("current", "saved"),
-                        runs=(current, saved))
-    method = "bootstrap over rounds, one process a side" if cmp["ci_method"] == "iterations" else \
-        f"bootstrap ({cmp['ci_method']})"
-    return {"ratio": cmp["ratio"], "ci95": cmp["ci95"], "p_value": cmp["p_value"],
-            "significant": cmp["significant"], "method": method}
+def _judged(now: list[float], saved: list[float]) -> dict:
+    cmp = processes.compare(now, saved)
+    cmp["band"] = processes.FLOOR
+    cmp["outcome"] = processes.judge(cmp, processes.FLOOR)
+    return cmp
 
 
 def _category(cmp: dict) -> str:
-    if verdict.resolved(cmp):
+    if cmp["outcome"] == processes.EFFECT:
         return "slower" if cmp["ratio"] > 1 else "faster"
-    lo, hi = cmp["ci95"]
-    band = 1.0 + verdict.MIN_EFFECT
-    return "unchanged" if lo >= 1.0 / band and hi <= band else "inconclusive"
+    return _CATEGORY[cmp["outcome"]]
 
 
 def judge(current: dict, saved: dict) -> list[Judgement]:
@@ -84,18 +72,17 @@ def judge(current: dict, saved: dict) -> list[Judgement]:
     for nodeid in current["matrix"].get("test", []):
         cell = {"test": nodeid}
         for phase in dict.fromkeys(p for run in queries.ok_runs(current, cell) for p in run["phases"]):
-            now_runs = queries.steady_by_run(current, phase, cell)
-            old_runs = queries.steady_by_run(saved, phase, cell)
-            if not now_runs:
+            now = queries.process_medians(current, phase, cell)
+            before = queries.process_medians(saved, phase, cell)
+            if not now:
                 continue
-            if not old_runs:
+            if not before:
                 out.append(Judgement(nodeid, phase, "new", None, "not in the saved file"))
                 continue
             try:
-                cmp = _compare(now_runs, old_runs)
-            except ValueError as e:  # e.g. medians of 0 ns: no ratio exists
+                cmp = _judged(now, before)
+            except ValueError as e:  # medians of 0 ns: no ratio exists
                 out.append(Judgement(nodeid, phase, "inconclusive", None, f"cannot compare: {e}"))
                 continue
-            out.append(Judgement(nodeid, phase, _category(cmp), cmp, f"{verdict.describe(cmp)} ({cmp['method']})",
-                                 (len(now_runs), len(old_runs))))
+            out.append(Judgement(nodeid, phase, _category(cmp), cmp, verdict.describe(cmp)))
     return out

@@ -97,8 +97,9 @@ def run_isolated(item, spec: Spec, options: Options, phase: str) -> Isolated:
             "inifile": str(config.inipath) if config.inipath else "",
             "options": options.worker_args() + _forwarded(config.invocation_params.args)}
     matrix = {name: [value] for name, value in spec.settings.items()}
+    # No A/A control arm: it would double the workers of every isolated test.
     doc = run_matrix(WORKLOAD, args=args, matrix=matrix, repeat=spec.repeat, progress=False,
-                     worker_timeout_s=options.worker_timeout_s)
+                     worker_timeout_s=options.worker_timeout_s, control=False)
     result = Isolated(runs=[per_call_run(r, item.nodeid) for r in doc["runs"]])
     result.failure = _failure_text(doc["runs"])
     if result.failure:

@@ -1,12 +1,12 @@
 """``@pytest.mark.benchctl(...)``: the settings a test's measured calls run under, checked at collection.
 
 Keywords: the settings of :mod:`benchctl.settings` (``ftz``, ``threads``,
-``pin``, ``alloc``, ``env``) with the values they accept there, and
+``pin``, ``alloc``, ``env``, ...) with the values they accept there, and
 ``isolate=True`` with ``repeat=N`` (fresh worker processes, see
 :mod:`.isolation`). ``ftz``, ``threads`` and ``pin`` can change in a running
-process and are applied around the measured calls, then restored;
-``alloc`` and ``env`` cannot (the allocator and the environment are fixed
-when the process starts), so they are accepted only with ``isolate=True``.
+process and are applied around the measured calls, then restored; the
+others are set when a worker starts (the allocator and the environment are
+fixed by then), so they are accepted only with ``isolate=True``.
 Markers on a class or module apply to its tests; the one nearest the test
 wins per keyword.
 """
@@ -19,12 +19,11 @@ from typing import Any
 
 from .. import settings as _settings
 
-__all__ = ["MARKER", "MARKER_HELP", "IN_PROCESS", "NEEDS_ISOLATION", "DEFAULT_REPEAT", "MarkerError", "Spec",
+__all__ = ["MARKER", "MARKER_HELP", "IN_PROCESS", "DEFAULT_REPEAT", "MarkerError", "Spec",
            "parse"]
 
 MARKER = "benchctl"
 IN_PROCESS = ("threads", "pin", "ftz")  # the order they are applied in: pin pins the sized team
-NEEDS_ISOLATION = ("alloc", "env")
 #: Fresh processes per isolated test when ``repeat`` is not given: the fewest that give a
 #: t interval over processes with some width to it (2 processes: t quantile 12.7).
 DEFAULT_REPEAT = 3
@@ -93,10 +92,10 @@ def parse(marks) -> Spec:
             canonical[name] = _settings.SETTINGS[name].canonical(value)
         except _settings.SettingError as e:
             raise MarkerError(str(e)) from None
-        if name in NEEDS_ISOLATION and not isolate:
-            raise MarkerError(f"{name}={_settings.format_value(canonical[name])} cannot change in a running process "
-                              f"(it is fixed when the process starts): add isolate=True to measure in fresh "
-                              f"worker processes that start with it")
+        if name not in IN_PROCESS and not isolate:
+            raise MarkerError(f"{name}={_settings.format_value(canonical[name])} is set when a process starts, not "
+                              f"around calls in a running one: add isolate=True to measure in fresh worker "
+                              f"processes that start with it")
     if "ftz" in canonical and not isolate:
         from .. import fpenv
 

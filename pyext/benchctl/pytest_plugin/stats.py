@@ -15,8 +15,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..results.processes import cell_interval
 from ..results.stats import UNSTABLE_IQR_OVER_MEDIAN, Samples
-from .intervals import log_mean_interval
 
 __all__ = ["Stats"]
 
@@ -95,8 +95,8 @@ class Stats:
         """From fresh processes: ``(per-call ns per round, calls per round, warm-up rounds)`` each.
 
         The median is the geometric mean of the processes' medians and its
-        interval a t interval over them (k-1 df): rounds within a process are
-        not independent draws of what a fresh process measures.
+        interval a t interval over them (k-1 df, :func:`benchctl.results.processes.cell_interval`):
+        rounds within a process are not independent draws of what a fresh process measures.
         """
         if not series:
             raise ValueError("no process measured anything")
@@ -112,8 +112,8 @@ class Stats:
                           "use repeat=3 or more")
             centre, (lo, hi) = medians[0], per_process[0].ci95
         else:
-            interval = log_mean_interval(medians, name="process medians")
-            centre, lo, hi = interval.centre, interval.lo, interval.hi
+            interval = cell_interval(medians)
+            centre, (lo, hi) = interval["value"], interval["ci"]
             spread = max(medians) / min(medians) - 1.0
             if spread > UNSTABLE_IQR_OVER_MEDIAN:
                 flags.append("processes_differ")

@@ -68,7 +68,7 @@ def _comparison_lines(judgements: list[Judgement], path: str) -> list[str]:
             out += [f"    {j.nodeid} [{j.phase}]: {j.text}" for j in group]
     if len(out) == 1:
         out.append("  no test of this run measured anything to compare")
-    if any(j.comparison is not None and min(j.processes) < 2 for j in judgements):
+    if any(j.category == "one process" for j in judgements):
         out.append(f"  note: {ONE_PROCESS_NOTE}")
     return out
 
