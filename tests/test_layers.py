@@ -21,6 +21,7 @@ LAYERS = {
     "run": 4,
     "studies": 5,
     "cli": 6,
+    "pytest_plugin": 6,
 }
 EXEMPT = {"benchctl", "benchctl.__main__"}  # the package root re-exports; __main__ starts the CLI
 

@@ -15,7 +15,8 @@ The package is layered; each layer imports only the ones above it in this list:
   read from it; the workloads a run can measure;
 * :mod:`.run`: a settings matrix, each cell in a fresh worker process;
 * :mod:`.studies`: penalty profile, flush scopes, the seed questions;
-* :mod:`.cli`: ``python -m benchctl``.
+* :mod:`.cli`: ``python -m benchctl``; :mod:`.pytest_plugin`: the pytest plugin (entry point
+  ``pytest11``), beside the CLI on the top layer.
 
 What most users need is re-exported here; torch is imported only when a call needs it.
 """

@@ -25,6 +25,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "benchctl.workloads.builtin",
     "benchctl.workloads.resnet_order",
     "benchctl.workloads.zero_weights",
+    "benchctl.workloads.pytest_node",
 )
 
 

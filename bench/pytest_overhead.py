@@ -1,0 +1,177 @@
+"""The benchctl pytest fixture against pytest-benchmark's, and an unchanged suite compared with itself.
+
+1. Per-call overhead: both fixtures time the same trivial functions in the
+   same pytest sessions (one test each, order alternating between sessions);
+   what each reports per call for a function that does nothing is what the
+   fixture adds to every call (plus the call itself, the same for both). The
+   ratio benchctl / pytest-benchmark is printed per session and as a median
+   over sessions (target: at most 1.0).
+2. Unchanged suite: a small suite is saved with --benchctl-json, run again
+   unchanged, and judged as --benchctl-compare would; an unchanged suite
+   should never be called slower or faster. Each pair is two separate pytest
+   sessions; in-process first (one process a side: the judgement is "one
+   process", and the raw ratios show why no difference is called), then
+   with every test isolated in fresh processes (``--isolated-pairs``).
+
+Needs pytest-benchmark (``pip install '.[test]'``). Every figure printed is measured here and now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from benchctl.pytest_plugin import compare
+from benchctl.results import document
+
+TRIVIAL = '''
+def noop():
+    return None
+
+def identity(x):
+    return x
+
+def test_noop_benchctl(benchctl):
+    benchctl(noop)
+
+def test_noop_benchmark(benchmark):
+    benchmark(noop)
+
+def test_identity_benchctl(benchctl):
+    benchctl(identity, 1)
+
+def test_identity_benchmark(benchmark):
+    benchmark(identity, 1)
+'''
+
+SUITE = '''
+import json
+import os
+
+import pytest
+
+if os.environ.get("AA_ISOLATE"):
+    pytestmark = pytest.mark.benchctl(isolate=True, repeat=int(os.environ["AA_ISOLATE"]))
+
+DATA = list(range(2000))[::-1]
+DOC = {"k%d" % i: [i, str(i), {"x": i}] for i in range(50)}
+
+def test_sum(benchctl):
+    benchctl(sum, DATA)
+
+def test_sorted(benchctl):
+    benchctl(sorted, DATA)
+
+def test_json(benchctl):
+    benchctl(json.dumps, DOC)
+
+def test_join(benchctl):
+    benchctl("-".join, [str(i) for i in range(200)])
+
+def test_comprehension(benchctl):
+    benchctl(lambda: [i * i for i in range(500)])
+'''
+
+
+def _pytest(directory: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=directory, capture_output=True, text=True, env={**os.environ, **(env or {})})
+
+
+def _benchctl_medians(path: str) -> dict[str, float]:
+    doc = document.load(path)
+    return {e["cell"]["test"].split("::")[-1]: e["median_ms"] * 1e6 for e in doc["summary"]}
+
+
+def _benchmark_medians(path: str) -> dict[str, float]:
+    with open(path) as f:
+        data = json.load(f)
+    return {b["name"]: b["stats"]["median"] * 1e9 for b in data["benchmarks"]}
+
+
+def overhead(sessions: int, max_time: float) -> None:
+    print(f"1. per-call time reported for trivial functions, {sessions} pytest sessions "
+          f"(--benchctl-max-time {max_time:g}, --benchmark-max-time {max_time:g}, other options at their defaults)")
+    ratios = collections.defaultdict(list)
+    with tempfile.TemporaryDirectory(prefix="benchctl-overhead-") as tmp:
+        with open(os.path.join(tmp, "test_trivial.py"), "w") as f:
+            f.write(TRIVIAL)
+        print(f"  {'session':>7}  {'function':<9}  {'benchctl ns':>11}  {'pytest-benchmark ns':>19}  {'ratio':>6}")
+        for s in range(sessions):
+            # Alternate which fixture's tests run first (pytest runs node ids in the order given), so
+            # neither always meets a colder process.
+            tests = ([f"test_trivial.py::test_{fn}_{tool}" for fn in ("noop", "identity")
+                      for tool in (("benchctl", "benchmark") if s % 2 == 0 else ("benchmark", "benchctl"))])
+            done = _pytest(tmp, *tests, f"--benchctl-max-time={max_time}", f"--benchmark-max-time={max_time}",
+                           "--benchctl-json=ours.json", "--benchmark-json=theirs.json")
+            if done.returncode != 0:
+                sys.exit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            ours = _benchctl_medians(os.path.join(tmp, "ours.json"))
+            theirs = _benchmark_medians(os.path.join(tmp, "theirs.json"))
+            for fn in ("noop", "identity"):
+                a, b = ours[f"test_{fn}_benchctl"], theirs[f"test_{fn}_benchmark"]
+                ratios[fn].append(a / b)
+                print(f"  {s + 1:>7}  {fn:<9}  {a:>11.1f}  {b:>19.1f}  {a / b:>6.3f}")
+    for fn, values in ratios.items():
+        print(f"  {fn}: benchctl / pytest-benchmark median ratio {np.median(values):.3f} "
+              f"(range {min(values):.3f}-{max(values):.3f} over {len(values)} sessions; target <= 1.0)")
+
+
+def unchanged(pairs: int, max_time: float, repeat: int = 0) -> None:
+    how = f"each test isolated in {repeat} fresh processes" if repeat else "in-process"
+    print(f"\nan unchanged suite (5 tests, {how}) saved, then run again and compared; {pairs} pairs of pytest "
+          f"sessions (--benchctl-max-time {max_time:g})")
+    totals: collections.Counter = collections.Counter()
+    spread = [1.0]
+    env = {"AA_ISOLATE": str(repeat)} if repeat else {}
+    with tempfile.TemporaryDirectory(prefix="benchctl-aa-") as tmp:
+        with open(os.path.join(tmp, "test_suite.py"), "w") as f:
+            f.write(SUITE)
+        for p in range(pairs):
+            for name in ("saved.json", "current.json"):
+                done = _pytest(tmp, f"--benchctl-max-time={max_time}", f"--benchctl-json={name}", env=env)
+                if done.returncode != 0:
+                    sys.exit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            judged = compare.judge(document.load(os.path.join(tmp, "current.json")),
+                                   compare.load_saved(os.path.join(tmp, "saved.json")))
+            counts = collections.Counter(j.category for j in judged)
+            totals.update(counts)
+            spread += [max(j.comparison["ratio"], 1 / j.comparison["ratio"]) for j in judged if j.comparison]
+            print(f"  pair {p + 1}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+            for j in judged:
+                print(f"    {j.nodeid.split('::')[-1]:<20} {j.category:<12} {j.text}")
+    called = totals["slower"] + totals["faster"]
+    print(f"  in all: {sum(totals.values())} judgements, {called} called a difference "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(totals.items()))}); the largest ratio between the two "
+          f"sessions of one unchanged test: {max(spread):.2f}x")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=6, help="pytest sessions for the overhead (default 6)")
+    parser.add_argument("--pairs", type=int, default=3, help="saved/current pairs of the unchanged suite (default 3)")
+    parser.add_argument("--isolated-pairs", type=int, default=1,
+                        help="pairs of the unchanged suite with every test isolated (default 1; 0 skips them)")
+    parser.add_argument("--repeat", type=int, default=3, help="processes per isolated test (default 3)")
+    parser.add_argument("--max-time", type=float, default=0.5, help="each tool's time budget per test (default 0.5 s)")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    overhead(args.sessions, args.max_time)
+    print("\n2. saved against current, nothing changed")
+    unchanged(args.pairs, args.max_time)
+    if args.isolated_pairs:
+        unchanged(args.isolated_pairs, args.max_time, args.repeat)
+    print(f"\n({time.perf_counter() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

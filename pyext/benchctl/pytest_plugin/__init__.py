@@ -1,0 +1,23 @@
+"""benchctl's pytest plugin (entry point ``pytest11: benchctl``): benchctl's clock, settings and
+statistics in a user's own tests.
+
+* the ``benchctl`` fixture (:mod:`.fixture`): ``benchctl(fn, *args)``,
+  ``benchctl.pedantic(...)``, ``benchctl.stats``, ``benchctl.extra_info``,
+  ``benchctl.assert_faster(a, b, by=1.1)``, ``benchctl.assert_not_slower(a, b, tolerance=0.05)``;
+* ``@pytest.mark.benchctl(ftz=..., threads=N, pin=..., alloc=..., env=..., isolate=True, repeat=N)``
+  (:mod:`.markers`, applied in-process by :mod:`.inprocess`, in fresh workers by :mod:`.isolation`);
+* the terminal table, ``--benchctl-json`` (:mod:`.results_file`) and ``--benchctl-compare``
+  (:mod:`.compare`).
+
+Timing is :mod:`.timing` (calibrated rounds), statistics :mod:`.stats` and
+:mod:`.assertions` (t intervals from :mod:`benchctl.results.processes`).
+Loading the plugin imports no torch: a session whose tests do not use
+benchctl only gets its options and marker.
+"""
+
+from .fixture import benchctl
+from .hooks import (pytest_addoption, pytest_configure, pytest_pycollect_makeitem, pytest_pyfunc_call,
+                    pytest_runtest_makereport, pytest_sessionfinish, pytest_terminal_summary)
+
+__all__ = ["benchctl", "pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_pyfunc_call",
+           "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary"]

@@ -1,0 +1,201 @@
+"""The ``benchctl`` fixture: pytest-benchmark's call forms, timed with benchctl's clock and statistics.
+
+``benchctl(fn, *args, **kwargs)`` calibrates rounds and times them
+(:func:`.timing.measure`) and returns ``fn``'s result;
+``benchctl.pedantic(...)`` runs exactly the rounds asked for;
+``benchctl.stats`` (:class:`.stats.Stats`) and ``benchctl.extra_info``
+are filled as pytest-benchmark's are; ``assert_faster`` and
+``assert_not_slower`` judge two callables timed interleaved
+(:mod:`.assertions`). The test's ``@pytest.mark.benchctl`` settings are in
+force around every measured call and undone afterwards (:mod:`.inprocess`).
+In an isolated worker (:mod:`.isolation`) the rounds go to the worker's
+recorder instead, and the worker has applied the settings itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import zlib
+from typing import Any, Callable, Iterator, Optional
+
+import pytest
+
+from .. import _validate
+from .assertions import INCONCLUSIVE, NOT_SHOWN, Judgement, check_threshold, interleave, judge_faster, \
+    judge_not_slower
+from .inprocess import Applied, applied
+from .markers import Spec
+from .session import OUTCOME, PHASE, SESSION, SPEC, Session, in_process_run, now
+from .stats import Stats
+from .timing import Series, Target, measure, measure_pedantic
+
+__all__ = ["FIXTURE", "BenchctlFixture", "benchctl", "skip_here"]
+
+#: The test's fixture object, for the isolation hook to hand its stats to.
+FIXTURE = pytest.StashKey["BenchctlFixture"]()
+
+
+def skip_here(reason: str) -> BaseException:
+    """A skip reported at the test's own location (``-rs``), not at the plugin line that raised it."""
+    return pytest.skip.Exception(reason, _use_item_location=True)
+
+
+class BenchctlFixture:
+    """What a test gets as ``benchctl``. One measured series per test (``benchctl(fn)`` or
+    ``pedantic``); any number of ``assert_faster`` / ``assert_not_slower``."""
+
+    def __init__(self, node, session: Session, spec: Spec) -> None:
+        self._node = node
+        self._session = session
+        self._spec = spec
+        self._bridge = session.bridge
+        #: JSON values stored with the test's results (as pytest-benchmark's ``extra_info``).
+        self.extra_info: dict[str, Any] = {}
+        #: The measured series' statistics (:class:`benchctl.pytest_plugin.stats.Stats`), None before.
+        self.stats: Optional[Stats] = None
+        self._series: Optional[Series] = None
+        self._readback: dict = {}
+        self._assertions: list[dict] = []
+        self._used: Optional[str] = None
+        self._started_at, self._started = now(), time.perf_counter()
+        self._seed = zlib.crc32(node.nodeid.encode())
+
+    # ------------------------------------------------------------------ measuring
+
+    def __call__(self, fn: Callable, *args, **kwargs) -> Any:
+        """Time ``fn(*args, **kwargs)`` in calibrated rounds; return its result."""
+        self._claim("benchctl(fn)")
+        target = Target(fn, args, kwargs)
+        o = self._session.options
+        with self._settings() as state:
+            series = measure(target, min_round_ns=o.round_time_s * 1e9, max_time_ns=o.max_time_s * 1e9,
+                             min_rounds=o.min_rounds, recorder=self._recorder, phase=PHASE)
+            self._readback = state.read_back()
+        self._keep(series)
+        return target.result
+
+    def pedantic(self, fn: Callable, args=(), kwargs: Optional[dict] = None, setup: Optional[Callable] = None,
+                 rounds: int = 1, iterations: int = 1, warmup_rounds: int = 0) -> Any:
+        """Exactly ``rounds`` timed rounds of ``iterations`` calls after ``warmup_rounds`` untimed ones;
+        ``setup()`` runs before each round, untimed, and may return ``(args, kwargs)`` for it.
+        Returns the last call's result. Each round adds the cost of starting it (~0.1 us) to its
+        time: for calls that short, use ``benchctl(fn)``, which calibrates."""
+        rounds = _validate.count("rounds", rounds, 1)
+        iterations = _validate.count("iterations", iterations, 1)
+        warmup_rounds = _validate.count("warmup_rounds", warmup_rounds, 0)
+        if setup is not None and not callable(setup):
+            raise _validate.ArgumentError(f"setup must be callable or None, got {type(setup).__name__}")
+        if setup is not None and iterations > 1:
+            raise _validate.ArgumentError("pedantic: setup runs once per round, so iterations must be 1 with it "
+                                          "(each call would otherwise reuse the round's arguments)")
+        if not isinstance(args, (tuple, list)) or not isinstance(kwargs, (dict, type(None))):
+            raise _validate.ArgumentError("pedantic: args must be a tuple or list and kwargs a dict or None")
+        self._claim("benchctl.pedantic")
+        target = Target(fn, args, kwargs)
+        with self._settings() as state:
+            series = measure_pedantic(target, rounds=rounds, iterations=iterations, warmup_rounds=warmup_rounds,
+                                      setup=setup, recorder=self._recorder, phase=PHASE)
+            self._readback = state.read_back()
+        self._keep(series)
+        return target.result
+
+    def assert_faster(self, fn_a: Callable, fn_b: Callable, by: float = 1.1, *, args=(),
+                      kwargs: Optional[dict] = None, max_time: Optional[float] = None) -> dict:
+        """Fail unless ``fn_a`` is faster than ``fn_b`` by at least ``by`` (time B / time A), with 95%
+        confidence; skip (fail under --benchctl-strict) when the interval straddles ``by``.
+        Both get ``args``/``kwargs``. Returns the assertion's record."""
+        by = check_threshold("by", by, 1.0)
+        return self._conclude(judge_faster(self._interleave(fn_a, fn_b, args, kwargs, max_time), by))
+
+    def assert_not_slower(self, fn_a: Callable, fn_b: Callable, tolerance: float = 0.05, *, args=(),
+                          kwargs: Optional[dict] = None, max_time: Optional[float] = None) -> dict:
+        """Fail when ``fn_a`` is slower than ``fn_b`` by more than ``tolerance`` (0.05: 5%), with 95%
+        confidence; skip (fail under --benchctl-strict) when the interval straddles the limit."""
+        tolerance = check_threshold("tolerance", tolerance, 0.0)
+        return self._conclude(judge_not_slower(self._interleave(fn_a, fn_b, args, kwargs, max_time), tolerance))
+
+    # ------------------------------------------------------------------ internals
+
+    @property
+    def _recorder(self):
+        return self._bridge.rec if self._bridge is not None else None
+
+    def _claim(self, how: str) -> None:
+        if self._used is not None:
+            raise RuntimeError(f"the benchctl fixture measures one series per test and {self._used} already did; "
+                               "time the other function in its own test, or compare the two with "
+                               "benchctl.assert_faster / assert_not_slower")
+        self._used = how
+
+    @contextlib.contextmanager
+    def _settings(self) -> Iterator[Applied]:
+        # An isolated worker started with the settings applied: applying them again in-process
+        # would differ (pinning a pinned team collapses it onto one CPU).
+        with applied([] if self._bridge is not None else self._spec.in_process_settings()) as state:
+            yield state
+
+    def _keep(self, series: Series) -> None:
+        self._series = series
+        self.stats = Stats.from_rounds(series.ns, series.calls_per_round, seed=self._seed)
+
+    def _interleave(self, fn_a, fn_b, args, kwargs, max_time):
+        budget = self._session.options.max_time_s if max_time is None else _validate.seconds("max_time", max_time)
+        targets = Target(fn_a, args, kwargs), Target(fn_b, args, kwargs)
+        with self._settings() as state:
+            result = interleave(*targets, min_round_ns=self._session.options.round_time_s * 1e9,
+                                max_time_ns=budget * 1e9, seed=self._seed + len(self._assertions))
+            if not self._readback:
+                self._readback = state.read_back()
+        return result
+
+    def _conclude(self, judgement: Judgement) -> dict:
+        self._assertions.append(judgement.record)
+        if judgement.outcome == NOT_SHOWN:
+            pytest.fail(judgement.message, pytrace=False)
+        if judgement.outcome == INCONCLUSIVE:
+            if self._session.options.strict:
+                pytest.fail(f"inconclusive (--benchctl-strict): {judgement.message}", pytrace=False)
+            raise skip_here(f"inconclusive: {judgement.message}")
+        return judgement.record
+
+    def _notes(self) -> dict:
+        try:
+            json.dumps(self.extra_info)
+        except (TypeError, ValueError) as e:
+            pytest.fail(f"benchctl.extra_info must hold JSON values (it goes into the results file): {e}",
+                        pytrace=False)
+        notes: dict[str, Any] = {"extra_info": self.extra_info, "assertions": self._assertions}
+        if self._series is not None:
+            notes["calls_per_round"] = {PHASE: self._series.calls_per_round}
+        return notes
+
+    def finish(self, outcome: Optional[str]) -> None:
+        """At teardown: hand what was measured to the session (or to the worker's recorder)."""
+        if self._spec.isolate and self._bridge is None:
+            return  # the isolation hook recorded the workers' runs
+        notes = self._notes()
+        if self._bridge is not None:
+            for key, value in notes.items():
+                self._bridge.rec.note(key, value)
+            return
+        if self._series is None and not self._assertions and not self.extra_info:
+            return  # requested but never used: nothing to report
+        notes["outcome"] = outcome
+        record = self._session.record(self._node.nodeid)
+        record.runs = [in_process_run(self._node.nodeid, self._series, self.stats.warmup if self.stats else 0,
+                                      self._readback, notes, self._started_at,
+                                      time.perf_counter() - self._started)]
+        record.stats, record.assertions = self.stats, list(self._assertions)
+
+
+@pytest.fixture
+def benchctl(request) -> Iterator[BenchctlFixture]:
+    """Time a function with benchctl's clock: ``benchctl(fn, *args)``, ``benchctl.pedantic(...)``,
+    ``benchctl.stats``, ``benchctl.assert_faster(a, b, by=1.1)``, ``benchctl.assert_not_slower(a, b)``;
+    settings with ``@pytest.mark.benchctl(threads=1, ftz="process", pin="compact", isolate=True, ...)``."""
+    fixture = BenchctlFixture(request.node, request.config.stash[SESSION], request.node.stash.get(SPEC, Spec()))
+    request.node.stash[FIXTURE] = fixture
+    yield fixture
+    fixture.finish(request.node.stash.get(OUTCOME, None))

@@ -1,0 +1,121 @@
+"""The plugin's pytest hooks: options, marker checks at collection, isolation, outcome, output.
+
+Every hook does nothing for a session in which no test uses benchctl, apart
+from registering the options and the marker, and checking markers.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ..results.document import ResultsError, save
+from . import compare, results_file, terminal
+from .fixture import FIXTURE, skip_here
+from .isolation import run_isolated
+from .markers import MARKER, MARKER_HELP, MarkerError, Spec, parse
+from .options import Options, add_options
+from .session import OUTCOME, PHASE, SESSION, SPEC, Session
+
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_pyfunc_call",
+           "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary"]
+
+
+def pytest_addoption(parser) -> None:
+    add_options(parser)
+
+
+def _bridge(config):
+    """The recorder bridge of an isolated worker's session, if this is one."""
+    from ..workloads.pytest_node import RecorderBridge
+
+    return next((p for p in config.pluginmanager.get_plugins() if isinstance(p, RecorderBridge)), None)
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", MARKER_HELP)
+    try:
+        options = Options.from_config(config)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    if options.json_path and not os.path.isdir(os.path.dirname(os.path.abspath(options.json_path))):
+        raise pytest.UsageError(f"--benchctl-json {options.json_path}: its directory does not exist")
+    saved = None
+    if options.compare_path:
+        try:
+            saved = compare.load_saved(options.compare_path)
+        except ResultsError as e:
+            raise pytest.UsageError(f"--benchctl-compare: {e}") from None
+    config.stash[SESSION] = Session(options, saved, bridge=_bridge(config))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    """Check each collected test's benchctl markers; a bad one is a collection error naming it."""
+    result = yield
+    items = result if isinstance(result, list) else [result]
+    for item in items:
+        if isinstance(item, pytest.Function):
+            try:
+                item.stash[SPEC] = parse(item.iter_markers(MARKER))
+            except MarkerError as e:
+                raise collector.CollectError(f"{item.nodeid}: @pytest.mark.{MARKER}: {e}") from None
+    return result
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """An isolated test runs in fresh workers, not here."""
+    session = pyfuncitem.config.stash[SESSION]
+    spec = pyfuncitem.stash.get(SPEC, Spec())
+    if not spec.isolate or session.bridge is not None:
+        return None
+    result = run_isolated(pyfuncitem, spec, session.options, PHASE)
+    record = session.record(pyfuncitem.nodeid)
+    record.runs, record.stats, record.isolated = result.runs, result.stats, True
+    record.assertions = [a for r in result.runs for a in (r.get("notes") or {}).get("assertions", [])]
+    fixture = pyfuncitem.stash.get(FIXTURE, None)
+    if fixture is not None:
+        fixture.stats = result.stats
+    if result.failure:
+        pytest.fail(result.failure, pytrace=False)
+    if result.skipped is not None:
+        raise skip_here(result.skipped)
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        item.stash[OUTCOME] = report.outcome
+    return report
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    state = session.config.stash.get(SESSION, None)
+    if state is None or state.bridge is not None:
+        return  # an isolated worker: its recorder carries the results
+    if not state.records and not state.options.json_path and state.saved is None:
+        return
+    state.document = results_file.build(session.config, state, with_metadata=bool(state.options.json_path))
+    if state.options.json_path:
+        save(state.document, state.options.json_path)
+    if state.saved is not None:
+        state.judgements = compare.judge(state.document, state.saved)
+        slower = any(j.category == "slower" for j in state.judgements)
+        # Only a passing session is turned into a failing one: a worse status says more.
+        if state.options.compare_fail and slower and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    state = terminalreporter.config.stash.get(SESSION, None)
+    if state is None or state.bridge is not None:
+        return
+    out = terminal.lines(state)
+    if out:
+        terminalreporter.write_sep("=", "benchctl")
+        for line in out:
+            terminalreporter.write_line(line)
