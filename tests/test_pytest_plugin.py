@@ -38,8 +38,11 @@ def _import_what_inner_sessions_import():
     """pytester's in-process runs forget the modules first imported inside them, and some cannot be
     imported twice into one process: torch (a second import crashes the interpreter later) and the
     workload modules (a second import registers every workload again, which the registry refuses).
-    Import them, and everything the results file's metadata loads, before the first inner session."""
-    from benchctl import workloads
+    Import them, everything the results file's metadata loads, and the plugin modules its hooks load
+    on first use (a test file importing one must get the module the hooks use), before the first
+    inner session."""
+    from benchctl import settings, workloads  # noqa: F401
+    from benchctl.pytest_plugin import compare, fixture, isolation, results_file, terminal  # noqa: F401
     from benchctl.system import metadata
 
     metadata.collect()
@@ -49,10 +52,23 @@ def _import_what_inner_sessions_import():
 # ---------------------------------------------------------------- loading
 
 
-def test_loading_the_plugin_imports_no_torch():
-    code = "import sys, benchctl.pytest_plugin; print('torch' in sys.modules)"
+def test_loading_the_plugin_imports_no_torch_numpy_or_native_code():
+    code = ("import sys, benchctl.pytest_plugin; "
+            "print([m for m in ('torch', 'numpy', 'benchctl._native', 'benchctl.clock') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_bad_clock_setting_fails_only_the_tests_that_time(pytester):
+    """$BENCHCTL_CLOCK is read when the clock loads: a session that times nothing never loads it."""
+    pytester.makepyfile("def test_plain():\n    pass\n\ndef test_timed(benchctl):\n    benchctl(len, 'x')\n")
+    env = {**os.environ, "BENCHCTL_CLOCK": "bogus"}
+    plain = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "plain"],
+                           cwd=pytester.path, env=env, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    timed = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "timed"],
+                           cwd=pytester.path, env=env, capture_output=True, text=True, timeout=120)
+    assert timed.returncode == 1 and "BENCHCTL_CLOCK='bogus' is not one of" in timed.stdout
 
 
 def test_a_suite_that_does_not_use_benchctl_sees_nothing_of_it(pytester):

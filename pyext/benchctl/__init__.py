@@ -18,25 +18,47 @@ The package is layered; each layer imports only the ones above it in this list:
 * :mod:`.cli`: ``python -m benchctl``; :mod:`.pytest_plugin`: the pytest plugin (entry point
   ``pytest11``), beside the CLI on the top layer.
 
-What most users need is re-exported here; torch is imported only when a call needs it.
+What most users need is re-exported here, imported on first use (PEP 562): importing
+benchctl, as the pytest plugin's entry point does in every session, costs almost
+nothing and selects no clock; torch is imported only when a call needs it.
 """
 
-from . import alloc, clock, counters, cuda, denormals, fpenv, omp, threads, topology
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from ._validate import ArgumentError
 from ._version import __version__
-from .clock import Stopwatch, time_calls, to_ns
-from .counters import CounterGroup
-from .fpenv import flush_denormals, set_flush_denormal
-from .results import load as load_results
-from .results import stats
-from .results.stats import Samples, compare
-from .run import run_matrix
-from .threads import pin, pinned, set_num_threads, unpin
-from .workloads.user import workload
 
-__all__ = [
-    "__version__", "ArgumentError",
-    "alloc", "clock", "counters", "cuda", "denormals", "fpenv", "omp", "stats", "threads", "topology",
-    "Stopwatch", "time_calls", "to_ns", "CounterGroup", "flush_denormals", "set_flush_denormal",
-    "pin", "pinned", "unpin", "set_num_threads", "Samples", "compare", "load_results", "run_matrix", "workload",
-]
+# name -> (module, attribute in it; None: the module itself)
+_EXPORTS: dict[str, tuple[str, str | None]] = {
+    **{name: (f".{name}", None) for name in ("alloc", "clock", "counters", "cuda", "denormals", "fpenv", "omp",
+                                             "threads", "topology")},
+    "stats": (".results.stats", None),
+    "Stopwatch": (".clock", "Stopwatch"), "time_calls": (".clock", "time_calls"), "to_ns": (".clock", "to_ns"),
+    "CounterGroup": (".counters", "CounterGroup"),
+    "flush_denormals": (".fpenv", "flush_denormals"), "set_flush_denormal": (".fpenv", "set_flush_denormal"),
+    "load_results": (".results", "load"),
+    "Samples": (".results.stats", "Samples"), "compare": (".results.stats", "compare"),
+    "run_matrix": (".run", "run_matrix"),
+    "pin": (".threads", "pin"), "pinned": (".threads", "pinned"), "unpin": (".threads", "unpin"),
+    "set_num_threads": (".threads", "set_num_threads"),
+    "workload": (".workloads.user", "workload"),
+}
+
+__all__ = ["__version__", "ArgumentError", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'benchctl' has no attribute {name!r}")
+    module_name, attribute = _EXPORTS[name]
+    module = importlib.import_module(module_name, __name__)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -11,13 +11,13 @@ statistics in a user's own tests.
 
 Timing is :mod:`.timing` (calibrated rounds), statistics :mod:`.stats` and
 :mod:`.assertions` (t intervals from :mod:`benchctl.results.processes`).
-Loading the plugin imports no torch: a session whose tests do not use
+Loading the plugin imports no torch, numpy or native code (:mod:`.hooks`
+imports them once a test uses benchctl): a session whose tests do not use
 benchctl only gets its options and marker.
 """
 
-from .fixture import benchctl
-from .hooks import (pytest_addoption, pytest_configure, pytest_pycollect_makeitem, pytest_pyfunc_call,
-                    pytest_runtest_makereport, pytest_sessionfinish, pytest_terminal_summary)
+from .hooks import (benchctl, pytest_addoption, pytest_configure, pytest_pycollect_makeitem,
+                    pytest_pyfunc_call, pytest_runtest_makereport, pytest_sessionfinish, pytest_terminal_summary)
 
 __all__ = ["benchctl", "pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_pyfunc_call",
            "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary"]

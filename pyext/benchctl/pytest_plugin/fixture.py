@@ -27,19 +27,11 @@ from .assertions import INCONCLUSIVE, NOT_SHOWN, Judgement, check_threshold, int
     judge_not_slower
 from .inprocess import Applied, applied
 from .markers import Spec
-from .session import OUTCOME, PHASE, SESSION, SPEC, Session, in_process_run, now
+from .session import PHASE, Session, in_process_run, now, skip_here
 from .stats import Stats
 from .timing import Series, Target, measure, measure_pedantic
 
-__all__ = ["FIXTURE", "BenchctlFixture", "benchctl", "skip_here"]
-
-#: The test's fixture object, for the isolation hook to hand its stats to.
-FIXTURE = pytest.StashKey["BenchctlFixture"]()
-
-
-def skip_here(reason: str) -> BaseException:
-    """A skip reported at the test's own location (``-rs``), not at the plugin line that raised it."""
-    return pytest.skip.Exception(reason, _use_item_location=True)
+__all__ = ["BenchctlFixture"]
 
 
 class BenchctlFixture:
@@ -189,13 +181,3 @@ class BenchctlFixture:
                                       time.perf_counter() - self._started)]
         record.stats, record.assertions = self.stats, list(self._assertions)
 
-
-@pytest.fixture
-def benchctl(request) -> Iterator[BenchctlFixture]:
-    """Time a function with benchctl's clock: ``benchctl(fn, *args)``, ``benchctl.pedantic(...)``,
-    ``benchctl.stats``, ``benchctl.assert_faster(a, b, by=1.1)``, ``benchctl.assert_not_slower(a, b)``;
-    settings with ``@pytest.mark.benchctl(threads=1, ftz="process", pin="compact", isolate=True, ...)``."""
-    fixture = BenchctlFixture(request.node, request.config.stash[SESSION], request.node.stash.get(SPEC, Spec()))
-    request.node.stash[FIXTURE] = fixture
-    yield fixture
-    fixture.finish(request.node.stash.get(OUTCOME, None))

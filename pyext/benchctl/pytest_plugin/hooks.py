@@ -1,25 +1,39 @@
-"""The plugin's pytest hooks: options, marker checks at collection, isolation, outcome, output.
+"""The plugin's pytest hooks and its fixture: options, marker checks at collection, isolation,
+outcome, output.
 
 Every hook does nothing for a session in which no test uses benchctl, apart
-from registering the options and the marker, and checking markers.
+from registering the options and the marker, and checking markers. What
+measures (numpy, the native clock, the runner) is imported only once a test
+uses benchctl, so a session that does not pays nothing for it: not the import
+time, and not a failure of the clock's setup (a bad ``$BENCHCTL_CLOCK``).
 """
 
 from __future__ import annotations
 
 import os
+from typing import Iterator
 
 import pytest
 
-from ..results.document import ResultsError, save
-from . import compare, results_file, terminal
-from .fixture import FIXTURE, skip_here
-from .isolation import run_isolated
 from .markers import MARKER, MARKER_HELP, MarkerError, Spec, parse
 from .options import Options, add_options
-from .session import OUTCOME, PHASE, SESSION, SPEC, Session
+from .session import FIXTURE, OUTCOME, PHASE, SESSION, SPEC, Session, skip_here
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_pyfunc_call",
+__all__ = ["benchctl", "pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_pyfunc_call",
            "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary"]
+
+
+@pytest.fixture
+def benchctl(request) -> Iterator:
+    """Time a function with benchctl's clock: ``benchctl(fn, *args)``, ``benchctl.pedantic(...)``,
+    ``benchctl.stats``, ``benchctl.assert_faster(a, b, by=1.1)``, ``benchctl.assert_not_slower(a, b)``;
+    settings with ``@pytest.mark.benchctl(threads=1, ftz="process", pin="compact", isolate=True, ...)``."""
+    from .fixture import BenchctlFixture
+
+    fixture = BenchctlFixture(request.node, request.config.stash[SESSION], request.node.stash.get(SPEC, Spec()))
+    request.node.stash[FIXTURE] = fixture
+    yield fixture
+    fixture.finish(request.node.stash.get(OUTCOME, None))
 
 
 def pytest_addoption(parser) -> None:
@@ -43,6 +57,9 @@ def pytest_configure(config) -> None:
         raise pytest.UsageError(f"--benchctl-json {options.json_path}: its directory does not exist")
     saved = None
     if options.compare_path:
+        from ..results.document import ResultsError
+        from . import compare
+
         try:
             saved = compare.load_saved(options.compare_path)
         except ResultsError as e:
@@ -71,6 +88,8 @@ def pytest_pyfunc_call(pyfuncitem):
     spec = pyfuncitem.stash.get(SPEC, Spec())
     if not spec.isolate or session.bridge is not None:
         return None
+    from .isolation import run_isolated
+
     result = run_isolated(pyfuncitem, spec, session.options, PHASE)
     record = session.record(pyfuncitem.nodeid)
     record.runs, record.stats, record.isolated = result.runs, result.stats, True
@@ -99,6 +118,9 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         return  # an isolated worker: its recorder carries the results
     if not state.records and not state.options.json_path and state.saved is None:
         return
+    from ..results.document import save
+    from . import compare, results_file
+
     state.document = results_file.build(session.config, state, with_metadata=bool(state.options.json_path))
     if state.options.json_path:
         save(state.document, state.options.json_path)
@@ -112,8 +134,10 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 
 def pytest_terminal_summary(terminalreporter) -> None:
     state = terminalreporter.config.stash.get(SESSION, None)
-    if state is None or state.bridge is not None:
+    if state is None or state.bridge is not None or not (state.records or state.document or state.judgements):
         return
+    from . import terminal
+
     out = terminal.lines(state)
     if out:
         terminalreporter.write_sep("=", "benchctl")

@@ -17,8 +17,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import settings as _settings
-
 __all__ = ["MARKER", "MARKER_HELP", "IN_PROCESS", "DEFAULT_REPEAT", "MarkerError", "Spec",
            "parse"]
 
@@ -72,6 +70,10 @@ def _check_cpus(value: Any) -> None:
 def parse(marks) -> Spec:
     """Check the benchctl markers of one test (``item.iter_markers("benchctl")``); raise MarkerError."""
     given = _merge(marks)
+    if not given:
+        return Spec()
+    from .. import settings as _settings  # here, not at plugin load: it brings numpy and the native module
+
     allowed = tuple(_settings.SETTINGS) + ("isolate", "repeat")
     unknown = sorted(set(given) - set(allowed))
     if unknown:
@@ -111,6 +113,8 @@ def parse(marks) -> Spec:
 
 def _check_isolated(canonical: dict) -> None:
     """What the runner would refuse before starting any worker, refused now (at collection)."""
+    from .. import settings as _settings
+
     try:
         _settings.check_available({k: [v] for k, v in canonical.items()})
         _settings.cell_environment(canonical, dict(os.environ))

@@ -13,15 +13,18 @@ import datetime as _dt
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import pytest
 
 from .options import Options
-from .stats import Stats
-from .timing import Series
 
-__all__ = ["PHASE", "SESSION", "SPEC", "OUTCOME", "TestRecord", "Session", "now", "in_process_run"]
+if TYPE_CHECKING:  # numpy and the clock load only once a test uses benchctl
+    from .stats import Stats
+    from .timing import Series
+
+__all__ = ["PHASE", "SESSION", "SPEC", "OUTCOME", "FIXTURE", "TestRecord", "Session", "now", "in_process_run",
+           "skip_here"]
 
 #: The phase a test's ``benchctl(fn)`` / ``benchctl.pedantic`` series is stored under.
 PHASE = "call"
@@ -82,3 +85,10 @@ SESSION = pytest.StashKey[Session]()
 SPEC = pytest.StashKey[Any]()
 #: The test's outcome ("passed", "failed", "skipped"), stored when its call phase is reported.
 OUTCOME = pytest.StashKey[str]()
+#: The test's fixture object (fixture.BenchctlFixture), for the isolation hook to hand its stats to.
+FIXTURE = pytest.StashKey[Any]()
+
+
+def skip_here(reason: str) -> BaseException:
+    """A skip reported at the test's own location (``-rs``), not at the plugin line that raised it."""
+    return pytest.skip.Exception(reason, _use_item_location=True)
