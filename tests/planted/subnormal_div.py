@@ -1,18 +1,24 @@
-"""Planted cause: denormals. Every iteration divides 1M subnormal float32 values by 3,
-which this CPU slows down (about 2.6x here) and FTZ/DAZ fixes."""
+"""Planted cause: denormals. Every iteration divides 1M subnormal float32 values by 3, eight
+times: this CPU slows that down (1.6-2.7x here, process to process) and FTZ/DAZ removes it.
+At 1M values the work stays in cache; at 4M it is memory-bound and the penalty hides."""
 
 import torch
 
 SUBNORMAL_BITS = 0x00100000  # exponent bits all zero: a subnormal float32
+DIVISIONS = 8
 
 
 class Bench:
     @staticmethod
     def setup():
         x = torch.full((1 << 20,), SUBNORMAL_BITS, dtype=torch.int32).view(torch.float32)
-        return x, torch.zeros_like(x)  # the output's pages are touched here, not in the first timed call
+        out = torch.zeros_like(x)  # the output's pages are touched here, not in the first timed call
+        Bench.run((x, out))  # and the team's first start is not what this plants
+        return x, out
 
     @staticmethod
     def run(state):
         x, out = state
-        return torch.div(x, 3.0, out=out)
+        for _ in range(DIVISIONS):
+            torch.div(x, 3.0, out=out)
+        return out

@@ -5,9 +5,12 @@ much of a process's timed series the first iterations cost beyond its
 steady median: a first call 50× slower distorts a mean over 30 iterations
 by 160%, a first call 1.6× slower (caches, the thread pool's first start)
 by 2%. That share, one value per process, is judged over the processes like
-any comparison; the first worker of each cell is also compared with its
-later ones (a first process can pay for cold caches and lazy loading that
-later ones find done).
+any comparison. Every torch program pays a start of a few iterations (its
+thread pool, first-touch pages): warm-up is named as a cause only when it
+also costs at least :data:`LAZY_MIN_ITERATIONS` steady iterations, which is
+what lazy initialisation looks like. The first worker of each cell is also
+compared with its later ones (a first process can pay for cold caches and
+lazy loading that later ones find done).
 """
 
 from __future__ import annotations
@@ -20,13 +23,17 @@ from ...results import processes, queries
 from ...results.verdict import Finding
 from .base import CAUSE, NOT_CAUSE, UNRESOLVED, Cause, Context
 
-__all__ = ["Warmup"]
+__all__ = ["LAZY_MIN_ITERATIONS", "Warmup"]
+
+#: A warm-up that costs fewer steady iterations than this is the ordinary start of a torch program.
+LAZY_MIN_ITERATIONS = 10.0
 
 
-def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[int]]:
+def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[float], list[int]]:
     """Per successful process of any cell: (the series' time over what it would take at its steady median,
-    the first iteration over that median, the warm-up iterations the runner detected)."""
-    costs, firsts, warmups = [], [], []
+    what the warm-up cost in steady iterations, the first iteration over that median, the warm-up
+    iterations the runner detected)."""
+    costs, extras, firsts, warmups = [], [], [], []
     for run in doc["runs"]:
         data = run["phases"].get(phase) if run["status"] == "ok" else None
         if not data or len(data["ns"]) < 2:
@@ -36,9 +43,10 @@ def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[
         if steady > 0 and ns[0] > 0:
             extra = sum(ns[:warm]) - warm * steady  # what the warm-up added beyond steady iterations
             costs.append(max(1.0 + extra / (len(ns) * steady), 1e-9))
+            extras.append(extra / steady)
             firsts.append(ns[0] / steady)
             warmups.append(data.get("warmup") or 0)
-    return costs, firsts, warmups
+    return costs, extras, firsts, warmups
 
 
 def _first_process(doc: dict, phase: str) -> dict | None:
@@ -58,7 +66,7 @@ class Warmup(Cause):
     title = "warm-up and lazy initialisation"
 
     def judge(self, ctx: Context, phase: str) -> Finding | None:
-        costs, firsts, warmups = _warmup_cost(ctx.doc, phase)
+        costs, extras, firsts, warmups = _warmup_cost(ctx.doc, phase)
         if len(costs) < 2:
             return None
         cost = processes.cell_interval(costs)
@@ -67,12 +75,18 @@ class Warmup(Cause):
                "band": band, "p_value": None}
         lo, hi = cost["ci"]
         slows = cmp["outcome"] == processes.EFFECT and cost["value"] > 1
-        evidence = {"series_over_steady": costs, "first_over_steady": firsts, "warmup_iterations": warmups,
-                    "first_process": None}
+        extra = float(np.median(extras))
+        lazy_sized = extra >= LAZY_MIN_ITERATIONS
+        evidence = {"series_over_steady": costs, "extra_iterations": extras, "first_over_steady": firsts,
+                    "warmup_iterations": warmups, "first_process": None}
         message = (f"the first iteration of each process takes {float(np.median(firsts)):.2f}× its steady median "
-                   f"(median of {len(costs)} processes); the warm-up makes a series {cost['value'] - 1:+.1%} "
-                   f"[95% CI {lo - 1:+.1%}, {hi - 1:+.1%}] longer than at its steady median")
-        if slows:
+                   f"and the warm-up costs {max(extra, 0.0):.1f} steady iterations (medians of {len(costs)} "
+                   f"processes); it makes a series {cost['value'] - 1:+.1%} [95% CI {lo - 1:+.1%}, {hi - 1:+.1%}] "
+                   "longer than at its steady median")
+        if not lazy_sized:
+            message += (f": under {LAZY_MIN_ITERATIONS:.0f} iterations is the ordinary start of a torch program "
+                        "(its thread pool, first-touch pages), not lazy initialisation")
+        elif slows:
             message += (f", and it settles after {int(np.median(warmups))} iteration(s) (median): something "
                         "initialises on first use; benchctl leaves the warm-up out of every comparison, and a "
                         "warm-up call before timing (or eager initialisation) removes it from your own timings")
@@ -86,5 +100,6 @@ class Warmup(Cause):
                 message += (f"; the first process of each cell ran {later['value']:.2f}× its later ones "
                             f"[95% CI {later['ci'][0]:.2f}, {later['ci'][1]:.2f}] (cold caches or lazy loading "
                             "that later processes find done)")
-        status = CAUSE if slows else (NOT_CAUSE if cmp["outcome"] == processes.NO_EFFECT else UNRESOLVED)
+        status = (NOT_CAUSE if not lazy_sized or cmp["outcome"] == processes.NO_EFFECT else
+                  CAUSE if slows else UNRESOLVED)
         return self.finding(phase, cmp, message, status, evidence=evidence)

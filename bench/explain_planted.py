@@ -1,0 +1,81 @@
+"""`benchctl explain` on workloads that each plant one cause (tests/planted/), at its defaults.
+
+Prints each answer as explain gives it and how long it took, then one table:
+the planted cause, what explain marked it, any other cause it marked `*`.
+The target is the planted cause marked `*`, none invented, each under 2 minutes.
+
+    python bench/explain_planted.py [--budget SECONDS] [--only NAME ...] [--log FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+
+from benchctl.studies import causes, explain
+
+PLANTED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "planted")
+# (file:name, the cause it plants; None: nothing planted)
+PLANTED = [
+    ("subnormal_div.py:Bench", "denormals"),
+    ("big_alloc.py:realloc", "allocator"),
+    ("oversubscribed.py:Bench", "threads"),
+    ("lazy_init.py:lookup", "warmup"),
+    ("plain.py:matmul", None),
+]
+
+
+def _marks(doc: dict) -> dict[str, str]:
+    """{cause name: its mark}; a cause judged in several phases shows the strongest mark."""
+    rank = {"*": 2, "?": 1, "-": 0}
+    marks: dict[str, str] = {}
+    for f in doc["verdict"]:
+        if f["rule"].startswith("cause_"):
+            name, mark = f["rule"].removeprefix("cause_"), causes.MARKS[f["evidence"]["status"]]
+            if rank[mark] >= rank.get(marks.get(name, "-"), 0):
+                marks[name] = mark
+    return marks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget", type=float, default=explain.DEFAULT_BUDGET_S, metavar="SECONDS",
+                        help=f"explain's budget per workload (default {explain.DEFAULT_BUDGET_S:.0f}, explain's own)")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="run only this planted workload (file name without .py; repeatable)")
+    parser.add_argument("--log", metavar="FILE", help="also write every explain's full output here")
+    opts = parser.parse_args(argv)
+    chosen = [(t, c) for t, c in PLANTED if not opts.only or t.split(".py")[0] in opts.only]
+    if not chosen:
+        parser.error(f"--only: none of {', '.join(t.split('.py')[0] for t, _ in PLANTED)}")
+    rows, log = [], open(opts.log, "w") if opts.log else None
+    try:
+        for target, planted in chosen:
+            print(f"== {target} (planted: {planted or 'nothing'})", flush=True)
+            out = io.StringIO()
+            started = time.perf_counter()
+            doc = explain.explain(os.path.join(PLANTED_DIR, target), budget_s=opts.budget, progress=False, out=out)
+            took = time.perf_counter() - started
+            text = out.getvalue()
+            print(text[text.index("Answer for"):].rstrip() if "Answer for" in text else text, flush=True)
+            if log:
+                log.write(f"== {target}\n{text}\n")
+            marks = _marks(doc)
+            invented = sorted(n for n, m in marks.items() if m == "*" and n != planted)
+            rows.append((target, planted or "-", marks.get(planted, "") if planted else "", ",".join(invented) or "-",
+                         took))
+    finally:
+        if log:
+            log.close()
+    print(f"\n{'workload':<26} {'planted':<10} {'its mark':>8}  {'other * marks':<14} {'took':>7}")
+    for target, planted, mark, invented, took in rows:
+        print(f"{target:<26} {planted:<10} {mark or '':>8}  {invented:<14} {took:>6.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
