@@ -17,6 +17,7 @@ per-cell value lies inside the previous run's 95% interval of that cell
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -36,15 +37,20 @@ def one_run(index: int, repeat, budget_s: float, json_dir: str) -> dict:
     path = os.path.join(json_dir, f"aa-{index:02d}.json")
     doc = runner.run_matrix("conv", CONV, CELLS, repeat=repeat, budget_s=budget_s, json_path=path,
                             progress=False)
+    return {"path": path, **figures(doc)}
+
+
+def figures(doc: dict) -> dict:
+    """What the calibration reads from one A/A run's document."""
     a, b = ({"env": queries.baseline(doc)["env"]}, {"env": doc["matrix"]["env"][1]})
     cmp = queries.Comparisons(doc).compare(PHASE, b, a)
     control = queries.control(doc, PHASE)
     cells = {}
     for cell in (a, b):
         entry = queries.summary_entry(doc, PHASE, cell)
-        cells[cell["env"]] = (entry["median_ms"], entry["ci95_ms"])
+        cells[json.dumps(cell["env"], sort_keys=True)] = (entry["median_ms"], entry["ci95_ms"])
     called = [f for f in doc["verdict"] if f["significant"]]
-    return {"path": path, "cmp": cmp, "band": control["band"] if control else None, "cells": cells,
+    return {"cmp": cmp, "band": control["band"] if control else None, "cells": cells,
             "called": called, "processes": len(doc["runs"]), "stopped": doc.get("stopped")}
 
 
