@@ -76,11 +76,12 @@ class Warmup(Cause):
         lo, hi = cost["ci"]
         slows = cmp["outcome"] == processes.EFFECT and cost["value"] > 1
         extra = float(np.median(extras))
+        shown = max(extra, 0.0) + 0.0  # a warm-up faster than steady costs nothing; + 0.0 drops the sign of -0.0
         lazy_sized = extra >= LAZY_MIN_ITERATIONS
         evidence = {"series_over_steady": costs, "extra_iterations": extras, "first_over_steady": firsts,
                     "warmup_iterations": warmups, "first_process": None}
         message = (f"the first iteration of each process takes {float(np.median(firsts)):.2f}× its steady median "
-                   f"and the warm-up costs {max(extra, 0.0):.1f} steady iterations (medians of {len(costs)} "
+                   f"and the warm-up costs {shown:.1f} steady iterations (medians of {len(costs)} "
                    f"processes); it makes a series {cost['value'] - 1:+.1%} [95% CI {lo - 1:+.1%}, {hi - 1:+.1%}] "
                    "longer than at its steady median")
         if not lazy_sized:
