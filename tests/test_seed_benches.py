@@ -196,4 +196,8 @@ def test_answer_says_what_explains_and_what_did_not():
         " ? [eval] order=eval_only against order=train_then_eval is unresolved: 1.10× [95% CI 0.9, 1.3]",
     ]
     assert "no setting explains a difference this run resolves" in seed_runs.format_answer({"verdict": [keeps]}, ())
+    # the open gap, then the same gap with what a setting did to it: said once
+    with_setting = dict(open_gap, rule="unresolved_gap", message=open_gap["message"] + "; with alloc=retain it is 1.0×")
+    answer = seed_runs.format_answer({"verdict": [open_gap, with_setting]}, ())
+    assert answer.splitlines()[1:] == [f" ? [eval] {with_setting['message']}"]
     assert "no two cells to compare" in seed_runs.format_answer({"verdict": []}, ())

@@ -139,6 +139,11 @@ def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
     runner_side = [f for f in doc["verdict"] if f["rule"] not in seed_rules and (
         f.get("explains") or f["rule"] in verdict.UNRESOLVED_RULES
         or (f["rule"] == "gap" and f.get("outcome") == processes.UNRESOLVED))]
+    # The gap, then the gap with what a setting does to it: a finding whose message only begins a
+    # longer one of the same phase is said once, in the longer.
+    runner_side = [f for f in runner_side if not any(
+        g["phase"] == f["phase"] and len(g["message"]) > len(f["message"]) and g["message"].startswith(f["message"])
+        for g in runner_side)]
     if not runner_side and not seeds:
         if doc["verdict"]:
             return ("Answer: no setting explains a difference this run resolves (see the verdict above); "
