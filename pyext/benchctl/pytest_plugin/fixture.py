@@ -1,4 +1,6 @@
-"""The ``benchctl`` fixture: pytest-benchmark's call forms, timed with benchctl's clock and statistics.
+"""What the ``benchctl`` fixture gives a test: pytest-benchmark's call forms, timed with benchctl's
+clock and statistics (the fixture function is in :mod:`.hooks`, which imports this module only
+when a test asks for it).
 
 ``benchctl(fn, *args, **kwargs)`` calibrates rounds and times them
 (:func:`.timing.measure`) and returns ``fn``'s result;
