@@ -1,65 +1,67 @@
-"""Planted cause: oversubscription. A neighbour process keeps one of the CPUs busy while torch
-multiplies matrices on a team of all of them: each product waits at its end for the thread that
-shares a CPU with the neighbour (about 30x slower here), where one thread alone never waits."""
+"""Planted cause: oversubscription. torch multiplies matrices on a team of all the CPUs, one thread
+placed on each (as OMP_PROC_BIND would), while a neighbour process spins on the last CPU: the team
+member there is descheduled now and then, and the product waits for it at its end, where one thread
+alone (on the first CPU) never waits. Measured here (`benchctl run
+tests/planted/oversubscribed.py:Bench --set threads=1,2 --repeat 6`): process medians of
+10.2-12.1 ms on 2 threads, 3.7-5.3 ms on 1.
+
+Tried and dropped, each for processes that did not agree: an unplaced team beside the neighbour
+(the scheduler moved torch's threads: some processes waited 16 ms on every product, about one in
+three never waited, and a neighbour in the workload's own session left medians of 3.8-5.7 ms on
+1 thread against 6.1-7.8 ms on 2, too close to resolve reliably), and numpy's BLAS pool busy in a
+thread of the workload (waits of 50 ms to 1.7 s in some processes, none in others).
+"""
 
 import atexit
-import statistics
+import os
 import subprocess
 import sys
-import time
+import threading
 
 import torch
 
-# Says it is ready, then spins until its parent is gone (a killed worker leaves no neighbour behind).
+# Says it is ready, then spins on its CPU until its parent is gone (a killed worker leaves no
+# neighbour behind). In a session of its own it slows the team more than in the workload's
+# (process medians of 10.2-12.1 ms against 6.2-6.9 ms on 2 threads here).
 _NEIGHBOUR = """\
-import os
+import os, sys
+os.sched_setaffinity(0, {int(sys.argv[1])})
 parent = os.getppid()
 print("spinning", flush=True)
 while os.getppid() == parent:
     for _ in range(100_000):
         pass
 """
-# A product that takes this many times its time without the neighbour shows the plant took.
-_TAKEN = 5.0
-_TRIES = 5
+# One iteration is this many products (~2.5 ms of work on 2 threads): one product waits or not,
+# so its median says little; ten wait in most iterations.
+_PRODUCTS = 10
 
 
-def _product_ms(a) -> float:
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        torch.mm(a, a)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
-
-
-def _start_neighbour() -> subprocess.Popen:
-    neighbour = subprocess.Popen([sys.executable, "-c", _NEIGHBOUR], start_new_session=True,
-                                 stdout=subprocess.PIPE, text=True)
-    atexit.register(neighbour.kill)
-    neighbour.stdout.readline()  # timing starts once it spins, not while its interpreter starts
-    return neighbour
+def _place_threads(cpus: list[int]) -> None:
+    """The calling thread on the first CPU, every other thread of this process (torch's team once it
+    has run) on the next ones in turn."""
+    main = threading.get_native_id()
+    others = sorted(tid for tid in map(int, os.listdir("/proc/self/task")) if tid != main)
+    os.sched_setaffinity(main, {cpus[0]})
+    for i, tid in enumerate(others):
+        os.sched_setaffinity(tid, {cpus[(i + 1) % len(cpus)]})
 
 
 class Bench:
     @staticmethod
     def setup():
-        # Fix the team at its size: left unset, about one process in four here ran the products on one
-        # thread (no context switches, nothing waits) and the plant did not take.
-        torch.set_num_threads(torch.get_num_threads())
         a = torch.randn(256, 256, generator=torch.Generator().manual_seed(0))
-        alone = _product_ms(a)  # also the team's first start, which is not what this plants
-        # Even so, about one process in ten here kept its team off the neighbour's CPU and never
-        # waited: a team that does not slow down gets a new neighbour. A single thread has no one
-        # to wait for, so it keeps the first.
-        for _ in range(_TRIES):
-            neighbour = _start_neighbour()
-            if torch.get_num_threads() == 1 or _product_ms(a) > _TAKEN * alone:
-                break
-            neighbour.kill()
-            neighbour.wait()
+        torch.mm(a, a)  # starts torch's team, whose threads are placed next
+        cpus = sorted(os.sched_getaffinity(0))
+        _place_threads(cpus)
+        neighbour = subprocess.Popen([sys.executable, "-c", _NEIGHBOUR, str(cpus[-1])], start_new_session=True,
+                                     stdout=subprocess.PIPE, text=True)
+        atexit.register(neighbour.kill)
+        neighbour.stdout.readline()  # timing starts once it spins, not while its interpreter starts
         return a
 
     @staticmethod
     def run(a):
-        return torch.mm(a, a)
+        for _ in range(_PRODUCTS):
+            out = torch.mm(a, a)
+        return out
