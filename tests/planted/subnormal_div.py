@@ -1,8 +1,8 @@
 """Planted cause: denormals. Every iteration divides 1M subnormal float32 values by 3, eight
 times: this CPU slows that down (1.6-2.7x here, process to process) and FTZ/DAZ removes it.
 At 1M values the work stays in cache; at 4M it is memory-bound and the penalty hides.
-It runs on one thread: on a team of two, a process spinning beside it (the README's audit runs the
-suite so) planted a second cause, oversubscription, and identical processes differed 3.8x."""
+It runs on one thread: on a team of two, a process spinning beside it (the timing audit runs the
+suite beside one) planted a second cause, oversubscription, and identical processes differed 3.8x."""
 
 import torch
 
