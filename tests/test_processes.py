@@ -32,6 +32,26 @@ def test_the_interval_between_cells_covers_the_true_ratio_about_95_percent(k):
     assert 0.92 <= hits / runs <= 0.98, hits / runs
 
 
+@pytest.mark.parametrize("k_a, k_b", [(3, 2), (3, 3), (5, 4)])
+def test_the_control_arms_pooled_interval_covers_no_difference_about_95_percent(k_a, k_b):
+    """The A/A control's two arms are one cell (one variance): the pooled interval holds the true
+    ratio 1 about 95% of the time, also with an arm one process short (a round cut by the budget),
+    and is narrower than Welch's there on average."""
+    rng = np.random.default_rng(10 * k_a + k_b)
+    runs, hits, pooled_width, welch_width = 1500, 0, 0.0, 0.0
+    for _ in range(runs):
+        b, a = _process_medians(rng, k_b, 0.0, 0.1), _process_medians(rng, k_a, 0.0, 0.1)
+        cmp = processes.compare(b, a, same_cell=True)
+        lo, hi = cmp["ci95"]
+        hits += lo <= 1.0 <= hi
+        assert cmp["df"] == k_a + k_b - 2 and cmp["method"].startswith("pooled Student t")
+        pooled_width += math.log(hi / lo)
+        welch = processes.compare(b, a)["ci95"]
+        welch_width += math.log(welch[1] / welch[0])
+    assert 0.93 <= hits / runs <= 0.97, hits / runs
+    assert pooled_width < welch_width
+
+
 @pytest.mark.parametrize("k", [3, 5, 10])
 def test_the_interval_of_a_cell_covers_its_true_value_about_95_percent(k):
     rng = np.random.default_rng(100 + k)

@@ -10,7 +10,8 @@ of its processes:
 * :func:`cell_interval`: the cell's geometric mean over processes and a
   Student t interval of it (k-1 degrees of freedom, on log values);
 * :func:`compare`: the ratio of two cells (geometric means) with a Welch t
-  interval on log values, which stays valid at 3 processes a side;
+  interval on log values, which stays valid at 3 processes a side (the
+  A/A control's two arms, one cell, share a pooled variance);
 * :func:`judge`: whether the interval shows an effect beyond a no-effect
   band, lies inside it, or is unresolved;
 * :func:`processes_to_resolve`: about how many processes per cell an
@@ -84,13 +85,26 @@ def _welch(la: np.ndarray, lb: np.ndarray) -> tuple[float, float]:
     return se, df
 
 
-def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: float = CONFIDENCE) -> dict:
+def _pooled(la: np.ndarray, lb: np.ndarray) -> tuple[float, float]:
+    """(standard error of the difference of means, degrees of freedom) with one variance for both sides."""
+    df = la.size + lb.size - 2
+    var = ((la.size - 1) * la.var(ddof=1) + (lb.size - 1) * lb.var(ddof=1)) / df
+    return math.sqrt(var * (1 / la.size + 1 / lb.size)), float(df)
+
+
+def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: float = CONFIDENCE,
+            same_cell: bool = False) -> dict:
     """Cell a against cell b from their per-process values (ns): a ratio > 1 means a is slower.
 
     Returns ``{"ratio", "ci95", "p_value", "significant", "df", "log_se", "k_a", "k_b",
     "median_a", "median_b", "method"}``: ``ratio`` is the ratio of geometric
     means, ``ci95`` its Welch t interval (None when a side has one process),
-    ``p_value`` the two-sided Welch t test of no difference.
+    ``p_value`` the two-sided Welch t test of no difference. ``same_cell``:
+    a and b are the same cell run in the same rounds (the A/A control's arms),
+    so their processes share one variance by construction; the pooled
+    Student t interval (k_a + k_b - 2 degrees of freedom) is then exact, where
+    Welch's, at 3 and 2 processes, can fall to about one degree of freedom
+    and an interval many times wider than the noise.
     """
     la, lb = _logs(a_values, "a_values"), _logs(b_values, "b_values")
     d = float(la.mean() - lb.mean())
@@ -99,12 +113,13 @@ def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: fl
     if la.size < 2 or lb.size < 2:
         return {**out, "ci95": None, "p_value": None, "significant": False, "df": None, "log_se": None,
                 "method": "one process on a side: how far processes disagree is unknown"}
-    se, df = _welch(la, lb)
+    se, df = _pooled(la, lb) if same_cell else _welch(la, lb)
     half = t_quantile(0.5 + confidence / 2, df) * se
     p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
+    how = "pooled Student t interval (the same cell on both sides)" if same_cell else "Welch t interval"
     return {**out, "ci95": [math.exp(d - half), math.exp(d + half)], "p_value": p,
             "significant": bool(p < 1.0 - confidence), "df": df, "log_se": se,
-            "method": "Welch t interval on the log of per-process medians"}
+            "method": f"{how} on the log of per-process medians"}
 
 
 def judge(cmp: dict, band: float = FLOOR) -> str:

@@ -197,7 +197,7 @@ def control(doc: dict, phase: str) -> dict | None:
     arm_a, arm_b = process_medians(doc, phase, cell), process_medians(doc, phase, cell, CONTROL_ARM)
     if not arm_a or not arm_b:
         return None
-    cmp = processes.compare(arm_b, arm_a)
+    cmp = processes.compare(arm_b, arm_a, same_cell=True)
     return {"cell": cell, "comparison": cmp, "band": processes.band_from_control(cmp),
             "unreliable": processes.judge(cmp, processes.FLOOR) == processes.EFFECT}
 
