@@ -17,7 +17,8 @@ would be for exactly calibrated 95% intervals (the next run's value has its
 own noise, so with equal widths that is about 83%, not 95%), and how often a
 run's interval holds the median of all runs' values of that cell (the best
 estimate of the true value here; calibrated intervals hold it about 95% of
-the time). ``--from-dir`` reads the figures of an earlier call's saved runs.
+the time). ``--from-dir`` judges an earlier call's saved runs again, by this
+version's rules, and prints their figures.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import statistics
 import tempfile
 import time
 
-from benchctl.results import document, queries
+from benchctl.results import analysis, document, queries
 from benchctl.run import runner
 from benchctl.run.options import repeat_type
 
@@ -63,17 +64,19 @@ def figures(doc: dict) -> dict:
             "called": called, "processes": len(doc["runs"]), "stopped": doc.get("stopped")}
 
 
+def _consecutive(results: list[dict]):
+    """(previous run's interval, this run's value, this run's interval) of each cell, where both have one."""
+    for before, after in zip(results, results[1:]):
+        for env, (value, interval) in after["cells"].items():
+            previous = before["cells"][env][1]
+            if None not in previous and None not in interval:
+                yield previous, value, interval
+
+
 def _coverage(results: list[dict]) -> tuple[int, int]:
     """(hits, trials): a cell's value in run i inside run i-1's interval of that cell."""
-    hits = trials = 0
-    for before, after in zip(results, results[1:]):
-        for env, (value, _) in after["cells"].items():
-            lo, hi = before["cells"][env][1]
-            if lo is None or hi is None:
-                continue
-            trials += 1
-            hits += lo <= value <= hi
-    return hits, trials
+    pairs = list(_consecutive(results))
+    return sum(lo <= value <= hi for (lo, hi), value, _ in pairs), len(pairs)
 
 
 def _sigma(interval) -> float:
@@ -86,12 +89,9 @@ def _calibrated_coverage(results: list[dict]) -> float:
     """Hits :func:`_coverage` would expect if every interval were an exact 95% interval: the next run's value
     differs from the previous one by both runs' noise, so P = 2 Phi(1.96 s1 / sqrt(s1^2 + s2^2)) - 1."""
     expected = 0.0
-    for before, after in zip(results, results[1:]):
-        for env, (_, interval) in after["cells"].items():
-            if None in before["cells"][env][1] or None in interval:
-                continue
-            s1, s2 = _sigma(before["cells"][env][1]), _sigma(interval)
-            expected += math.erf(1.96 * s1 / math.hypot(s1, s2) / math.sqrt(2))
+    for previous, _, interval in _consecutive(results):
+        s1, s2 = _sigma(previous), _sigma(interval)
+        expected += math.erf(1.96 * s1 / math.hypot(s1, s2) / math.sqrt(2))
     return expected
 
 
@@ -136,13 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=60.0, help="seconds per run (default 60)")
     p.add_argument("--json-dir", default=None, help="keep each run's results file here (default: a temp dir)")
     p.add_argument("--from-dir", default=None, metavar="DIR",
-                   help="run nothing: print the figures of the runs an earlier call saved in DIR (its aa-NN.json)")
+                   help="run nothing: judge the runs an earlier call saved in DIR (its aa-NN.json) again, "
+                        "by this version's rules, and print their figures")
     opts = p.parse_args(argv)
     if opts.from_dir:
         paths = sorted(glob.glob(os.path.join(opts.from_dir, "aa-[0-9][0-9].json")))
         if len(paths) < 2:
             p.error(f"--from-dir {opts.from_dir}: fewer than 2 saved runs (aa-NN.json) there")
-        results = [{"path": path, **figures(document.load(path))} for path in paths]
+        # Judged again by this version's rules, not read from the verdict the file was saved with.
+        results = [{"path": path, **figures(analysis.analyse(document.load(path)))} for path in paths]
         for i, r in enumerate(results):
             _print_run(i, r)
         _print_totals(results)
