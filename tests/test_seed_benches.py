@@ -201,3 +201,17 @@ def test_answer_says_what_explains_and_what_did_not():
     answer = seed_runs.format_answer({"verdict": [open_gap, with_setting]}, ())
     assert answer.splitlines()[1:] == [f" ? [eval] {with_setting['message']}"]
     assert "no two cells to compare" in seed_runs.format_answer({"verdict": []}, ())
+
+
+def test_answer_says_a_comparison_a_seed_rule_judged_once():
+    """The allocator cause and the runner's own alloc=retain finding judge the same two cells: the
+    answer keeps the cause's line (it carries the faults) and drops the runner's."""
+    retain, default = {"order": "eval_only", "alloc": "retain"}, {"order": "eval_only", "alloc": "default"}
+    cause = {"rule": "cause_allocator", "phase": "eval", "explains": True, "setting": "alloc=retain",
+             "a": retain, "b": default, "message": "allocator: alloc=retain: 1.52× faster; faults 330k → 2.5k"}
+    runner_side = {"rule": "setting_effect", "phase": "eval", "explains": True, "setting": "alloc=retain",
+                   "a": dict(reversed(list(retain.items()))), "b": default,
+                   "message": "alloc=retain is 1.52× faster than alloc=default"}
+    other = dict(runner_side, phase="train", message="alloc=retain is 1.20× faster than alloc=default (train)")
+    answer = seed_runs.format_answer({"verdict": [cause, runner_side, other]}, ("cause_allocator",))
+    assert answer.splitlines()[1:] == [f" * {cause['message']}", f" * [train] {other['message']}"]

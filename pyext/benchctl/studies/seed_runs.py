@@ -11,6 +11,7 @@ saves the document, and prints the report and the answer.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import sys
 import time
@@ -130,6 +131,12 @@ def _mark(finding: dict) -> str:
     return "*" if finding.get("explains") else "-"
 
 
+def _comparison_key(finding: dict) -> tuple:
+    """What a finding compares: its phase, setting and two cells."""
+    return (finding.get("phase"), finding.get("setting"), json.dumps(finding.get("a"), sort_keys=True),
+            json.dumps(finding.get("b"), sort_keys=True))
+
+
 def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
     """The answer: every seed rule's finding (they answer the seed's question), then the
     runner's findings that explain a difference or leave the focus gap unresolved. ``*``
@@ -144,6 +151,10 @@ def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
     runner_side = [f for f in runner_side if not any(
         g["phase"] == f["phase"] and len(g["message"]) > len(f["message"]) and g["message"].startswith(f["message"])
         for g in runner_side)]
+    # A seed rule that judged the same two cells for the same setting (the allocator cause and the
+    # runner's alloc=retain finding) already said it, with its evidence.
+    said = {_comparison_key(f) for f in seeds if f.get("setting")}
+    runner_side = [f for f in runner_side if _comparison_key(f) not in said]
     if not runner_side and not seeds:
         if doc["verdict"]:
             return ("Answer: no setting explains a difference this run resolves (see the verdict above); "
