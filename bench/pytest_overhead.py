@@ -11,7 +11,10 @@
    should never be called slower or faster. Each pair is two separate pytest
    sessions; in-process first (one process a side: the judgement is "one
    process", and the raw ratios show why no difference is called), then
-   with every test isolated in fresh processes (``--isolated-pairs``).
+   with every test isolated in fresh processes (``--isolated-pairs``), judged
+   against the band the session reference sets (how far the machine itself
+   moved between the two sessions; see benchctl.pytest_plugin.reference),
+   and, for comparison, against the 5% floor alone.
 
 Needs pytest-benchmark (``pip install '.[test]'``). Every figure printed is measured here and now.
 """
@@ -29,7 +32,7 @@ import time
 
 import numpy as np
 
-from benchctl.pytest_plugin import compare
+from benchctl.pytest_plugin import compare, reference
 from benchctl.results import document
 
 TRIVIAL = '''
@@ -130,6 +133,7 @@ def unchanged(pairs: int, max_time: float, repeat: int = 0) -> None:
     print(f"\nan unchanged suite (5 tests, {how}) saved, then run again and compared; {pairs} pairs of pytest "
           f"sessions (--benchctl-max-time {max_time:g})")
     totals: collections.Counter = collections.Counter()
+    floor_total = 0
     spread = [1.0]
     env = {"AA_ISOLATE": str(repeat)} if repeat else {}
     with tempfile.TemporaryDirectory(prefix="benchctl-aa-") as tmp:
@@ -140,26 +144,37 @@ def unchanged(pairs: int, max_time: float, repeat: int = 0) -> None:
                 done = _pytest(tmp, f"--benchctl-max-time={max_time}", f"--benchctl-json={name}", env=env)
                 if done.returncode != 0:
                     sys.exit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-            judged = compare.judge(document.load(os.path.join(tmp, "current.json")),
-                                   compare.load_saved(os.path.join(tmp, "saved.json")))
+            current = document.load(os.path.join(tmp, "current.json"))
+            saved = compare.load_saved(os.path.join(tmp, "saved.json"))
+            drift = reference.drift(current, saved)
+            judged = compare.judge(current, saved, drift.band)
             counts = collections.Counter(j.category for j in judged)
             totals.update(counts)
             spread += [max(j.comparison["ratio"], 1 / j.comparison["ratio"]) for j in judged if j.comparison]
             print(f"  pair {p + 1}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+            if repeat:
+                print(f"    {drift.text}")
+                # What the same intervals would have called against the 5% floor alone (no reference).
+                floor_calls = [j for j in compare.judge(current, saved) if j.category in ("slower", "faster")]
+                floor_total += len(floor_calls)
+                print(f"    against the 5% floor alone: {len(floor_calls)} called"
+                      + "".join(f"; {j.nodeid.split('::')[-1]} {j.category}" for j in floor_calls))
             for j in judged:
                 print(f"    {j.nodeid.split('::')[-1]:<20} {j.category:<12} {j.text}")
     called = totals["slower"] + totals["faster"]
     print(f"  in all: {sum(totals.values())} judgements, {called} called a difference "
           f"({', '.join(f'{k} {v}' for k, v in sorted(totals.items()))}); the largest ratio between the two "
           f"sessions of one unchanged test: {max(spread):.2f}x")
+    if repeat:
+        print(f"  against the 5% floor alone (no session reference) the same intervals would have called {floor_total}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=6, help="pytest sessions for the overhead (default 6)")
     parser.add_argument("--pairs", type=int, default=3, help="saved/current pairs of the unchanged suite (default 3)")
-    parser.add_argument("--isolated-pairs", type=int, default=1,
-                        help="pairs of the unchanged suite with every test isolated (default 1; 0 skips them)")
+    parser.add_argument("--isolated-pairs", type=int, default=3,
+                        help="pairs of the unchanged suite with every test isolated (default 3; 0 skips them)")
     parser.add_argument("--repeat", type=int, default=3, help="processes per isolated test (default 3)")
     parser.add_argument("--max-time", type=float, default=0.5, help="each tool's time budget per test (default 0.5 s)")
     args = parser.parse_args(argv)

@@ -11,7 +11,7 @@ import pytest
 
 from benchctl.pytest_plugin import assertions
 from benchctl.pytest_plugin.stats import Stats
-from benchctl.results import document
+from benchctl.results import document, processes
 
 pytest_plugins = ["pytester"]
 
@@ -431,6 +431,9 @@ def test_compare_calls_no_difference_for_in_process_tests(pytester, monkeypatch)
     result = run(pytester, "--benchctl-json=again.json", "--benchctl-compare=saved.json", "--benchctl-compare-fail")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK and (pytester.path / "again.json").exists()
+    # No isolated test, no comparison the machine's drift could change: no reference is run.
+    assert "session_reference" not in document.load(str(pytester.path / "again.json"))["metadata"]
+    assert "the machine itself" not in result.stdout.str()
     result.stdout.fnmatch_lines([
         "against saved.json:", "  one process (2):",
         "    *::test_sized [[]call[]]: * (no interval: one process) from 1 and 1 process(es): no difference is "
@@ -458,9 +461,16 @@ def test_sized(benchctl):
     slower = run(pytester, "--benchctl-compare=saved.json", "--benchctl-compare-fail")
     slower.assert_outcomes(passed=1)
     assert slower.ret == pytest.ExitCode.TESTS_FAILED
-    slower.stdout.fnmatch_lines(["against saved.json:", "  slower (1):",
+    slower.stdout.fnmatch_lines(["against saved.json:",
+                                 "  the machine itself (fixed reference work in 3 and 3 fresh processes) ran *× "
+                                 "[[]95% CI *] as long in this session as in the saved one: differences within ±*% "
+                                 "are not called",
+                                 "  slower (1):",
                                  "    *::test_sized [[]call[]]: * slower [[]95% CI *]"])
     assert "note:" not in slower.stdout.str()
+    kept = document.load(str(pytester.path / "saved.json"))["metadata"]["session_reference"]
+    assert kept["workload"] == "machine_reference" and kept["failed"] == 0
+    assert len(kept["process_medians_ns"]) == 3 and min(kept["process_medians_ns"]) > 0  # repeat 2, at least 3
 
 
 def test_a_session_that_measured_nothing_writes_a_file_the_cli_reads(pytester):
@@ -502,6 +512,48 @@ def test_compare_judges_each_test_by_its_processes():
     found = {j.nodeid: j.category for j in compare.judge(current, saved)}
     assert found == {"same": "unchanged", "slow": "slower", "fast": "faster", "wide": "inconclusive",
                      "alone": "one process", "added": "new"}
+    # Against a band of ±60% (a machine that moved that far) the 1.5x test is no longer called.
+    assert {j.nodeid: j.category for j in compare.judge(current, saved, band=0.6)}["slow"] == "inconclusive"
+
+
+def test_compare_calls_nothing_the_machine_itself_moved_by():
+    from benchctl.pytest_plugin import compare, reference
+
+    def doc(test_medians, reference_medians):
+        runs = [{"cell": {"test": "t"}, "repetition": r, "status": "ok",
+                 "phases": {"call": {"ns": [m * f for f in (0.99, 1.0, 1.01)], "warmup": 0}}}
+                for r, m in enumerate(test_medians)]
+        meta = {} if reference_medians is None else {"session_reference": {"process_medians_ns": reference_medians}}
+        return {"matrix": {"test": ["t"]}, "runs": runs, "metadata": meta}
+
+    saved = doc([1000, 1010, 990], [5000, 5050, 4950])
+    steady = reference.drift(doc([1300, 1310, 1290], [5010, 4990, 5000]), saved)
+    assert steady.band == processes.FLOOR and "differences within ±5% are not called" in steady.text
+    moved_doc = doc([1300, 1310, 1290], [6500, 6600, 6400])
+    moved = reference.drift(moved_doc, saved)
+    assert moved.band > 0.3 and moved.comparison["ratio"] == pytest.approx(1.3, rel=0.01)
+    assert "ran 1.30× [95% CI" in moved.text
+    assert [j.category for j in compare.judge(moved_doc, saved, moved.band)] == ["inconclusive"]
+    assert [j.category for j in compare.judge(moved_doc, saved, steady.band)] == ["slower"]
+    unknown = reference.drift(moved_doc, doc([1000, 1010, 990], None))
+    assert unknown.band == processes.FLOOR and unknown.comparison is None
+    assert unknown.text.startswith("the saved run has no session reference")
+    failed = doc([1300], None)
+    failed["metadata"]["session_reference"] = {"process_medians_ns": [], "error": "boom"}
+    assert reference.drift(failed, saved).text.startswith("this run's session reference failed (boom)")
+
+
+def test_a_session_reference_that_cannot_run_is_said_and_the_results_kept(monkeypatch):
+    import benchctl.run
+    from benchctl.pytest_plugin import reference
+
+    def refuse(*args, **kwargs):
+        raise OSError("no fork here")
+
+    monkeypatch.setattr(benchctl.run, "run_matrix", refuse)
+    measured = reference.measure(2)
+    assert measured["process_medians_ns"] == [] and measured["failed"] == 3
+    assert measured["error"] == "OSError: no fork here"
 
 
 # ---------------------------------------------------------------- isolation

@@ -4,7 +4,7 @@ Tests are matched by node id and phase. As everywhere in benchctl, the
 process is the unit: each side of a test is the medians of its fresh
 processes (an isolated test's workers; an in-process test is one process),
 compared with :func:`benchctl.results.processes.compare` (ratio of
-geometric means, Welch t interval on logs) and judged against the ±5%
+geometric means, Welch t interval on logs) and judged against a
 no-effect band (:func:`benchctl.results.processes.judge`), in the
 verdict's words (:func:`benchctl.results.verdict.describe`):
 
@@ -15,6 +15,9 @@ verdict's words (:func:`benchctl.results.verdict.describe`):
   is unknown and no difference is called; the ratio is still shown. (Two
   sessions of a busy machine gave the same in-process test medians up to 2×
   apart; see ``bench/pytest_overhead.py``.)
+
+The band is the 5% floor, or wider when the session reference says the
+machine itself moved between the two sessions (:mod:`.reference`).
 """
 
 from __future__ import annotations
@@ -53,10 +56,10 @@ def load_saved(path: str) -> dict:
     return doc
 
 
-def _judged(now: list[float], saved: list[float]) -> dict:
+def _judged(now: list[float], saved: list[float], band: float) -> dict:
     cmp = processes.compare(now, saved)
-    cmp["band"] = processes.FLOOR
-    cmp["outcome"] = processes.judge(cmp, processes.FLOOR)
+    cmp["band"] = band
+    cmp["outcome"] = processes.judge(cmp, band)
     return cmp
 
 
@@ -66,8 +69,9 @@ def _category(cmp: dict) -> str:
     return _CATEGORY[cmp["outcome"]]
 
 
-def judge(current: dict, saved: dict) -> list[Judgement]:
-    """Every (test, phase) of ``current`` against ``saved``."""
+def judge(current: dict, saved: dict, band: float = processes.FLOOR) -> list[Judgement]:
+    """Every (test, phase) of ``current`` against ``saved``, against the no-effect band ±``band``
+    (the 5% floor, or wider when the machine moved between the sessions: :func:`.reference.drift`)."""
     out = []
     for nodeid in current["matrix"].get("test", []):
         cell = {"test": nodeid}
@@ -80,7 +84,7 @@ def judge(current: dict, saved: dict) -> list[Judgement]:
                 out.append(Judgement(nodeid, phase, "new", None, "not in the saved file"))
                 continue
             try:
-                cmp = _judged(now, before)
+                cmp = _judged(now, before, band)
             except ValueError as e:  # medians of 0 ns: no ratio exists
                 out.append(Judgement(nodeid, phase, "inconclusive", None, f"cannot compare: {e}"))
                 continue

@@ -119,13 +119,18 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     if not state.records and not state.options.json_path and state.saved is None:
         return
     from ..results.document import save
-    from . import compare, results_file
+    from . import compare, reference, results_file
 
+    isolated = [len(r.runs) for r in state.records.values() if r.isolated and r.runs]
+    if isolated and (state.options.json_path or state.saved is not None):
+        # How fast the machine itself ran this session, for a comparison with another.
+        state.reference = reference.measure(max(isolated), state.options.worker_timeout_s)
     state.document = results_file.build(session.config, state, with_metadata=bool(state.options.json_path))
     if state.options.json_path:
         save(state.document, state.options.json_path)
     if state.saved is not None:
-        state.judgements = compare.judge(state.document, state.saved)
+        state.drift = reference.drift(state.document, state.saved)
+        state.judgements = compare.judge(state.document, state.saved, state.drift.band)
         slower = any(j.category == "slower" for j in state.judgements)
         # Only a passing session is turned into a failing one: a worse status says more.
         if state.options.compare_fail and slower and session.exitstatus == pytest.ExitCode.OK:

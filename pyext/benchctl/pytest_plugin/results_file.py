@@ -9,6 +9,8 @@ round, of ``calls_per_round`` calls. Settings are in each run's
 ``readback``; ``extra_info``, assertions and the test's outcome in its
 ``notes``. ``summary`` is filled by :func:`benchctl.results.analysis.analyse`;
 ``verdict`` stays empty: a test against another test is no comparison anyone asked for.
+``metadata["session_reference"]`` holds the session reference when one was
+measured (:mod:`.reference`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 from .. import clock
 from .._version import __version__
 from ..results import analysis, document
+from . import reference
 from .session import Session, now
 
 __all__ = ["WORKLOAD", "build", "is_plugin_document"]
@@ -57,6 +60,8 @@ def build(config, session: Session, with_metadata: bool = True) -> dict:
     # No test measured: an empty matrix (a key with no values would be a matrix with no cells, and
     # readers take a matrix key's first value as the baseline).
     matrix = {"test": [r.nodeid for r in records]} if records else {}
+    if session.reference is not None:
+        meta[reference.KEY] = session.reference
     doc = document.new_document(WORKLOAD, {"rootdir": str(config.rootpath)}, matrix, repeat, meta)
     for record in records:
         doc["runs"] += record.runs

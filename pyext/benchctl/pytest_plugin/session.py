@@ -54,6 +54,9 @@ class Session:
     #: Filled at session finish: the document of this run and the comparison's judgements.
     document: Optional[dict] = None
     judgements: list = field(default_factory=list)
+    #: The session reference (reference.measure) when one was run, and the comparison's reference.Drift.
+    reference: Optional[dict] = None
+    drift: Any = None
     #: In an isolated worker: the bridge to the worker's recorder (see workloads.pytest_node).
     bridge: Any = None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .compare import CATEGORIES, ONE_PROCESS_NOTE, Judgement
+from .compare import CATEGORIES, ONE_PROCESS_NOTE
 from .session import Session
 
 __all__ = ["seconds", "table", "lines"]
@@ -59,14 +59,18 @@ def _assertion_lines(session: Session) -> list[str]:
     return out
 
 
-def _comparison_lines(judgements: list[Judgement], path: str) -> list[str]:
-    out = [f"against {path}:"]
+def _comparison_lines(session: Session) -> list[str]:
+    judgements = session.judgements
+    out = [f"against {session.options.compare_path}:"]
+    # How far the machine moved matters only where a test has processes to compare.
+    if session.drift is not None and any(j.comparison and j.comparison.get("ci95") for j in judgements):
+        out.append(f"  {session.drift.text}")
     for category in CATEGORIES + ("new",):
         group = [j for j in judgements if j.category == category]
         if group:
             out.append(f"  {category} ({len(group)}):")
             out += [f"    {j.nodeid} [{j.phase}]: {j.text}" for j in group]
-    if len(out) == 1:
+    if not judgements:
         out.append("  no test of this run measured anything to compare")
     if any(j.category == "one process" for j in judgements):
         out.append(f"  note: {ONE_PROCESS_NOTE}")
@@ -84,7 +88,7 @@ def lines(session: Session) -> list[str]:
     if assertion_lines:
         out += ([""] if out else []) + ["assertions:"] + [f"  {line}" for line in assertion_lines]
     if session.saved is not None:
-        out += ([""] if out else []) + _comparison_lines(session.judgements, session.options.compare_path)
+        out += ([""] if out else []) + _comparison_lines(session)
     if session.options.json_path and session.document is not None:
         out += ([""] if out else []) + [f"results written to {session.options.json_path} "
                                         f"(python -m benchctl report {session.options.json_path})"]

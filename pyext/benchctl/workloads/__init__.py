@@ -26,6 +26,7 @@ _BUILTIN_MODULES: tuple[str, ...] = (
     "benchctl.workloads.resnet_order",
     "benchctl.workloads.zero_weights",
     "benchctl.workloads.pytest_node",
+    "benchctl.workloads.machine_reference",
 )
 
 
