@@ -5,9 +5,9 @@ them and joins their strings: interpreter dispatch, allocation and memory
 traffic, the kind of work a Python test suite does. Nothing about it
 changes between releases of the code under test, so when two sessions time
 it differently, the machine (its load, clock, neighbours) moved between
-them. The pytest plugin runs it in every session that compares isolated
-tests (:mod:`benchctl.pytest_plugin.reference`). No torch: a worker starts in
-well under a second.
+them. The pytest plugin runs it in every session with an isolated test
+that writes or compares results (:mod:`benchctl.pytest_plugin.reference`).
+No torch: a worker starts in well under a second.
 """
 
 from __future__ import annotations
