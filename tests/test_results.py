@@ -110,3 +110,11 @@ def test_top_level_not_an_object(tmp_path):
 def test_cell_id_ignores_key_order():
     assert results.cell_id({"a": 1, "b": "x"}) == results.cell_id({"b": "x", "a": 1})
     assert results.cell_id({"a": 1}) != results.cell_id({"a": 2})
+
+
+def test_mostly_shared_needs_at_least_half_of_the_workers():
+    from benchctl.results import queries
+
+    shared, alone = {"beside": {"other_cpus": 0.9, "steal_cpus": 0.0}}, {"beside": {"other_cpus": 0.1}}
+    assert queries.mostly_shared([shared, alone]) and queries.mostly_shared([shared])
+    assert not queries.mostly_shared([shared, alone, alone]) and not queries.mostly_shared([])

@@ -23,7 +23,7 @@ from .document import CONTROL_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
            "process_medians", "first_note", "readback_facts", "summary_entry", "per_iter_median", "control",
-           "SHARED_CPUS", "beside_cpus", "shared_cpus", "Comparisons"]
+           "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
 
 #: A worker shared the CPUs when other processes (or other guests, as steal) kept
 #: this many CPUs busy on average over its run.
@@ -139,6 +139,11 @@ def beside_cpus(run: dict) -> float:
 def shared_cpus(run: dict) -> bool:
     """Whether this worker shared the CPUs with other work (:data:`SHARED_CPUS` or more kept busy beside it)."""
     return beside_cpus(run) >= SHARED_CPUS
+
+
+def mostly_shared(runs: list[dict]) -> bool:
+    """Whether at least half of these workers (and at least one) shared the CPUs with other work."""
+    return bool(runs) and sum(map(shared_cpus, runs)) * 2 >= len(runs)
 
 
 def first_note(doc: dict, cell: dict, key: str) -> Any:

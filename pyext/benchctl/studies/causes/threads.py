@@ -54,7 +54,7 @@ class Threads(Cause):
         """Whether other processes shared the CPUs with the unchanged workload: then part of the
         oversubscription is theirs, not the workload's own."""
         runs = queries.ok_runs(ctx.doc, ctx.baseline)
-        if not runs or sum(map(queries.shared_cpus, runs)) * 2 < len(runs):
+        if not queries.mostly_shared(runs):
             return ""
         busy = float(np.median([queries.beside_cpus(r) for r in runs]))
         return (f"; other processes kept {busy:.2f} CPUs busy beside it (median over its processes): they "
