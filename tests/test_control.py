@@ -20,7 +20,8 @@ class FakeWorkers:
     """Stands in for run.process.run_worker: per-process medians planted by cell."""
 
     def __init__(self, monkeypatch, median_ms, spread=lambda cell: 0.005, seconds=1.0, seed=0):
-        self.median_ms, self.spread, self.seconds = median_ms, spread, seconds
+        self.median_ms, self.spread = median_ms, spread
+        self.seconds_of = lambda cell: seconds
         self.rng = np.random.default_rng(seed)
         self.calls = []
         self.now = 1000.0
@@ -29,10 +30,11 @@ class FakeWorkers:
 
     def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False):
         self.calls.append(cell)
-        self.now += self.seconds
+        seconds = self.seconds_of(cell)
+        self.now += seconds
         process = np.exp(self.rng.normal(0.0, self.spread(cell)))
         ns = list(self.median_ms(cell) * 1e6 * process * (1 + 0.002 * np.arange(-5, 6)))
-        return {"started_at": "t", "duration_s": self.seconds, "status": "ok", "exit_status": 0, "signal": None,
+        return {"started_at": "t", "duration_s": seconds, "status": "ok", "exit_status": 0, "signal": None,
                 "phases": {"sleep": {"ns": ns, "ticks": [], "counters": {}, "warmup": 0}}, "readback": {},
                 "notes": {}, "counters_info": None, "beside": None, "worker": {"pid": 1}, "error": None,
                 "stderr_tail": None, "stdout_tail": None}
@@ -101,6 +103,27 @@ def test_budget_trims_a_round_to_the_workers_that_fit(monkeypatch):
     FakeWorkers(monkeypatch, lambda c: c["ms"], seconds=10.0)
     doc = _run(repeat=3, budget_s=45.0)
     assert len(doc["runs"]) == 4 and doc["stopped"] == "the 45 s budget ran out"
+
+
+def test_a_cut_round_keeps_the_control_arms_together(monkeypatch):
+    """The last round fits 25 s: the baseline's arm A (10 s) and arm B (10 s) run, the 30 s cell does not;
+    cutting at the first slot that does not fit would have run arm A alone and left the arms 3 and 2."""
+    workers = FakeWorkers(monkeypatch, lambda c: c["ms"])
+    workers.seconds_of = lambda cell: 30.0 if cell["ms"] == 2.0 else 10.0
+    doc = _run(repeat=3, budget_s=125.0)
+    last = [(r["cell"]["ms"], r.get("arm")) for r in doc["runs"] if r["repetition"] == 2]
+    assert last == [(1.0, "A"), (1.0, "B")] and doc["stopped"] == "the 125 s budget ran out"
+    arms = {e.get("arm"): e["processes"] for e in doc["summary"] if e["cell"] == {"ms": 1.0}}
+    assert arms == {None: 3, "B": 3}  # the summary names arm B only; arm A is the cell itself
+
+
+def test_a_cut_round_runs_what_fits_after_a_slot_that_does_not(monkeypatch):
+    """Without a control: the 30 s cell does not fit the last 15 s, the 10 s cell after it still runs."""
+    workers = FakeWorkers(monkeypatch, lambda c: c["ms"])
+    workers.seconds_of = lambda cell: 30.0 if cell["ms"] == 1.0 else 10.0
+    doc = _run(repeat=3, budget_s=95.0, control=False)
+    assert [(r["cell"]["ms"], r["repetition"]) for r in doc["runs"]][-1] == (2.0, 2)
+    assert len(doc["runs"]) == 5 and doc["stopped"] == "the 95 s budget ran out"
 
 
 def test_an_unreliable_control_calls_no_effect():

@@ -115,7 +115,8 @@ def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> lis
         return [head, f"  UNRELIABLE: two identical arms differ beyond the {MIN_EFFECT:.0%} floor, so this phase's "
                       "processes disagree more than their own spread says; no effect is called in it"]
     resolves = (f"  this run resolves differences of {ctl['band']:.0%} or more in this phase "
-                f"(the A/A interval's reach, at least the {MIN_EFFECT:.0%} floor)")
+                f"(the A/A interval's reach, at least the {MIN_EFFECT:.0%} floor): a difference is called "
+                f"only when its 95% CI lies wholly beyond ±{ctl['band']:.0%}")
     if ctl["band"] > processes.MAX_NO_EFFECT_BAND:
         resolves += (f"; identical processes differ too much here to say 'no effect' (over "
                      f"{processes.MAX_NO_EFFECT_BAND:.0%}): add processes or quiet the machine")

@@ -12,7 +12,8 @@ Repetition ``r`` of a slot is the worker it ran in round ``r``.
   processes, or the budget runs out.
 
 A budget (seconds of the whole run) trims each round to the workers that
-are expected to fit, from the durations of the workers already run.
+are expected to fit, from the durations of the workers already run; the
+control's two arms are kept together first.
 """
 
 from __future__ import annotations
@@ -123,21 +124,33 @@ class Budget:
     def left(self) -> float | None:
         return None if self.seconds is None else self.seconds - (time.monotonic() - self.started)
 
-    def trim(self, slots: list[Slot], expected_s: Callable[[Slot], float | None]) -> list[Slot]:
-        """The leading slots whose expected durations fit what is left (all of them without a budget).
+    def trim(self, slots: list[Slot], expected_s: Callable[[Slot], float | None],
+             together: list[Slot] = ()) -> list[Slot]:
+        """The slots whose expected durations fit what is left, in their round order (all without a budget).
 
-        A slot with no estimate yet (never run) is let through: the first
-        workers are what gives the estimates.
+        ``together`` (the control's two arms) go first when all of them fit: a
+        round cut short that runs one arm and not the other leaves the control
+        unbalanced (3 and 2 processes), and its band, which every comparison
+        is judged against, much wider than one more process elsewhere buys.
+        Then each other slot in round order that still fits. A slot with no
+        estimate yet (never run) is let through: the first workers are what
+        gives the estimates.
         """
         left = self.left()
         if left is None:
             return slots
-        kept = []
+        costs = {slot: expected_s(slot) or 0.0 for slot in slots}
+        kept: set[Slot] = set()
+        grouped = [s for s in together if s in costs]
+        if len(grouped) == len(together) and sum(costs[s] for s in grouped) <= left:
+            kept.update(grouped)
+            left -= sum(costs[s] for s in grouped)
         for slot in slots:
-            cost = expected_s(slot) or 0.0
-            if cost > left:
+            if slot in kept:
+                continue
+            if costs[slot] > left:
                 self.exhausted = True
-                break
-            kept.append(slot)
-            left -= cost
-        return kept
+                continue
+            kept.add(slot)
+            left -= costs[slot]
+        return [slot for slot in slots if slot in kept]

@@ -197,9 +197,10 @@ def _progress_bar(total: int, done: int, enabled: bool):
 class _Run:
     """One call of :func:`run_matrix`: its plan, log, rounds, budget and progress bar."""
 
-    def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, focus: str | None,
-                 worker_timeout_s: float | None, probe: bool) -> None:
+    def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, control_slots: list,
+                 focus: str | None, worker_timeout_s: float | None, probe: bool) -> None:
         self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
+        self.control_slots = control_slots
         self.worker_timeout_s, self.probe = worker_timeout_s, probe
         self.open_cells: set[int] | None = None
 
@@ -214,7 +215,7 @@ class _Run:
         """The workers round ``index`` still owes, trimmed to the budget; [] once the rounds stop."""
         slots = self.policy.next_round(index, self._judge)
         owed = [s for s in slots if not self.log.done(self.plan.cells[s.index], s.arm, index)]
-        fitting = self.budget.trim(owed, self._expected)
+        fitting = self.budget.trim(owed, self._expected, together=self.control_slots)
         if owed and not fitting:
             self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
         return fitting if slots else []
@@ -287,7 +288,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     done = sum(r["status"] == "ok" for r in log.doc["runs"])
     with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, \
             _progress_bar(max(policy.planned(), done), done, progress) as bar:
-        _Run(plan, log, policy, budget, focus, worker_timeout_s, probe).execute(workdir, bar)
+        _Run(plan, log, policy, budget, control_slots, focus, worker_timeout_s, probe).execute(workdir, bar)
     analyse(log.doc, focus)
     log.save()
     return log.doc
