@@ -8,7 +8,7 @@ runs real workers.
 
 import numpy as np
 
-from benchctl.results import document, report
+from benchctl.results import document, queries, report
 from benchctl.results.analysis import analyse
 from benchctl.run import rounds, runner
 from synthetic_results import make_doc
@@ -146,7 +146,27 @@ def test_a_noisy_control_widens_the_band():
     analyse(doc, focus="order")
     gap = next(f for f in doc["verdict"] if f["rule"] == "gap")
     assert gap["band"] > 0.07 and gap["outcome"] != "effect"
-    assert f"this run resolves differences of {gap['band']:.0%} or more" in report.format_report(doc)
+    text = report.format_report(doc)
+    ctl = queries.control(doc, "eval")
+    assert gap["band"] == ctl["band"] > 0.07 and ctl["resolves"] > ctl["band"]
+    assert (f"this run resolves differences of {ctl['resolves']:.0%} or more in this phase between two cells of "
+            f"3 and 3 processes as noisy as the arms: identical processes differ by {gap['band']:.0%} here") in text
+
+
+def test_comparisons_with_the_baseline_count_both_arms():
+    """Arm B is the baseline cell run again: a comparison against the baseline has its 3 + 3 processes,
+    while the baseline's own row, the control and the other cells keep their own."""
+    matrix = {"order": ORDERS, "alloc": ["default", "retain"]}
+    doc = make_doc(matrix, factor=lambda c: 1.5 if c["order"] == "eval_only" else 1.0, control=True)
+    base, other, third = {"order": "eval_only", "alloc": "default"}, {"order": "train_then_eval", "alloc": "default"}, \
+        {"order": "train_then_eval", "alloc": "retain"}
+    comparisons = queries.Comparisons(doc)
+    cmp = comparisons.compare("eval", other, base)
+    assert (cmp["k_a"], cmp["k_b"]) == (3, 6)
+    assert len(queries.process_medians(doc, "eval", base)) == 3
+    assert comparisons.compare("eval", other, third)["k_b"] == 3
+    ctl = comparisons.control("eval")["comparison"]
+    assert (ctl["k_a"], ctl["k_b"]) == (3, 3)
 
 
 def test_identical_cells_in_real_workers_call_no_difference():

@@ -98,11 +98,37 @@ def test_judge_against_the_band():
     assert processes.judge(cmp(0.85, 1.2), band=0.25) == processes.NO_EFFECT
 
 
-def test_the_control_widens_the_band_but_never_narrows_it_under_the_floor():
+def _arms(sd: float, shift: float = 0.0) -> list[float]:
+    """Three process values whose logs have exactly this standard deviation."""
+    return list(np.exp(shift + np.array([-sd, 0.0, sd])))
+
+
+def test_the_control_band_is_the_arms_spread_never_under_the_floor():
     assert processes.band_from_control(None) == processes.FLOOR
-    assert processes.band_from_control({"ci95": [0.98, 1.03]}) == processes.FLOOR
-    assert processes.band_from_control({"ci95": [0.9, 1.05]}) == pytest.approx(1 / 0.9 - 1)
-    assert processes.band_from_control({"ci95": [0.95, 1.12]}) == pytest.approx(0.12)
+    quiet = processes.compare(_arms(0.03), _arms(0.03), same_cell=True)
+    assert processes.band_from_control(quiet) == processes.FLOOR
+    noisy = processes.compare(_arms(0.12, 0.02), _arms(0.12), same_cell=True)
+    assert processes.band_from_control(noisy) == pytest.approx(math.expm1(0.12))
+
+
+def test_a_machine_shift_band_is_the_interval_reach():
+    assert processes.band_from_interval(None) == processes.FLOOR
+    assert processes.band_from_interval({"ci95": [0.98, 1.03]}) == processes.FLOOR
+    assert processes.band_from_interval({"ci95": [0.9, 1.05]}) == pytest.approx(1 / 0.9 - 1)
+    assert processes.band_from_interval({"ci95": [0.95, 1.12]}) == pytest.approx(0.12)
+
+
+@pytest.mark.parametrize("sd", [0.03, 0.1, 0.2])
+def test_the_resolvable_difference_is_where_a_comparison_starts_to_resolve(sd):
+    """Two cells of 3 processes that disagree as the arms do: a difference just over what the
+    control says the run resolves is an effect, just under it is not."""
+    control = processes.compare(_arms(sd), _arms(sd), same_cell=True)
+    band = processes.band_from_control(control)
+    edge = math.log1p(processes.resolvable(control, band))
+    assert processes.resolvable(None, band) is None
+    for step, outcome in ((1e-3, processes.EFFECT), (-1e-3, processes.UNRESOLVED)):
+        cmp = processes.compare(_arms(sd, edge + step), _arms(sd))
+        assert processes.judge(cmp, band) == outcome
 
 
 def test_processes_to_resolve_grows_as_the_difference_nears_the_band():

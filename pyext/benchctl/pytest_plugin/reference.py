@@ -11,7 +11,7 @@ So a session with an isolated test that writes or compares results also runs
 as many as its most repeated isolated test (at least three), and keeps their
 medians in the document's ``metadata["session_reference"]``. Comparing two
 sessions, the reference is an A/A control between them: its interval sets
-the no-effect band of every test (:func:`benchctl.results.processes.band_from_control`),
+the no-effect band of every test (:func:`benchctl.results.processes.band_from_interval`),
 so no difference smaller than the machine's own measured move is called.
 A saved file without a reference leaves the band at the 5% floor, and the
 comparison says that the machine's drift went unmeasured.
@@ -81,7 +81,7 @@ def drift(current: dict, saved: dict) -> Drift:
                      f"{why}: how far the machine moved between the sessions is not measured, and differences are "
                      f"judged against the {processes.FLOOR:.0%} floor only")
     cmp = processes.compare(now, before)
-    band = processes.band_from_control(cmp)
+    band = processes.band_from_interval(cmp)
     cmp = {**cmp, "band": band}
     return Drift(band, cmp,
                  f"the machine itself (fixed reference work in {cmp['k_a']} and {cmp['k_b']} fresh processes) ran "

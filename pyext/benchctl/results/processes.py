@@ -14,6 +14,9 @@ of its processes:
   A/A control's two arms, one cell, share a pooled variance);
 * :func:`judge`: whether the interval shows an effect beyond a no-effect
   band, lies inside it, or is unresolved;
+* :func:`band_from_control`: that band from the A/A control's arms (how far
+  identical processes disagree), and :func:`resolvable` the smallest
+  difference a run then resolves;
 * :func:`processes_to_resolve`: about how many processes per cell an
   unresolved comparison would need.
 
@@ -32,7 +35,8 @@ from .. import _validate
 from .tdist import t_cdf, t_quantile
 
 __all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "EFFECT", "NO_EFFECT", "UNRESOLVED", "ONE_PROCESS", "OUTCOMES",
-           "MAX_ESTIMATE", "cell_interval", "compare", "judge", "band_from_control", "processes_to_resolve"]
+           "MAX_ESTIMATE", "cell_interval", "compare", "judge", "band_from_control", "band_from_interval", "resolvable",
+           "processes_to_resolve"]
 
 CONFIDENCE = 0.95
 #: Differences under 5% are never called: the floor of every no-effect band.
@@ -141,13 +145,44 @@ def judge(cmp: dict, band: float = FLOOR) -> str:
     return UNRESOLVED
 
 
+def _process_sd(cmp: dict) -> float:
+    """The per-process standard deviation (of log values) behind a comparison's standard error,
+    as if both sides had it: exact for the pooled interval of the A/A control's arms."""
+    return cmp["log_se"] / math.sqrt(1 / cmp["k_a"] + 1 / cmp["k_b"])
+
+
 def band_from_control(control: dict | None) -> float:
-    """The no-effect band a run can support: the 5% floor, or wider when the A/A control says
-    two identical arms can differ more (the largest ratio its interval allows, as a share)."""
-    if not control or control.get("ci95") is None:
+    """The no-effect band a run supports, from its A/A control (the comparison of the two arms):
+    the 5% floor, or wider when identical processes disagree more: one standard deviation of
+    the arms' process values (pooled), as a share.
+
+    A difference within that band is smaller than how far one process of a cell strays from
+    another of the same cell, and is not called whatever its interval says. The sampling
+    error of each comparison is its own interval's business: the band is not a second
+    interval (the A/A interval's reach, 2-3 standard deviations at 3 processes an arm, counted
+    that error twice and left a 1.5x difference unresolved at 3 processes)."""
+    if not control or control.get("log_se") is None:
         return FLOOR
-    lo, hi = control["ci95"]
+    return max(FLOOR, math.expm1(_process_sd(control)))
+
+
+def band_from_interval(cmp: dict | None) -> float:
+    """The 5% floor, or the largest ratio ``cmp``'s interval allows (as a share) when wider: the
+    band for a shift of the machine itself, where the whole interval may be moved by it."""
+    if not cmp or cmp.get("ci95") is None:
+        return FLOOR
+    lo, hi = cmp["ci95"]
     return max(FLOOR, hi - 1.0, 1.0 / lo - 1.0)
+
+
+def resolvable(control: dict | None, band: float, confidence: float = CONFIDENCE) -> float | None:
+    """About the smallest difference (a share) this run resolves between two cells with the control's
+    arms' process counts, whose processes disagree as the arms' do: the band plus the half-width
+    of their interval. None without a control interval."""
+    if not control or control.get("log_se") is None:
+        return None
+    half = t_quantile(0.5 + confidence / 2, control["k_a"] + control["k_b"] - 2) * control["log_se"]
+    return math.expm1(math.log1p(band) + half)
 
 
 def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE) -> int | None:
@@ -163,8 +198,7 @@ def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE)
     d = abs(math.log(cmp["ratio"]))
     margin = abs(d - math.log1p(band))
     k_a, k_b = cmp["k_a"], cmp["k_b"]
-    # The per-process spread behind the standard error, as if both cells had it.
-    sd = cmp["log_se"] / math.sqrt(1 / k_a + 1 / k_b)
+    sd = _process_sd(cmp)
     if margin <= 1e-12:  # on the edge, to rounding
         return None
     for k in range(max(k_a, k_b) + 1, MAX_ESTIMATE + 1):

@@ -7,8 +7,9 @@ samples and per-process values, the notes and readbacks they carry, the A/A
 control, and a cached comparison of two cells (:class:`Comparisons`).
 
 The control's second arm (runs with ``"arm": "B"``, the baseline cell run
-again) serves only the control: a cell's runs are those without it unless
-``arm="B"`` is asked for.
+again): a cell's runs are those without it unless ``arm="B"`` is asked for;
+only comparisons between cells (:func:`comparison_values`) count both arms
+as the baseline's processes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .document import CONTROL_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
            "process_medians", "first_note", "readback_facts", "summary_entry", "per_iter_median", "control",
+           "comparison_values",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
 
 #: A worker shared the CPUs when other processes (or other guests, as steal) kept
@@ -187,11 +189,12 @@ def per_iter_median(values: list | None) -> float | None:
 def control(doc: dict, phase: str) -> dict | None:
     """The A/A control of ``phase``: the baseline cell's arm B against its arm A.
 
-    ``{"cell", "comparison", "band", "unreliable"}``: ``comparison`` is
-    :func:`benchctl.results.processes.compare` of the two arms' processes,
+    ``{"cell", "comparison", "band", "resolves", "unreliable"}``: ``comparison``
+    is :func:`benchctl.results.processes.compare` of the two arms' processes,
     ``band`` the no-effect band this run supports
-    (:func:`~benchctl.results.processes.band_from_control`), ``unreliable``
-    whether the two identical arms differ by more than the 5% floor. None when
+    (:func:`~benchctl.results.processes.band_from_control`), ``resolves`` about
+    the smallest difference it resolves (:func:`~benchctl.results.processes.resolvable`),
+    ``unreliable`` whether the two identical arms differ by more than the 5% floor. None when
     the document has no control (``--no-control``, or a schema-1 file) or a
     side has no successful process.
     """
@@ -203,8 +206,20 @@ def control(doc: dict, phase: str) -> dict | None:
     if not arm_a or not arm_b:
         return None
     cmp = processes.compare(arm_b, arm_a, same_cell=True)
-    return {"cell": cell, "comparison": cmp, "band": processes.band_from_control(cmp),
+    band = processes.band_from_control(cmp)
+    return {"cell": cell, "comparison": cmp, "band": band, "resolves": processes.resolvable(cmp, band),
             "unreliable": processes.judge(cmp, processes.FLOOR) == processes.EFFECT}
+
+
+def comparison_values(doc: dict, phase: str, cell: dict) -> list[float]:
+    """The per-process values ``cell`` brings to a comparison with another cell: its processes,
+    and for the control's cell those of both arms (one cell, run in the same rounds: arm B's
+    processes are as much the baseline's as arm A's, and the baseline is in most comparisons)."""
+    values = process_medians(doc, phase, cell)
+    spec = doc.get("control")
+    if spec and cell_id(spec["cell"]) == cell_id(cell):
+        values += process_medians(doc, phase, cell, CONTROL_ARM)
+    return values
 
 
 class Comparisons:
@@ -242,7 +257,7 @@ class Comparisons:
         return self._cache[key]
 
     def _compute(self, key: tuple, phase: str, a: dict, b: dict) -> dict | None:
-        a_values, b_values = process_medians(self.doc, phase, a), process_medians(self.doc, phase, b)
+        a_values, b_values = comparison_values(self.doc, phase, a), comparison_values(self.doc, phase, b)
         if not a_values or not b_values:
             return None
         try:

@@ -114,9 +114,11 @@ def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> lis
     if ctl["unreliable"]:
         return [head, f"  UNRELIABLE: two identical arms differ beyond the {MIN_EFFECT:.0%} floor, so this phase's "
                       "processes disagree more than their own spread says; no effect is called in it"]
-    resolves = (f"  this run resolves differences of {ctl['band']:.0%} or more in this phase "
-                f"(the A/A interval's reach, at least the {MIN_EFFECT:.0%} floor): a difference is called "
-                f"only when its 95% CI lies wholly beyond ±{ctl['band']:.0%}")
+    resolves = (f"  this run resolves differences of {ctl['resolves']:.0%} or more in this phase between two "
+                f"cells of {cmp['k_b']} and {cmp['k_a']} processes as noisy as the arms: identical processes "
+                f"differ by {ctl['band']:.0%} here (the arms' standard deviation, at least the {MIN_EFFECT:.0%} "
+                f"floor), no difference is called unless its 95% CI lies wholly beyond ±{ctl['band']:.0%}, and "
+                f"comparisons with the baseline count both arms' {cmp['k_a'] + cmp['k_b']} processes")
     if ctl["band"] > processes.MAX_NO_EFFECT_BAND:
         resolves += (f"; identical processes differ too much here to say 'no effect' (over "
                      f"{processes.MAX_NO_EFFECT_BAND:.0%}): add processes or quiet the machine")

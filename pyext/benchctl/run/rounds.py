@@ -128,10 +128,10 @@ class Budget:
              together: list[Slot] = ()) -> list[Slot]:
         """The slots whose expected durations fit what is left, in their round order (all without a budget).
 
-        ``together`` (the control's two arms) go first when all of them fit: a
-        round cut short that runs one arm and not the other leaves the control
-        unbalanced (3 and 2 processes), and its band, which every comparison
-        is judged against, much wider than one more process elsewhere buys.
+        ``together`` (the control's two arms) go first when all of them fit: both
+        measure the run's noise, which every comparison is judged against, and
+        both count in every comparison with the baseline; a round cut short that
+        ran arm A alone left the control 3 and 2 processes.
         Then each other slot in round order that still fits. A slot with no
         estimate yet (never run) is let through: the first workers are what
         gives the estimates.
