@@ -17,10 +17,10 @@ seed), since training dominates a cell's cost.
 
 :data:`PARAMS` holds the defaults of ``benchctl run resnet_order`` and of
 ``bench/resnet_order.py`` alike: batch 16, 80 images (5 eval batches) and 3
-training batches, enough to leave the process in its after-training state
-(on the development machine eval page faults fell from ~300k to ~1k per
-iteration after 3 training batches, not after 1) while a whole matrix fits
-five minutes on 2 cores. ``--batch-size 128 --num-data 1024`` with every
+training batches, enough to leave most processes in their after-training
+state (on the development machine eval page faults fell from ~300k to ~1-3k
+per iteration after 3 training batches, not after 1; some processes still
+fault ~100k times) while a whole matrix fits five minutes on 2 cores. ``--batch-size 128 --num-data 1024`` with every
 training batch is the seed's exact experiment.
 """
 
