@@ -11,7 +11,6 @@ saves the document, and prints the report and the answer.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import sys
 import time
@@ -133,8 +132,8 @@ def _mark(finding: dict) -> str:
 
 def _comparison_key(finding: dict) -> tuple:
     """What a finding compares: its phase, setting and two cells."""
-    return (finding.get("phase"), finding.get("setting"), json.dumps(finding.get("a"), sort_keys=True),
-            json.dumps(finding.get("b"), sort_keys=True))
+    return (finding.get("phase"), finding.get("setting"), document.cell_id(finding.get("a")),
+            document.cell_id(finding.get("b")))
 
 
 def format_answer(doc: dict, seed_rules: tuple[str, ...]) -> str:
