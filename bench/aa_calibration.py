@@ -33,8 +33,9 @@ import tempfile
 import time
 
 from benchctl.results import analysis, document, queries
+from benchctl.results.findings import Finding
 from benchctl.run import runner
-from benchctl.run.options import repeat_type
+from benchctl.cli.options import repeat_type
 
 CELLS = {"env": ["BENCHCTL_AA_ARM=1", "BENCHCTL_AA_ARM=2"]}
 # About 3 ms per iteration on the 2-core development machine.
@@ -59,8 +60,8 @@ def figures(doc: dict) -> dict:
     for cell in (a, b):
         entry = queries.summary_entry(doc, PHASE, cell)
         cells[json.dumps(cell["env"], sort_keys=True)] = (entry["median_ms"], entry["ci95_ms"])
-    called = [f for f in doc["verdict"] if f["significant"]]
-    return {"cmp": cmp, "band": control["band"] if control else None, "cells": cells,
+    called = [f for f in map(Finding.from_json, doc["verdict"]) if f.comparison and f.comparison.beyond_band]
+    return {"cmp": cmp, "band": control.band if control else None, "cells": cells,
             "called": called, "processes": len(doc["runs"]), "stopped": doc.get("stopped")}
 
 
@@ -110,10 +111,10 @@ def _coverage_of_all_runs(results: list[dict]) -> tuple[int, int]:
 
 def _print_run(i: int, r: dict) -> None:
     cmp = r["cmp"]
-    ci = "no interval" if cmp["ci95"] is None else f"[{cmp['ci95'][0]:.3f}, {cmp['ci95'][1]:.3f}]"
+    ci = "no interval" if cmp.ci95 is None else f"[{cmp.ci95[0]:.3f}, {cmp.ci95[1]:.3f}]"
     band = "n/a" if r["band"] is None else f"±{r['band']:.0%}"
-    print(f"run {i + 1:2d}: {r['processes']:2d} workers; arm 2/arm 1 = {cmp['ratio']:.3f} {ci} "
-          f"{cmp['outcome']:11s} band {band}; findings called: {len(r['called'])}; stopped: {r['stopped']}",
+    print(f"run {i + 1:2d}: {r['processes']:2d} workers; arm 2/arm 1 = {cmp.ratio:.3f} {ci} "
+          f"{cmp.outcome.value:11s} band {band}; findings called: {len(r['called'])}; stopped: {r['stopped']}",
           flush=True)
 
 

@@ -10,31 +10,28 @@ The target is the planted cause marked `*`, none invented, each under 2 minutes.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
 import time
 
-from benchctl.studies import causes, explain
+from benchctl.cli.render import render
+from benchctl.results.findings import Finding
+from benchctl.studies import explain
 
 PLANTED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "planted")
-# (file:name, the cause it plants; None: nothing planted)
-PLANTED = [
-    ("subnormal_div.py:Bench", "denormals"),
-    ("big_alloc.py:realloc", "allocator"),
-    ("oversubscribed.py:Bench", "threads"),
-    ("lazy_init.py:lookup", "warmup"),
-    ("plain.py:matmul", None),
-]
+sys.path.insert(0, PLANTED_DIR)
+from plants import plants  # noqa: E402 - (file:name, the cause it plants; None: nothing), from each file
+
+PLANTED = plants()
 
 
 def _marks(doc: dict) -> dict[str, str]:
     """{cause name: its mark}; a cause judged in several phases shows the strongest mark."""
     rank = {"*": 2, "?": 1, "-": 0}
     marks: dict[str, str] = {}
-    for f in doc["verdict"]:
-        if f["rule"].startswith("cause_"):
-            name, mark = f["rule"].removeprefix("cause_"), causes.MARKS[f["evidence"]["status"]]
+    for f in map(Finding.from_json, doc["verdict"]):
+        if f.rule.startswith("cause_"):
+            name, mark = f.rule.removeprefix("cause_"), f.mark
             if rank[mark] >= rank.get(marks.get(name, "-"), 0):
                 marks[name] = mark
     return marks
@@ -56,11 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for target, planted in chosen:
             print(f"== {target} (planted: {planted or 'nothing'})", flush=True)
-            out = io.StringIO()
+            said: list[str] = []
             started = time.perf_counter()
-            doc = explain.explain(os.path.join(PLANTED_DIR, target), budget_s=opts.budget, progress=False, out=out)
+            path = os.path.join(PLANTED_DIR, target)
+            doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append)
             took = time.perf_counter() - started
-            text = out.getvalue()
+            text = "\n".join(said + [render(doc, path)])
             print(text[text.index("Answer for"):].rstrip() if "Answer for" in text else text, flush=True)
             if log:
                 log.write(f"== {target}\n{text}\n")

@@ -5,7 +5,7 @@ Runs the user's experiment (../shared/seeds/eval_slower_than_train.txt) in
 both orders, each in a fresh process, under every setting that can explain
 the gap (default: order × ftz {off, process} × alloc {default, retain}), plus
 the baseline cell again as an A/A control, and prints the report and the
-verdict. FTZ is ruled out before any cell runs when this CPU's penalty
+answer. FTZ is ruled out before any cell runs when this CPU's penalty
 profile and the model's values say it cannot matter (its cells are then
 skipped; --set ftz=off,process runs them anyway). Three processes per cell,
 then more only where a comparison is unresolved, within a 5-minute budget
@@ -18,8 +18,7 @@ from __future__ import annotations
 import argparse
 
 # Light imports: torch is imported after the arguments are parsed.
-from benchctl.studies import seed_runs
-from benchctl.studies.seed_rules import PENALTY_OPS
+from benchctl.cli import seed
 from benchctl.workloads.resnet_order import PARAMS
 
 BUDGET_S = 300.0  # seconds: the whole command, penalty profile and pre-checks included
@@ -61,13 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace or add a matrix axis: a setting (ftz, alloc, threads, pin, env) "
                         "or a parameter (order)")
-    seed_runs.add_output_arguments(p, "resnet_order", budget_s=BUDGET_S)
-    opts = seed_runs.parse_seed_arguments(p, argv)
-    on_hosts = seed_runs.on_slurm(p, opts, __file__)
+    seed.add_output_arguments(p, "resnet_order", budget_s=BUDGET_S)
+    opts = seed.parse_seed_arguments(p, argv)
+    on_hosts = seed.on_slurm(p, opts, __file__)
     if on_hosts is not None:
         return on_hosts
 
-    from benchctl.studies import seed_rules
     from benchctl.workloads import resnet_order, weights
 
     batch_size, num_data, train_batches = sizes(opts.batch_size, opts.num_data, opts.train_batches)
@@ -77,24 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         resnet_order.check_args({**resnet_order.PARAMS, **args})
         weights.prefetch(opts.arch, opts.weights)
-        matrix = seed_runs.apply_sets(DEFAULT_MATRIX, opts.sets)
+        matrix = seed.apply_sets(DEFAULT_MATRIX, opts.sets)
     except (ValueError, weights.WeightsUnavailable) as exc:
         p.error(str(exc))
     print(f"sizes: batch {batch_size}, {num_data} images per loader, training on "
           + (f"the first {train_batches} batches" if train_batches else "every batch (as the seed)"))
 
-    def precheck(matrix, penalty):
-        """FTZ cannot matter when this CPU's penalty profile and this model's values say so."""
-        weights_census, activation_subnormal = resnet_order.value_census(args)
-        found = seed_rules.ftz_precheck(matrix, penalty, weights_census, activation_subnormal)
-        return [found] if found else []
-
-    seed_runs.run_and_explain("resnet_order", args, matrix, repeat=opts.repeat, budget_s=opts.budget,
-                              control=opts.control, json_path=opts.json_path, plot_path=opts.plot, focus="order",
-                              seed_rules=seed_rules.resnet_order_findings, penalty_ops=PENALTY_OPS["resnet_order"],
-                              measure_penalty=not opts.skip_penalty, precheck=precheck,
-                              fixed_keys=[item.partition("=")[0].strip() for item in opts.sets],
-                              resume=opts.resume)
+    # The model's values, counted here: FTZ cannot matter when they and the CPU's penalty profile say so.
+    seed.run_seed(opts, "resnet_order", args, matrix, focus="order",
+                  census=lambda matrix: resnet_order.value_census(args))
     return 0
 
 

@@ -20,8 +20,7 @@ import argparse
 import os
 
 # Light imports: torch is imported after the arguments are parsed.
-from benchctl.studies import seed_runs
-from benchctl.studies.seed_rules import PENALTY_OPS
+from benchctl.cli import seed
 
 BUDGET_S = 120.0  # seconds: the whole command, penalty profile and pre-checks included
 
@@ -44,38 +43,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace or add a matrix axis: a setting (ftz, threads, alloc, pin, env) "
                         "or a parameter (init, device)")
-    seed_runs.add_output_arguments(p, "zero_weights", budget_s=BUDGET_S)
-    opts = seed_runs.parse_seed_arguments(p, argv)
-    on_hosts = seed_runs.on_slurm(p, opts, __file__)
+    seed.add_output_arguments(p, "zero_weights", budget_s=BUDGET_S)
+    opts = seed.parse_seed_arguments(p, argv)
+    on_hosts = seed.on_slurm(p, opts, __file__)
     if on_hosts is not None:
         return on_hosts
 
     import torch
 
-    from benchctl.studies import seed_rules
     from benchctl.workloads import zero_weights
 
     devices = opts.device.split(",") if opts.device else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     args = {"iterations": opts.iterations, "naive_trials": opts.naive_trials, "seed": opts.seed}
     try:
         zero_weights.check_args({**zero_weights.PARAMS, **args})
-        matrix = seed_runs.apply_sets(default_matrix(devices), opts.sets)
+        matrix = seed.apply_sets(default_matrix(devices), opts.sets)
     except ValueError as exc:
         p.error(str(exc))
 
-    def precheck(matrix, penalty):
-        """FTZ cannot matter when this CPU's penalty profile and the net's values say so."""
-        weights_census, activation_subnormal = zero_weights.value_census(tuple(matrix.get("init", ["uniform"])),
-                                                                         opts.seed)
-        found = seed_rules.ftz_precheck(matrix, penalty, weights_census, activation_subnormal)
-        return [found] if found else []
-
-    seed_runs.run_and_explain("zero_weights", args, matrix, repeat=opts.repeat, budget_s=opts.budget,
-                              control=opts.control, json_path=opts.json_path, plot_path=opts.plot, focus="init",
-                              seed_rules=seed_rules.zero_weights_findings, penalty_ops=PENALTY_OPS["zero_weights"],
-                              measure_penalty=not opts.skip_penalty, precheck=precheck,
-                              fixed_keys=[item.partition("=")[0].strip() for item in opts.sets],
-                              resume=opts.resume)
+    # The net's values, counted here: FTZ cannot matter when they and the CPU's penalty profile say so.
+    seed.run_seed(opts, "zero_weights", args, matrix, focus="init",
+                  census=lambda matrix: zero_weights.value_census(tuple(matrix.get("init", ["uniform"])), opts.seed))
     return 0
 
 

@@ -4,9 +4,11 @@ import re
 
 import pytest
 
+from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
+from benchctl.results.facts import Facts
+from benchctl.results.findings import Status
 from benchctl.studies import causes
-from benchctl.studies.causes import base
 from synthetic_results import make_doc
 
 PROBES = [{}, {"ftz": "process"}, {"alloc": "retain"}, {"threads": 1}, {"busy": "pool"}, {"pin": "compact"}]
@@ -22,7 +24,7 @@ def facts(**changes):
                                          "cpu_migrations_per_iter": 2.0}},
                       ops=["aten::div"], census={"outputs": {"values": 100, "subnormal": 100}}, cpus=2,
                       pools=[{"prefix": "libgomp", "user_api": "openmp", "num_threads": 2}])
-    return causes.Facts(**{**base_facts, **changes})
+    return Facts(**{**base_facts, **changes})
 
 
 def run_with(planted, counters=lambda c: {}, phase="call"):
@@ -33,20 +35,20 @@ def run_with(planted, counters=lambda c: {}, phase="call"):
 
 
 def judge(cause, doc, penalty=PENALTY, phase="call", **fact_changes):
-    ctx = causes.Context.of(doc, facts(**fact_changes), penalty)
-    return cause.judge(ctx, phase).to_json()
+    ctx = rules.Context(doc, phase, queries.Comparisons(doc), facts=facts(**fact_changes), penalty=penalty)
+    return cause.judge_phase(ctx)
 
 
 def status(finding):
-    return finding["evidence"]["status"]
+    return finding.status
 
 
 def test_denormals_named_with_its_evidence_when_ftz_removes_the_slowdown():
     doc = run_with(lambda p: 0.4 if p == {"ftz": "process"} else 1.0)
     found = judge(causes.Denormals(), doc)
-    assert status(found) == base.CAUSE and found["explains"]
-    assert "with FTZ/DAZ on every thread it is 2.50× faster" in found["message"]
-    assert "div 2.6×" in found["message"] and "outputs 100 subnormal of 100" in found["message"]
+    assert status(found) == Status.CAUSE and found.explains
+    assert "with FTZ/DAZ on every thread it is 2.50× faster" in found.message
+    assert "div 2.6×" in found.message and "outputs 100 subnormal of 100" in found.message
 
 
 def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():
@@ -64,10 +66,10 @@ def test_allocator_named_only_when_faults_fall_with_the_time():
         return {"minor_faults": 100.0 if c["with"] == {"alloc": "retain"} else 20_000.0}
     doc = run_with(lambda p: 0.5 if p == {"alloc": "retain"} else 1.0, counters=faults)
     found = judge(causes.Allocator(), doc)
-    assert status(found) == base.CAUSE
-    assert "minor page faults/iter go from 20k to 100" in found["message"]
+    assert status(found) == Status.CAUSE
+    assert "minor page faults/iter go from 20k to 100" in found.message
     flat = run_with(lambda p: 0.5 if p == {"alloc": "retain"} else 1.0, counters=lambda c: {"minor_faults": 9.0})
-    assert status(judge(causes.Allocator(), flat)) == base.UNCONFIRMED
+    assert status(judge(causes.Allocator(), flat)) == Status.UNCONFIRMED
 
 
 def test_allocator_ruled_out_when_its_faults_cost_next_to_nothing():
@@ -82,27 +84,27 @@ def test_threads_oversubscription_with_context_switches():
     doc = run_with(lambda p: 0.3 if p == {"threads": 1} else (1.5 if p == {"busy": "pool"} else 1.0),
                    counters=switches)
     found = judge(causes.Threads(), doc)
-    assert status(found) == base.CAUSE and "with 1 thread it is 3.33× faster" in found["message"]
-    assert "context switches/iter go from 400 to 5" in found["message"]
-    assert "another busy BLAS pool beside it makes it 1.50× slower" in found["message"]
-    assert "other processes" not in found["message"]
+    assert status(found) == Status.CAUSE and "with 1 thread it is 3.33× faster" in found.message
+    assert "context switches/iter go from 400 to 5" in found.message
+    assert "another busy BLAS pool beside it makes it 1.50× slower" in found.message
+    assert "other processes" not in found.message
     for run in doc["runs"]:
         run["beside"] = {"other_cpus": 1.2, "steal_cpus": 0.1}  # another program kept the CPUs busy
     found = judge(causes.Threads(), doc)
-    assert "other processes kept 1.30 CPUs busy beside it" in found["message"]
+    assert "other processes kept 1.30 CPUs busy beside it" in found.message
 
 
 def test_threads_that_do_useful_work_are_not_a_cause():
     doc = run_with(lambda p: 1.8 if p == {"threads": 1} else 1.0)
     found = judge(causes.Threads(), doc)
-    assert status(found) == base.NOT_CAUSE and "its threads do useful work" in found["message"]
+    assert status(found) == Status.NOT_CAUSE and "its threads do useful work" in found.message
 
 
 def test_placement_and_the_ruled_out_cases():
     def migrations(c):
         return {"cpu_migrations": 0.0 if c["with"] == {"pin": "compact"} else 6.0}
     doc = run_with(lambda p: 0.8 if p == {"pin": "compact"} else 1.0, counters=migrations)
-    assert status(judge(causes.Placement(), doc)) == base.CAUSE
+    assert status(judge(causes.Placement(), doc)) == Status.CAUSE
     still = facts(counters={"call": {"cpu_migrations_per_iter": 0.1}})
     assert "do not move between CPUs" in causes.Placement().precheck(still, None)
     assert "one CPU" in causes.Placement().precheck(facts(cpus=1), None)
@@ -112,8 +114,8 @@ def test_no_planted_cause_is_named():
     doc = run_with(lambda p: 1.0)
     for cause in (causes.Denormals(), causes.Allocator(), causes.Placement()):
         found = judge(cause, doc)
-        assert status(found) == base.NOT_CAUSE and not found["explains"], found["message"]
-        assert "changes nothing beyond ±5%" in found["message"]
+        assert status(found) == Status.NOT_CAUSE and not found.explains, found.message
+        assert "changes nothing beyond ±5%" in found.message
 
 
 def _first_call_slower(factor):
@@ -125,25 +127,25 @@ def _first_call_slower(factor):
 
 def test_warmup_named_when_the_first_iteration_costs_the_series_more_than_the_band():
     found = judge(causes.Warmup(), _first_call_slower(50))  # lazy initialisation on the first call
-    assert status(found) == base.CAUSE and re.search(r"takes 50\.\d\d× its steady median", found["message"])
-    assert re.search(r"makes a series \+30\d\.\d% \[95% CI", found["message"]), found["message"]  # 49 / 16
+    assert status(found) == Status.CAUSE and re.search(r"takes 50\.\d\d× its steady median", found.message)
+    assert re.search(r"makes a series \+30\d\.\d% \[95% CI", found.message), found.message  # 49 / 16
 
 
 def test_a_start_of_a_few_iterations_is_not_lazy_initialisation():
     found = judge(causes.Warmup(), _first_call_slower(1.6))  # 0.6 / 16 iterations: under 4% of the series
-    assert status(found) == base.NOT_CAUSE and "costs 0.6 steady iterations" in found["message"], found["message"]
+    assert status(found) == Status.NOT_CAUSE and "costs 0.6 steady iterations" in found.message, found.message
     found = judge(causes.Warmup(), _first_call_slower(8))  # +44% of this short series, yet only 7 iterations
-    assert status(found) == base.NOT_CAUSE and "not lazy initialisation" in found["message"], found["message"]
+    assert status(found) == Status.NOT_CAUSE and "not lazy initialisation" in found.message, found.message
     flat = judge(causes.Warmup(), run_with(lambda p: 1.0))
-    assert status(flat) == base.NOT_CAUSE and "costs 0.0 steady iterations" in flat["message"], flat["message"]
+    assert status(flat) == Status.NOT_CAUSE and "costs 0.0 steady iterations" in flat.message, flat.message
 
 
 def test_order_alone_against_after_the_earlier_phase():
     doc = make_doc({"with": [{}, {"only": "eval"}]}, factor=lambda c: 1.4 if c["with"] else 1.0, control=True)
     analyse(doc)
     found = judge(causes.Order(), doc, phase="eval", phases=["train", "eval"])
-    assert status(found) == base.CAUSE
-    assert "eval alone in a fresh process is 1.40× slower than after train [95% CI 1.3" in found["message"]
+    assert status(found) == Status.CAUSE
+    assert "eval alone in a fresh process is 1.40× slower than after train [95% CI 1.3" in found.message
     assert "one phase" in causes.Order().precheck(facts(), None)
 
 
@@ -154,6 +156,6 @@ def test_every_cause_has_a_name_and_the_library_lists_each_once():
 
 @pytest.mark.parametrize("cause", causes.CAUSES, ids=lambda c: c.name)
 def test_a_ruled_out_cause_is_marked_as_such(cause):
-    found = cause.ruled_out("because").to_json()
-    assert found["phase"] is None and status(found) == base.RULED_OUT and causes.MARKS[status(found)] == "-"
-    assert found["message"] == f"{cause.title}: ruled out before running: because"
+    found = cause.ruled_out("because")
+    assert found.phase is None and status(found) == Status.RULED_OUT and found.mark == "-"
+    assert found.message == f"{cause.title}: ruled out before running: because"

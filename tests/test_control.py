@@ -8,8 +8,10 @@ runs real workers.
 
 import numpy as np
 
+from benchctl.cli.render import render
 from benchctl.results import document, queries, report
 from benchctl.results.analysis import analyse
+from benchctl.results.findings import Finding
 from benchctl.run import rounds, runner
 from synthetic_results import make_doc
 
@@ -67,7 +69,7 @@ def test_auto_stops_after_three_rounds_when_everything_is_resolved(monkeypatch):
     FakeWorkers(monkeypatch, lambda c: c["ms"])  # a 2x difference, processes within ~0.5%
     doc = _run(repeat="auto")
     assert len(doc["rounds"]) == rounds.AUTO_START and doc["stopped"] == "every comparison resolved"
-    assert {f["outcome"] for f in doc["verdict"]} == {"effect"}
+    assert {f["comparison"]["outcome"] for f in doc["verdict"]} == {"effect"}
 
 
 def test_auto_adds_rounds_only_for_unresolved_cells_and_the_control(monkeypatch):
@@ -88,7 +90,7 @@ def test_auto_stops_at_the_cap(monkeypatch):
     doc = _run(repeat="auto")
     assert len(doc["rounds"]) == rounds.AUTO_MAX_PROCESSES
     assert doc["stopped"].startswith(f"{rounds.AUTO_MAX_PROCESSES} processes per cell")
-    assert "unresolved comparisons:" in report.format_report(doc)
+    assert [line for line in render(doc).splitlines() if line.startswith(" ? ") and "settle it" in line]
 
 
 def test_budget_stops_the_rounds(monkeypatch):
@@ -133,8 +135,8 @@ def test_an_unreliable_control_calls_no_effect():
         if run.get("arm") == "B":
             run["phases"]["eval"]["ns"] = [v * 1.2 for v in run["phases"]["eval"]["ns"]]
     analyse(doc, focus="order")
-    gap = next(f for f in doc["verdict"] if f["rule"] == "gap")
-    assert gap["outcome"] == "unresolved" and "A/A control arms differ" in gap["message"]
+    gap = next(f for f in map(Finding.from_json, doc["verdict"]) if f.rule == "gap")
+    assert gap.comparison.outcome == "unresolved" and "A/A control arms differ" in gap.message
     assert "UNRELIABLE: two identical arms differ" in report.format_report(doc)
 
 
@@ -144,13 +146,13 @@ def test_a_noisy_control_widens_the_band():
     for run, scale in zip((r for r in doc["runs"] if r.get("arm") == "B"), (0.9, 1.0, 1.1)):
         run["phases"]["eval"]["ns"] = [v * scale for v in run["phases"]["eval"]["ns"]]
     analyse(doc, focus="order")
-    gap = next(f for f in doc["verdict"] if f["rule"] == "gap")
-    assert gap["band"] > 0.07 and gap["outcome"] != "effect"
+    gap = next(f for f in map(Finding.from_json, doc["verdict"]) if f.rule == "gap").comparison
+    assert gap.band > 0.07 and gap.outcome != "effect"
     text = report.format_report(doc)
     ctl = queries.control(doc, "eval")
-    assert gap["band"] == ctl["band"] and ctl["resolves"] > ctl["band"]
-    assert (f"this run resolves differences of {ctl['resolves']:.0%} or more in this phase between two cells of "
-            f"3 and 3 processes as noisy as the arms: identical processes differ by {gap['band']:.0%} here") in text
+    assert gap.band == ctl.band and ctl.resolves > ctl.band
+    assert (f"this run resolves differences of {ctl.resolves:.0%} or more in this phase between two cells of "
+            f"3 and 3 processes as noisy as the arms: identical processes differ by {gap.band:.0%} here") in text
 
 
 def test_comparisons_with_the_baseline_count_both_arms():
@@ -163,11 +165,11 @@ def test_comparisons_with_the_baseline_count_both_arms():
     third = {"order": "train_then_eval", "alloc": "retain"}
     comparisons = queries.Comparisons(doc)
     cmp = comparisons.compare("eval", other, base)
-    assert (cmp["k_a"], cmp["k_b"]) == (3, 6)
+    assert (cmp.k_a, cmp.k_b) == (3, 6)
     assert len(queries.process_medians(doc, "eval", base)) == 3
-    assert comparisons.compare("eval", other, third)["k_b"] == 3
-    ctl = comparisons.control("eval")["comparison"]
-    assert (ctl["k_a"], ctl["k_b"]) == (3, 3)
+    assert comparisons.compare("eval", other, third).k_b == 3
+    ctl = comparisons.control("eval").comparison
+    assert (ctl.k_a, ctl.k_b) == (3, 3)
 
 
 def test_identical_cells_in_real_workers_call_no_difference():
@@ -175,7 +177,8 @@ def test_identical_cells_in_real_workers_call_no_difference():
     doc = runner.run_matrix("sleep", {"iterations": 6, "ms": 3.0}, {"env": ["BENCHCTL_AA=1", "BENCHCTL_AA=2"]},
                             repeat=3, progress=False)
     assert [r["status"] for r in doc["runs"]] == ["ok"] * 9
-    assert not [f for f in doc["verdict"] if f["significant"]], [f["message"] for f in doc["verdict"]]
+    assert not [f for f in map(Finding.from_json, doc["verdict"]) if f.comparison and f.comparison.beyond_band], \
+        [f["message"] for f in doc["verdict"]]
     for r in doc["runs"]:
         assert set(r["beside"]) >= {"busy_cpus", "own_cpus", "other_cpus", "steal_cpus", "load_average_start"}
 

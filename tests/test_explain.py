@@ -1,7 +1,6 @@
 """``benchctl explain`` end to end on workloads that each plant one cause (tests/planted/): it must name
 the planted cause, invent none where nothing is planted, and fail clearly on a bad target."""
 
-import io
 import os
 import subprocess
 import sys
@@ -9,36 +8,36 @@ import sys
 import pytest
 
 from benchctl import _validate
+from benchctl.cli.render import render
 from benchctl.results import queries
+from benchctl.results.findings import Finding, Status
 from benchctl.studies import causes, explain
-from benchctl.studies.causes import base
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted")
+sys.path.insert(0, PLANTED)
+from plants import plants  # noqa: E402 - the folder's own catalogue of what each file plants
 BUDGET_S = 60.0  # half the default, for runs that call no effect (a fresh worker costs ~4 s here)
 
 
 def _explain(target, **kwargs):
-    out = io.StringIO()
-    doc = explain.explain(os.path.join(PLANTED, target), budget_s=kwargs.pop("budget_s", BUDGET_S),
-                          progress=False, out=out, **kwargs)
-    return doc, out.getvalue()
+    """The document and what ``benchctl explain`` prints: its progress lines, the report and the answer."""
+    said = []
+    path = os.path.join(PLANTED, target)
+    doc = explain.explain(path, budget_s=kwargs.pop("budget_s", BUDGET_S), progress=False, say=said.append, **kwargs)
+    return doc, "\n".join(said + [render(doc, path)])
 
 
 def _findings(doc):
     """{cause name: its finding} (a cause judged in several phases keeps its last)."""
-    return {f["rule"].removeprefix("cause_"): f for f in doc["verdict"] if f["rule"].startswith("cause_")}
+    found = map(Finding.from_json, doc["verdict"])
+    return {f.rule.removeprefix("cause_"): f for f in found if f.rule.startswith("cause_")}
 
 
 def _status(finding):
-    return finding["evidence"]["status"]
+    return finding.status
 
 
-@pytest.mark.parametrize("target, planted", [
-    ("subnormal_div.py:Bench", "denormals"),
-    ("big_alloc.py:realloc", "allocator"),
-    ("oversubscribed.py:Bench", "threads"),
-    ("lazy_init.py:lookup", "warmup"),
-])
+@pytest.mark.parametrize("target, planted", [p for p in plants() if p[1] is not None])
 def test_explain_names_the_planted_cause_and_no_other(target, planted):
     """At the default budget, as the issue's target (2 minutes each) is set: this CPU's subnormal
     penalty is at most ~2x and processes here differ by up to ~20%; the allocator plant probes 6 cells.
@@ -47,30 +46,31 @@ def test_explain_names_the_planted_cause_and_no_other(target, planted):
     doc, text = _explain(target, budget_s=explain.DEFAULT_BUDGET_S)
     found = _findings(doc)
     assert set(found) == {c.name for c in causes.CAUSES}, "every cause of the library has a finding"
-    invented = [name for name, f in found.items() if name != planted and _status(f) == base.CAUSE]
+    invented = [name for name, f in found.items() if name != planted and _status(f) == Status.CAUSE]
     assert not invented, text
     shared = sum(map(queries.shared_cpus, doc["runs"]))
-    if _status(found[planted]) == base.UNRESOLVED and queries.mostly_shared(doc["runs"]):
+    if _status(found[planted]) == Status.UNRESOLVED and queries.mostly_shared(doc["runs"]):
         # Beside other work its processes can differ more than the budget resolves (3.8x once, beside a
         # spinning process); "unresolved" is then the right answer, and the run must say why.
         assert f"{shared} of {len(doc['runs'])} workers shared the CPUs with other work" in text, text
         pytest.skip(f"other work shared the CPUs with {shared} of {len(doc['runs'])} workers and explain said "
-                    f"unresolved: {found[planted]['message']}")
-    assert _status(found[planted]) == base.CAUSE, text
-    assert f" * {found[planted]['message']}" in text
+                    f"unresolved: {found[planted].message}")
+    assert _status(found[planted]) == Status.CAUSE, text
+    assert f" * {found[planted].message}" in text
     assert "none of the probed causes explains" not in text
 
 
-def test_explain_invents_no_cause_where_none_is_planted():
-    doc, text = _explain("plain.py:matmul")
-    assert not [f for f in _findings(doc).values() if _status(f) == base.CAUSE], text
+@pytest.mark.parametrize("target", [t for t, cause in plants() if cause is None])
+def test_explain_invents_no_cause_where_none_is_planted(target):
+    doc, text = _explain(target)
+    assert not [f for f in _findings(doc).values() if _status(f) == Status.CAUSE], text
     assert "none of the probed causes explains the time of" in text and " * " not in text
 
 
 def test_causes_their_prechecks_rule_out_run_no_cells():
     doc, text = _explain("plain.py:matmul", budget_s=30.0)
-    ruled = [f for f in doc["verdict"] if f["rule"].startswith("cause_") and _status(f) == base.RULED_OUT]
-    assert {f["rule"] for f in ruled} >= {"cause_denormals", "cause_order"}  # no subnormals, one phase
+    ruled = [f for f in _findings(doc).values() if _status(f) == Status.RULED_OUT]
+    assert {f.rule for f in ruled} >= {"cause_denormals", "cause_order"}  # no subnormals, one phase
     probed = doc["matrix"]["with"]
     assert {"ftz": "process"} not in probed and not any("only" in p for p in probed)
     assert "denormals (subnormal arithmetic): ruled out before running: " in text
@@ -78,11 +78,11 @@ def test_causes_their_prechecks_rule_out_run_no_cells():
 
 def test_explain_refuses_a_target_that_does_not_load(tmp_path):
     with pytest.raises((ImportError, FileNotFoundError, _validate.ArgumentError)):
-        explain.explain(str(tmp_path / "missing.py") + ":fn", progress=False, out=io.StringIO())
+        explain.explain(str(tmp_path / "missing.py") + ":fn", progress=False)
     bad = tmp_path / "syntax.py"
     bad.write_text("def fn(:\n")
     with pytest.raises(SyntaxError):
-        explain.explain(f"{bad}:fn", progress=False, out=io.StringIO())
+        explain.explain(f"{bad}:fn", progress=False)
 
 
 def test_explain_names_the_phases_a_workload_runs_when_asked_for_another():
@@ -94,7 +94,7 @@ def test_a_workload_failing_in_its_probe_brings_back_its_traceback(tmp_path):
     user = tmp_path / "failing.py"
     user.write_text("def fn():\n    raise ValueError('planted failure')\n")
     with pytest.raises(RuntimeError, match=r"(?s)failed in its probe worker.*ValueError: planted failure"):
-        explain.explain(f"{user}:fn", progress=False, out=io.StringIO())
+        explain.explain(f"{user}:fn", progress=False)
 
 
 def test_explain_from_the_command_line_fails_with_one_clear_line(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from benchctl import ArgumentError
 from benchctl.results import processes, stats
+from benchctl.results.comparison import Comparison, Outcome
 
 
 def _process_medians(rng, k, log_mean, between_sd, within_sd=0.05, iterations=30):
@@ -27,7 +28,7 @@ def test_the_interval_between_cells_covers_the_true_ratio_about_95_percent(k):
     for _ in range(runs):
         a = _process_medians(rng, k, truth, 0.08)
         b = _process_medians(rng, k, 0.0, 0.08)
-        lo, hi = processes.compare(a, b)["ci95"]
+        lo, hi = processes.compare(a, b).ci95
         hits += lo <= 1.2 <= hi
     assert 0.92 <= hits / runs <= 0.98, hits / runs
 
@@ -42,11 +43,11 @@ def test_the_control_arms_pooled_interval_covers_no_difference_about_95_percent(
     for _ in range(runs):
         b, a = _process_medians(rng, k_b, 0.0, 0.1), _process_medians(rng, k_a, 0.0, 0.1)
         cmp = processes.compare(b, a, same_cell=True)
-        lo, hi = cmp["ci95"]
+        lo, hi = cmp.ci95
         hits += lo <= 1.0 <= hi
-        assert cmp["df"] == k_a + k_b - 2 and cmp["method"].startswith("pooled Student t")
+        assert cmp.df == k_a + k_b - 2 and cmp.method.startswith("pooled Student t")
         pooled_width += math.log(hi / lo)
-        welch = processes.compare(b, a)["ci95"]
+        welch = processes.compare(b, a).ci95
         welch_width += math.log(welch[1] / welch[0])
     assert 0.93 <= hits / runs <= 0.97, hits / runs
     assert pooled_width < welch_width
@@ -72,14 +73,14 @@ def test_pooled_iterations_would_call_what_processes_do_not():
     pooled = stats.compare(np.concatenate(a_runs), np.concatenate(b_runs))
     by_process = processes.compare([np.median(r) for r in a_runs], [np.median(r) for r in b_runs])
     assert pooled["ci95"][0] > 1.0
-    assert by_process["ci95"][0] < 1.0 < by_process["ci95"][1]
-    assert processes.judge(by_process) == processes.UNRESOLVED
+    assert by_process.ci95[0] < 1.0 < by_process.ci95[1]
+    assert processes.judge(by_process) == Outcome.UNRESOLVED
 
 
 def test_one_process_gives_no_interval():
     cmp = processes.compare([2.0], [1.0, 1.1])
-    assert cmp["ci95"] is None and cmp["ratio"] == pytest.approx(2.0 / math.sqrt(1.1))
-    assert processes.judge(cmp) == processes.ONE_PROCESS
+    assert cmp.ci95 is None and cmp.ratio == pytest.approx(2.0 / math.sqrt(1.1))
+    assert processes.judge(cmp) == Outcome.ONE_PROCESS
     one = processes.cell_interval([3.0])
     assert one["k"] == 1 and one["value"] == pytest.approx(3.0) and one["ci"] is None and one["log_sd"] is None
     assert processes.processes_to_resolve(cmp, 0.05) is None
@@ -87,15 +88,15 @@ def test_one_process_gives_no_interval():
 
 def test_judge_against_the_band():
     def cmp(lo, hi):
-        return {"ci95": [lo, hi]}
-    assert processes.judge(cmp(1.06, 1.2)) == processes.EFFECT
-    assert processes.judge(cmp(0.8, 0.94)) == processes.EFFECT
-    assert processes.judge(cmp(0.97, 1.04)) == processes.NO_EFFECT
-    assert processes.judge(cmp(1.02, 1.08)) == processes.UNRESOLVED
-    assert processes.judge(cmp(1.06, 1.2), band=0.10) == processes.UNRESOLVED
+        return Comparison(ratio=math.sqrt(lo * hi), ci95=(lo, hi), k_a=3, k_b=3, median_a=1.0, median_b=1.0)
+    assert processes.judge(cmp(1.06, 1.2)) == Outcome.EFFECT
+    assert processes.judge(cmp(0.8, 0.94)) == Outcome.EFFECT
+    assert processes.judge(cmp(0.97, 1.04)) == Outcome.NO_EFFECT
+    assert processes.judge(cmp(1.02, 1.08)) == Outcome.UNRESOLVED
+    assert processes.judge(cmp(1.06, 1.2), band=0.10) == Outcome.UNRESOLVED
     # Inside a band so wide that identical processes differ by more: not "no effect", unresolved.
-    assert processes.judge(cmp(0.8, 1.25), band=0.30) == processes.UNRESOLVED
-    assert processes.judge(cmp(0.85, 1.2), band=0.25) == processes.NO_EFFECT
+    assert processes.judge(cmp(0.8, 1.25), band=0.30) == Outcome.UNRESOLVED
+    assert processes.judge(cmp(0.85, 1.2), band=0.25) == Outcome.NO_EFFECT
 
 
 def _arms(sd: float, shift: float = 0.0) -> list[float]:
@@ -113,9 +114,11 @@ def test_the_control_band_is_the_arms_spread_never_under_the_floor():
 
 def test_a_machine_shift_band_is_the_interval_reach():
     assert processes.band_from_interval(None) == processes.FLOOR
-    assert processes.band_from_interval({"ci95": [0.98, 1.03]}) == processes.FLOOR
-    assert processes.band_from_interval({"ci95": [0.9, 1.05]}) == pytest.approx(1 / 0.9 - 1)
-    assert processes.band_from_interval({"ci95": [0.95, 1.12]}) == pytest.approx(0.12)
+    def cmp(lo, hi):
+        return Comparison(ratio=math.sqrt(lo * hi), ci95=(lo, hi), k_a=3, k_b=3, median_a=1.0, median_b=1.0)
+    assert processes.band_from_interval(cmp(0.98, 1.03)) == processes.FLOOR
+    assert processes.band_from_interval(cmp(0.9, 1.05)) == pytest.approx(1 / 0.9 - 1)
+    assert processes.band_from_interval(cmp(0.95, 1.12)) == pytest.approx(0.12)
 
 
 @pytest.mark.parametrize("sd", [0.03, 0.1, 0.2])
@@ -126,14 +129,15 @@ def test_the_resolvable_difference_is_where_a_comparison_starts_to_resolve(sd):
     band = processes.band_from_control(control)
     edge = math.log1p(processes.resolvable(control, band))
     assert processes.resolvable(None, band) is None
-    for step, outcome in ((1e-3, processes.EFFECT), (-1e-3, processes.UNRESOLVED)):
+    for step, outcome in ((1e-3, Outcome.EFFECT), (-1e-3, Outcome.UNRESOLVED)):
         cmp = processes.compare(_arms(sd, edge + step), _arms(sd))
         assert processes.judge(cmp, band) == outcome
 
 
 def test_processes_to_resolve_grows_as_the_difference_nears_the_band():
     def cmp(ratio):  # three processes a side that disagree by about 10%
-        return {"ratio": ratio, "log_se": 0.1 * math.sqrt(2 / 3), "k_a": 3, "k_b": 3}
+        return Comparison(ratio=ratio, ci95=(ratio, ratio), log_se=0.1 * math.sqrt(2 / 3), k_a=3, k_b=3,
+                          median_a=ratio, median_b=1.0)
     n_far, n_near = processes.processes_to_resolve(cmp(1.3), 0.05), processes.processes_to_resolve(cmp(1.12), 0.05)
     assert 3 < n_far < n_near
     # The more processes, the narrower the interval: at the estimate the difference clears the band.
@@ -146,8 +150,8 @@ def test_processes_to_resolve_grows_as_the_difference_nears_the_band():
 
 def test_identical_values_on_both_sides():
     cmp = processes.compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
-    assert cmp["ci95"] == [1.0, 1.0] and cmp["p_value"] == 1.0
-    assert processes.judge(cmp) == processes.NO_EFFECT
+    assert cmp.ci95 == (1.0, 1.0) and cmp.p_value == 1.0
+    assert processes.judge(cmp) == Outcome.NO_EFFECT
 
 
 @pytest.mark.parametrize("values", [[], [0.0, 1.0], [1.0, float("nan")], [-1.0, 2.0]])

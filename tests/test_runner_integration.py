@@ -27,7 +27,7 @@ def test_summary_and_verdict_of_a_real_matrix(tmp_path):
         assert ms <= entry["median_ms"] and entry["ci95_ms"][0] <= entry["median_ms"] <= entry["ci95_ms"][1]
     assert doc["summary"][1]["median_ms"] > doc["summary"][0]["median_ms"]
     (effect,) = [f for f in doc["verdict"] if f["rule"] == "setting_effect"]
-    assert effect["setting"] == "ms=3.0" and effect["ratio"] > 1
+    assert effect["setting"] == "ms=3.0" and effect["comparison"]["ratio"] > 1
 
 
 def test_ftz_census_shows_flushing_in_process_cells_only():

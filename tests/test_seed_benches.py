@@ -13,9 +13,13 @@ import sys
 
 import pytest
 
+from benchctl.cli import seed
+from benchctl.results import answer, rules
+from benchctl.results.comparison import Comparison, Outcome
+from benchctl.results.facts import Facts
+from benchctl.results.findings import Finding, Status
 from benchctl.run import runner
-from benchctl.studies import seed_rules as seed_verdicts
-from benchctl.studies import seed_runs
+from benchctl.studies import pipeline, seed_rules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_RESNET = {"arch": "mobilenet_v3_small", "image_size": 32, "batch_size": 2, "num_data": 4, "weights": "random"}
@@ -66,12 +70,17 @@ def test_resnet_notes_carry_weights_and_census(resnet_doc):
     assert notes["activation_census"]["values"] > 0
 
 
+def _zero_findings(doc: dict) -> list[Finding]:
+    """The zero_weights study's rules on a real document, with the census its cells noted."""
+    census = {"weights": doc["runs"][0]["notes"]["weights_census"]}
+    return rules.judge(doc, seed_rules.zero_weights_rules(), focus="init", facts=Facts.from_census(census))
+
+
 def test_ftz_rule_on_real_output(zero_doc):
-    doc = dict(zero_doc, evidence={"penalty": None})
-    [finding] = [f for f in seed_verdicts.zero_weights_findings(doc) if f["rule"] == "ftz_no_effect_zero_weights"]
-    assert finding["ratio"] > 0 and finding["a"]["ftz"] == "process" and finding["b"]["ftz"] == "off"
-    assert "the weights have none (census: 0 weights subnormal" in finding["message"]
-    readback = finding["evidence"]["ftz_readback"]
+    [finding, _] = [f for f in _zero_findings(zero_doc) if f.rule == "cause_denormals"]
+    assert finding.comparison.ratio > 0 and finding.a["ftz"] == "process" and finding.b["ftz"] == "off"
+    assert "the census counts weights 0 subnormal of" in finding.message
+    readback = finding.evidence["ftz_readback"]
     assert readback["flushed"] == readback["threads"] > 0
 
 
@@ -88,15 +97,15 @@ def test_zero_weights_cells_really_run_backward_and_keep_the_naive_timing(zero_d
 
 
 def test_zero_weights_rules_on_real_output(zero_doc):
-    findings = seed_verdicts.zero_weights_findings(dict(zero_doc, evidence={"penalty": None}))
-    rules = {f["rule"] for f in findings}
-    assert {"values_do_not_matter_on_cpu", "ftz_no_effect_zero_weights", "seed_naive_timing"} <= rules
-    naive = [f for f in findings if f["rule"] == "seed_naive_timing"]
-    assert len(naive) == 2 and all("never runs" in f["message"] for f in naive)
+    findings = _zero_findings(zero_doc)
+    names = {f.rule for f in findings}
+    assert {"values_do_not_matter_on_cpu", "cause_denormals", "seed_naive_timing"} <= names
+    naive = [f for f in findings if f.rule == "seed_naive_timing"]
+    assert len(naive) == 2 and all("never runs" in f.message for f in naive)
 
 
 def test_penalty_profile_evidence_is_normalised():
-    ev = seed_runs.penalty_profile_evidence(("conv2d",))
+    ev = pipeline.measure_penalty(("conv2d",))
     assert set(ev["penalty"]) == {"conv2d"}
     assert {"subnormal_ratio", "zero_ratio", "penalised_subnormal", "ftz_removes"} <= set(ev["penalty"]["conv2d"])
 
@@ -111,7 +120,8 @@ def test_zero_weights_script_answers(tmp_path):
     done = bench("zero_weights.py", "--iterations", "3", "--naive-trials", "3", "--set", "threads=1",
                  "--set", "ftz=off", "--set", "init=uniform", "--repeat", "1", "--skip-penalty", "--json", str(out))
     assert done.returncode == 0, done.stderr
-    assert "1 process(es) per cell" in done.stdout and "\nAnswer (" in done.stdout
+    assert "1 process(es) per cell" in done.stdout and "\nAnswer for zero_weights (" in done.stdout
+    assert done.stdout.rstrip().splitlines()[-1].startswith(" "), "the answer is the last block"
     assert "never runs" in done.stdout
     doc = json.loads(out.read_text())
     assert doc["summary"] and doc["evidence"]["penalty"] is None
@@ -152,15 +162,15 @@ def test_resnet_order_script_offline_imagenet_names_the_file(tmp_path, monkeypat
     assert os.path.join(str(tmp_path), "hub", "checkpoints", "resnet50-0676ba61.pth") in done.stderr
 
 
-# --- seed_runs helpers ------------------------------------------------------
+# --- the seed scripts' helpers and the answer --------------------------------
 
 def test_apply_sets_adds_and_narrows_axes():
     base = {"order": ["eval_only", "train_then_eval"], "alloc": ["default", "retain"]}
-    got = seed_runs.apply_sets(base, ["alloc=retain", "threads=1,2"])
+    got = seed.apply_sets(base, ["alloc=retain", "threads=1,2"])
     assert got == {"order": ["eval_only", "train_then_eval"], "alloc": ["retain"], "threads": ["1", "2"]}
     assert base["alloc"] == ["default", "retain"]
     with pytest.raises(ValueError, match="given twice"):
-        seed_runs.apply_sets(base, ["alloc=retain", "alloc=default"])
+        seed.apply_sets(base, ["alloc=retain", "alloc=default"])
 
 
 def load_script(name: str):
@@ -181,37 +191,36 @@ def test_resnet_order_sizes_default_and_seed_exact():
     assert script.sizes(32, None, 2) == (32, 80, 2)
 
 
-def test_answer_says_what_explains_and_what_did_not():
-    seed = {"rule": "ftz_explained", "phase": "eval", "explains": False, "message": "FTZ has no effect"}
-    closes = {"rule": "closes_gap", "phase": "eval", "explains": True, "message": "alloc=retain closes the gap"}
-    keeps = {"rule": "keeps_gap", "phase": "eval", "explains": False, "message": "ftz=process does not"}
-    open_gap = {"rule": "gap", "phase": "eval", "explains": False, "outcome": "unresolved",
-                "message": "order=eval_only against order=train_then_eval is unresolved: 1.10× [95% CI 0.9, 1.3]"}
-    answer = seed_runs.format_answer({"verdict": [keeps, closes, seed, open_gap]}, ("ftz_explained",))
-    assert answer.splitlines() == [
-        "Answer (* an effect measured and what explains it, - an effect ruled out and why, "
-        "? unresolved: not enough processes to say):",
-        " - FTZ has no effect",
+def _cmp(ratio: float, lo: float, hi: float, outcome: Outcome) -> Comparison:
+    return Comparison(ratio=ratio, ci95=(lo, hi), k_a=3, k_b=3, median_a=ratio, median_b=1.0, log_se=0.05,
+                      outcome=outcome)
+
+
+def test_answer_says_each_finding_once_found_first_then_open_then_ruled_out():
+    ruled = Finding("cause_denormals", None, Status.RULED_OUT, "denormals: ruled out before running: no penalty")
+    closes = Finding("closes_gap", "eval", Status.CAUSE, "alloc=retain closes the gap",
+                     _cmp(1.0, 0.97, 1.03, Outcome.NO_EFFECT))
+    keeps = Finding("keeps_gap", "eval", Status.NOT_CAUSE, "ftz=process does not", _cmp(1.4, 1.3, 1.5, Outcome.EFFECT))
+    open_gap = Finding("gap", "eval", Status.UNRESOLVED, "order=eval_only against order=train_then_eval is open",
+                       _cmp(1.1, 0.9, 1.3, Outcome.UNRESOLVED), a={"order": "eval_only"}, b={"order": "x"})
+    quiet = Finding("setting_effect", "eval", Status.NOT_CAUSE, "threads=2: no difference",
+                    _cmp(1.0, 0.99, 1.01, Outcome.NO_EFFECT), in_answer=False)
+    text = answer.format_answer([ruled, keeps, closes, open_gap, quiet], "resnet_order")
+    lines = text.splitlines()
+    assert lines[0].startswith("Answer for resnet_order (* measured, and what explains it;")
+    assert lines[1:] == [
         " * [eval] alloc=retain closes the gap",
-        " ? [eval] order=eval_only against order=train_then_eval is unresolved: 1.10× [95% CI 0.9, 1.3]",
+        f" ? [eval] order=eval_only against order=train_then_eval is open{answer.settle_text(open_gap)}",
+        " - [eval] ftz=process does not",
+        " - denormals: ruled out before running: no penalty",
     ]
-    assert "no setting explains a difference this run resolves" in seed_runs.format_answer({"verdict": [keeps]}, ())
-    # the open gap, then the same gap with what a setting did to it: said once
-    with_setting = dict(open_gap, rule="unresolved_gap", message=open_gap["message"] + "; with alloc=retain it is 1.0×")
-    answer = seed_runs.format_answer({"verdict": [open_gap, with_setting]}, ())
-    assert answer.splitlines()[1:] == [f" ? [eval] {with_setting['message']}"]
-    assert "no two cells to compare" in seed_runs.format_answer({"verdict": []}, ())
+    assert answer.settle_text(open_gap).startswith("; about ") and "processes per cell would settle it" in lines[2]
+    assert "no cell differs from the baseline" in answer.format_answer([quiet], "x")
+    assert "no two cells to compare" in answer.format_answer([], "x")
 
 
-def test_answer_says_a_comparison_a_seed_rule_judged_once():
-    """The allocator cause and the runner's own alloc=retain finding judge the same two cells: the
-    answer keeps the cause's line (it carries the faults) and drops the runner's."""
-    retain, default = {"order": "eval_only", "alloc": "retain"}, {"order": "eval_only", "alloc": "default"}
-    cause = {"rule": "cause_allocator", "phase": "eval", "explains": True, "setting": "alloc=retain",
-             "a": retain, "b": default, "message": "allocator: alloc=retain: 1.52× faster; faults 330k → 2.5k"}
-    runner_side = {"rule": "setting_effect", "phase": "eval", "explains": True, "setting": "alloc=retain",
-                   "a": dict(reversed(list(retain.items()))), "b": default,
-                   "message": "alloc=retain is 1.52× faster than alloc=default"}
-    other = dict(runner_side, phase="train", message="alloc=retain is 1.20× faster than alloc=default (train)")
-    answer = seed_runs.format_answer({"verdict": [cause, runner_side, other]}, ("cause_allocator",))
-    assert answer.splitlines()[1:] == [f" * {cause['message']}", f" * [train] {other['message']}"]
+def test_a_phase_whose_findings_name_no_cause_says_so():
+    flat = Finding("cause_allocator", "call", Status.NOT_CAUSE, "allocator: alloc=retain changes nothing",
+                   _cmp(1.0, 0.98, 1.02, Outcome.NO_EFFECT))
+    text = answer.format_answer([flat], "plain.py:fn")
+    assert answer.NO_CAUSE.format(subject="plain.py:fn", phase="call", band=0.05) in text

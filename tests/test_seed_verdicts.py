@@ -1,4 +1,11 @@
-"""The seed verdict rules on synthetic results documents with known answers."""
+"""The seeds' rules (benchctl.studies.seed_rules) on synthetic results documents with known answers.
+
+Each document is judged as the seed pipeline judges it: its summary filled by
+:func:`benchctl.results.analysis.analyse` from the runs (counters included), then every rule of the
+seed over every phase (:func:`benchctl.results.rules.judge`) with the facts from before the run (the
+values' census) and the penalty profile. The pre-checks that rule FTZ out before any cell runs are
+asked directly, as the pipeline asks them.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,21 @@ import itertools
 
 import pytest
 
-from benchctl.studies import seed_rules as sv
+from benchctl.results import rules
+from benchctl.results.analysis import analyse
+from benchctl.results.comparison import Outcome
+from benchctl.results.facts import Facts
+from benchctl.results.findings import Status
+from benchctl.studies import seed_rules
+from benchctl.studies.causes import Denormals
 from benchctl.studies.causes.denormals import penalty_evidence
 
 # Deterministic spread around a median: the sample median is exactly `median`.
 JITTER = [1 + 0.01 * k for k in range(-5, 6)]
-# Three fresh processes per cell whose medians differ a little, as real processes do.
-PROCESS_FACTORS = (0.995, 1.0, 1.005)
+# Three fresh processes per cell whose medians differ a little, as real processes do; symmetric in
+# log, so a cell's median (the geometric mean of its processes') is `median` again.
+PROCESS_FACTORS = (1 / 1.005, 1.0, 1.005)
+DENORMALS = "denormals (subnormal arithmetic): "
 
 
 def samples(median_ms: float, process: float = 1.0) -> list[float]:
@@ -31,32 +46,60 @@ def penalty(fma_subnormal: float, ftz_removes: bool = True, sqrt_zero: float = 6
 
 
 def make_doc(workload: str, matrix: dict, phases: dict, notes=None, faults=None, penalty_ev=None,
-             readback=None) -> dict:
-    """A results document: ``phases[phase](cell) -> median ms``; notes(cell) -> dict; faults(cell) -> per iter."""
-    runs, summary = [], []
+             readback=None, census=None) -> dict:
+    """A results document before analysis: ``phases[phase](cell) -> median ms`` (None: the cell does not run
+    that phase); notes(cell) -> dict; faults(cell) -> minor faults per iteration, as the runner counts them;
+    ``census``: the values' census taken before the run, stored as the pipeline stores its facts."""
+    runs = []
     for values in itertools.product(*matrix.values()):
         cell = dict(zip(matrix, values))
         medians = {phase: median_of(cell) for phase, median_of in phases.items()}
         medians = {phase: m for phase, m in medians.items() if m is not None}
-        for phase, median in medians.items():
-            summary.append({"workload": workload, "phase": phase, "cell": cell, "n": len(JITTER),
-                            "median_ms": median, "ci95_ms": [median * 0.99, median * 1.01],
-                            "iqr_over_median": 0.05,
-                            "minor_faults_per_iter": faults(cell) if faults else None})
+        counters = {"minor_faults": [faults(cell)] * len(JITTER)} if faults else {}
         for rep, process in enumerate(PROCESS_FACTORS):
-            run_phases = {phase: {"ns": samples(median, process), "ticks": [], "counters": {}, "warmup": 0}
+            run_phases = {phase: {"ns": samples(median, process), "ticks": [], "counters": counters, "warmup": 0}
                           for phase, median in medians.items()}
             runs.append({"cell": cell, "repetition": rep, "status": "ok", "phases": run_phases,
                          "readback": readback(cell) if readback else {}, "notes": notes(cell) if notes else {}})
     return {"schema": "benchctl.results", "version": 2, "metadata": {}, "workload": workload, "args": {},
             "matrix": matrix, "repeat": len(PROCESS_FACTORS), "control": None, "runs": runs,
-            "summary": summary, "verdict": [], "evidence": {"penalty": penalty_ev}}
+            "summary": [], "verdict": [],
+            "evidence": {"penalty": penalty_ev,
+                         "facts": None if census is None else Facts.from_census(census).to_json()}}
+
+
+def judge(doc: dict, rule_list, focus: str) -> list:
+    """The findings of ``rule_list`` over every phase of ``doc``, its summary filled from its runs."""
+    analyse(doc, with_verdict=False)
+    assert "analysis_error" not in doc["metadata"], doc["metadata"]
+    evidence = doc["evidence"]
+    return rules.judge(doc, rule_list, focus=focus, facts=Facts.from_json(evidence.get("facts")),
+                       penalty=evidence.get("penalty"))
+
+
+def resnet_findings(doc: dict) -> list:
+    return judge(doc, seed_rules.resnet_order_rules(), "order")
+
+
+def zero_weights_findings(doc: dict) -> list:
+    return judge(doc, seed_rules.zero_weights_rules(), "init")
+
+
+def by_rule(findings, rule):
+    return [f for f in findings if f.rule == rule]
 
 
 RESNET_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"], "alloc": ["default", "retain"]}
 WEIGHTS_CLEAN = {"available": True, "values": 25_557_032, "subnormal": 0, "fraction": 0.0, "by_tensor": {}}
 WEIGHTS_DENORMAL = {"available": True, "values": 25_557_032, "subnormal": 1_000_000, "fraction": 0.04, "by_tensor": {}}
 ACTS_CLEAN = {"available": True, "values": 10_000_000, "subnormal": 0, "by_layer": {}}
+CLEAN_CENSUS = {"weights": WEIGHTS_CLEAN, "activations": ACTS_CLEAN}
+DENORMAL_CENSUS = {"weights": WEIGHTS_DENORMAL, "activations": ACTS_CLEAN}
+# What Denormals.precheck says of each piece of evidence (benchctl.studies.causes.denormals).
+NO_FMA_PENALTY = ("this CPU does not penalise subnormal multiply-adds (conv2d 1.0×, matmul 1.0×, addcmul 1.0× "
+                  "on subnormal inputs, penalty profile)")
+CLEAN_VALUES = ("no subnormal values in what it computes (census: weights 0 subnormal of 25,557,032, "
+                "activations 0 subnormal of 10,000,000)")
 
 
 def ftz_readback(cell):
@@ -65,7 +108,7 @@ def ftz_readback(cell):
         "threads": 3, "reached": 3, "flushed": 3 if cell["ftz"] == "process" else 0}}}
 
 
-def zen4_allocator_doc():
+def zen4_allocator_doc(matrix=RESNET_MATRIX):
     """eval_only 1.45x slower unless alloc=retain; 340k faults/iter; FTZ changes nothing."""
     def eval_ms(cell):
         return 1450.0 if cell["order"] == "eval_only" and cell["alloc"] == "default" else 1000.0
@@ -74,9 +117,10 @@ def zen4_allocator_doc():
         return 340_000 if cell["order"] == "eval_only" and cell["alloc"] == "default" else 50
     notes = lambda cell: {"weights": {"used": "random"}, "weights_census": WEIGHTS_CLEAN,  # noqa: E731
                           "activation_census": ACTS_CLEAN}
-    return make_doc("resnet_order", RESNET_MATRIX,
+    return make_doc("resnet_order", matrix,
                     {"eval": eval_ms, "train": lambda c: 1100.0 if c["order"] == "train_then_eval" else None},
-                    notes=notes, faults=faults, penalty_ev=penalty(1.0), readback=ftz_readback)
+                    notes=notes, faults=faults, penalty_ev=penalty(1.0),
+                    readback=ftz_readback if "ftz" in matrix else None, census=CLEAN_CENSUS)
 
 
 def intel_denormal_doc():
@@ -86,81 +130,144 @@ def intel_denormal_doc():
     notes = lambda cell: {"weights": {"used": "imagenet"}, "weights_census": WEIGHTS_DENORMAL,  # noqa: E731
                           "activation_census": ACTS_CLEAN}
     return make_doc("resnet_order", RESNET_MATRIX, {"eval": eval_ms}, notes=notes, faults=lambda c: 50,
-                    penalty_ev=penalty(5.0), readback=ftz_readback)
+                    penalty_ev=penalty(5.0), readback=ftz_readback, census=DENORMAL_CENSUS)
 
 
-def by_rule(findings, rule):
-    return [f for f in findings if f["rule"] == rule]
+def no_ftz_effect(found, why: str = "") -> str:
+    """The denormal cause's words for an ftz=process cell no faster than ftz=off (threads read back), with
+    what the penalty profile and the census say (``why``)."""
+    return f"{DENORMALS}FTZ/DAZ changes nothing beyond ±5% ({found.comparison.ratio_text()}); " \
+           "FTZ/DAZ read back on 3/3 threads" + (f": {why}" if why else "")
 
 
-def test_allocator_case_explains_why_ftz_does_nothing():
-    [ftz] = by_rule(sv.resnet_order_findings(zen4_allocator_doc()), "ftz_explained")
-    assert ftz["rule"] == "ftz_explained" and ftz["phase"] == "eval"
-    assert not ftz["explains"] and not ftz["significant"] and ftz["setting"] == "ftz=process"
-    assert ftz["a"] == {"order": "eval_only", "ftz": "process", "alloc": "default"}
-    assert ftz["b"] == {"order": "eval_only", "ftz": "off", "alloc": "default"}
-    assert ftz["ratio"] == pytest.approx(1.0)
-    assert ftz["message"].startswith("FTZ has no effect beyond ±5% (1.000× [95% CI 0.9")
-    assert ("because this CPU does not penalise subnormal multiply-adds (conv2d 1.0×, matmul 1.0×, addcmul 1.0× "
-            "on subnormal inputs, penalty profile)") in ftz["message"]
-    assert "and the weights have none (census: 0 of 25,557,032 weights subnormal, activations 0)" in ftz["message"]
-    assert "flushed 3/3 threads" in ftz["message"]
-    assert ftz["evidence"]["weights_census"] == WEIGHTS_CLEAN and ftz["evidence"]["ftz_readback"] == {
-        "flushed": 3, "threads": 3}
+# The census as the denormal cause quotes it when judging.
+CLEAN_COUNTS = "the census counts weights 0 subnormal of 25,557,032, activations 0 subnormal of 10,000,000"
+DENORMAL_COUNTS = ("the census counts weights 1,000,000 subnormal of 25,557,032, activations 0 subnormal of "
+                   "10,000,000")
+FMA_PENALTY = ("this CPU penalises subnormal multiply-adds and FTZ/DAZ removes it (conv2d 5.0×, matmul 5.0×, "
+               "addcmul 5.0× on subnormal inputs, penalty profile)")
+
+
+def test_allocator_case_rules_ftz_out_before_running_and_says_why():
+    reason = Denormals().precheck(Facts.from_census(CLEAN_CENSUS), penalty(1.0))
+    assert reason == f"{NO_FMA_PENALTY} and {CLEAN_VALUES}"
+    found = Denormals().ruled_out(reason)
+    assert found.rule == "cause_denormals" and found.phase is None and found.comparison is None
+    assert found.status is Status.RULED_OUT and found.mark == "-" and not found.explains
+    assert found.message == f"{DENORMALS}ruled out before running: {reason}"
+
+
+def test_allocator_case_ftz_run_anyway_changes_nothing():
+    """The ftz=process cells run (as with --set ftz=off,process): the denormal cause shows no effect."""
+    [ftz] = by_rule(resnet_findings(zen4_allocator_doc()), "cause_denormals")
+    assert ftz.phase == "eval" and ftz.setting == "ftz=process"
+    assert ftz.status is Status.NOT_CAUSE and ftz.mark == "-" and not ftz.explains
+    assert ftz.comparison.outcome is Outcome.NO_EFFECT and not ftz.comparison.beyond_band
+    assert ftz.a == {"order": "eval_only", "ftz": "process", "alloc": "default"}
+    assert ftz.b == {"order": "eval_only", "ftz": "off", "alloc": "default"}
+    assert ftz.comparison.ratio == pytest.approx(1.0)
+    assert ftz.comparison.ratio_text().startswith("1.000× [95% CI 0.9")
+    assert ftz.message == no_ftz_effect(ftz, f"{NO_FMA_PENALTY}; {CLEAN_COUNTS}")
+    assert ftz.evidence["census"] == CLEAN_CENSUS and ftz.evidence["penalty"] == penalty(1.0)
+    assert ftz.evidence["ftz_readback"] == {"flushed": 3, "threads": 3}
 
 
 def test_allocator_case_names_the_allocator_by_its_faults():
-    [alloc] = by_rule(sv.resnet_order_findings(zen4_allocator_doc()), "cause_allocator")
-    assert alloc["explains"] and alloc["evidence"]["status"] == "cause" and alloc["setting"] == "alloc=retain"
-    assert alloc["a"] == {"order": "eval_only", "ftz": "off", "alloc": "retain"}
-    assert alloc["message"].startswith("allocator (memory returned to the OS and faulted back in): with "
-                                       "alloc=retain it is 1.45× faster [95% CI 1.4")
-    assert "minor page faults/iter go from 340k to 50" in alloc["message"]
-    assert alloc["message"].endswith("(eval phase, order=eval_only)")
-    [alloc] = by_rule(sv.resnet_order_findings(intel_denormal_doc()), "cause_allocator")
-    assert not alloc["explains"] and "alloc=retain changes nothing beyond ±5%" in alloc["message"]
+    [alloc] = by_rule(resnet_findings(zen4_allocator_doc()), "cause_allocator")
+    assert alloc.status is Status.CAUSE and alloc.explains and alloc.mark == "*" and alloc.setting == "alloc=retain"
+    assert alloc.phase == "eval" and alloc.comparison.faster
+    assert alloc.a == {"order": "eval_only", "ftz": "off", "alloc": "retain"}
+    assert alloc.b == {"order": "eval_only", "ftz": "off", "alloc": "default"}
+    assert alloc.comparison.effect_text().startswith("1.45× faster [95% CI 1.4")
+    assert alloc.message == (f"allocator: with alloc=retain it is {alloc.comparison.effect_text()}; minor page "
+                             "faults/iter go from 340k to 50: memory returned to the OS and faulted back in")
+    assert alloc.evidence["faults_per_iter"] == {"default": 340_000, "retain": 50}
+    [alloc] = by_rule(resnet_findings(intel_denormal_doc()), "cause_allocator")
+    assert alloc.status is Status.NOT_CAUSE and not alloc.explains
+    assert alloc.message == (f"allocator: alloc=retain changes nothing beyond ±5% ({alloc.comparison.ratio_text()}); "
+                             "minor page faults/iter go from 50 to 50")
+
+
+def test_allocator_case_order_gap_closes_under_alloc_retain():
+    """The order gap is the generic rules' (Gap, GapUnderSetting with focus="order"), as for any run."""
+    found = resnet_findings(zen4_allocator_doc())
+    [gap] = by_rule(found, "gap")
+    assert gap.status is Status.MEASURED and gap.comparison.slower
+    assert gap.comparison.ratio == pytest.approx(1.45)
+    [closes] = by_rule(found, "closes_gap")
+    assert closes.status is Status.CAUSE and closes.setting == "alloc=retain"
+    assert closes.evidence["counters_moving_with_gap"] == ["minor_faults_per_iter"]
+    assert closes.message.endswith("minor page faults/iter go from 340k to 50: the slowdown is memory returned to "
+                                   "the OS and faulted back in")
+    [keeps] = by_rule(found, "keeps_gap")
+    assert keeps.setting == "ftz=process" and keeps.status is Status.NOT_CAUSE
 
 
 def test_denormal_case_names_ftz_with_its_evidence():
-    [ftz] = by_rule(sv.resnet_order_findings(intel_denormal_doc()), "ftz_explained")
-    assert ftz["explains"] and ftz["significant"] and ftz["ratio"] == pytest.approx(1000 / 1450)
-    assert ftz["message"].startswith("FTZ explains a speed-up")
-    assert "this CPU penalises subnormal multiply-adds and FTZ/DAZ removes it (conv2d 5.0×" in ftz["message"]
-    assert "the values hold subnormals (census: weights 1,000,000 of 25,557,032" in ftz["message"]
+    assert Denormals().precheck(Facts.from_census(DENORMAL_CENSUS), penalty(5.0)) is None
+    [ftz] = by_rule(resnet_findings(intel_denormal_doc()), "cause_denormals")
+    assert ftz.status is Status.CAUSE and ftz.explains and ftz.mark == "*"
+    assert ftz.comparison.beyond_band and ftz.comparison.ratio == pytest.approx(1000 / 1450)
+    assert ftz.comparison.effect_text().startswith("1.45× faster [95% CI 1.4")
+    assert ftz.message == (
+        f"{DENORMALS}with FTZ/DAZ on every thread it is {ftz.comparison.effect_text()}; FTZ/DAZ read back on 3/3 "
+        f"threads: arithmetic on subnormal (denormal) numbers, which FTZ/DAZ removes; {FMA_PENALTY}; "
+        f"{DENORMAL_COUNTS}")
 
 
 def test_penalty_that_ftz_does_not_remove_does_not_predict_an_ftz_effect():
+    reason = Denormals().precheck(Facts.from_census(DENORMAL_CENSUS), penalty(5.0, ftz_removes=False))
+    assert reason == ("this CPU's penalty on subnormal multiply-adds is a slow path FTZ/DAZ does not remove "
+                      "(conv2d 5.0×, matmul 5.0×, addcmul 5.0× on subnormal inputs, penalty profile)")
+
+
+def test_ftz_speed_up_the_penalty_profile_cannot_explain_is_not_named_denormals():
+    """FTZ made it faster, yet this CPU's penalty is a slow path FTZ/DAZ does not remove: not denormals."""
     doc = intel_denormal_doc()
     doc["evidence"]["penalty"] = penalty(5.0, ftz_removes=False)
-    [ftz] = by_rule(sv.resnet_order_findings(doc), "ftz_explained")
-    assert not ftz["explains"] and "not explained by denormals" in ftz["message"]
-    assert "is a slow path FTZ/DAZ does not remove (conv2d 5.0×" in ftz["message"]
+    [ftz] = by_rule(resnet_findings(doc), "cause_denormals")
+    assert ftz.comparison.faster and ftz.status is Status.UNCONFIRMED and ftz.mark == "?"
+    assert ftz.message == (
+        f"{DENORMALS}with FTZ/DAZ on every thread it is {ftz.comparison.effect_text()}; FTZ/DAZ read back on 3/3 "
+        "threads, yet no penalty FTZ/DAZ removes explains it: this CPU's penalty on subnormal multiply-adds is a "
+        "slow path FTZ/DAZ does not remove (conv2d 5.0×, matmul 5.0×, addcmul 5.0× on subnormal inputs, penalty "
+        f"profile); {DENORMAL_COUNTS}: the mechanism is not denormals")
 
 
-def test_penalty_and_subnormals_without_an_effect_say_to_check_the_readback():
+def test_penalty_and_subnormals_without_an_effect_show_the_readback():
     doc = intel_denormal_doc()
     for run in doc["runs"]:
         run["phases"]["eval"]["ns"] = samples(1000.0)
-    [ftz] = by_rule(sv.resnet_order_findings(doc), "ftz_explained")
-    assert not ftz["explains"] and ftz["message"].startswith("FTZ should matter here")
+    [ftz] = by_rule(resnet_findings(doc), "cause_denormals")
+    assert ftz.status is Status.NOT_CAUSE and not ftz.explains and ftz.comparison.outcome is Outcome.NO_EFFECT
+    assert ftz.message == no_ftz_effect(ftz, f"{FMA_PENALTY}; {DENORMAL_COUNTS}; both say it should matter: check "
+                                             "the readback")
 
 
-def test_missing_runs_are_reported_not_raised():
+def test_missing_runs_are_not_raised_and_leave_no_ftz_finding():
     doc = zen4_allocator_doc()
     for run in doc["runs"]:
         if run["cell"]["ftz"] == "process":
             run["status"] = "failed"
-    [ftz] = by_rule(sv.resnet_order_findings(doc), "ftz_explained")
-    assert ftz["ratio"] is None and "not measurable" in ftz["message"]
+    found = resnet_findings(doc)
+    assert by_rule(found, "cause_denormals") == []
+    assert not [f for f in found if f.setting == "ftz=process"]
+    # The cells that did run are still judged.
+    assert [f.status for f in by_rule(found, "cause_allocator")] == [Status.CAUSE]
 
 
-def test_missing_penalty_profile_and_census_say_so():
+def test_missing_penalty_profile_and_census_rule_nothing_out():
+    assert Denormals().precheck(Facts.from_census(None), None) is None
+    # Either piece of evidence alone rules FTZ out when it says FTZ cannot matter.
+    assert Denormals().precheck(Facts.from_census(None), penalty(1.0)) == NO_FMA_PENALTY
+    assert Denormals().precheck(Facts.from_census(CLEAN_CENSUS), None) == CLEAN_VALUES
     doc = zen4_allocator_doc()
     doc["evidence"] = {}
     for run in doc["runs"]:
         run["notes"] = {}
-    [ftz] = by_rule(sv.resnet_order_findings(doc), "ftz_explained")
-    assert "no penalty profile or census was recorded" in ftz["message"]
+    [ftz] = by_rule(resnet_findings(doc), "cause_denormals")
+    assert ftz.status is Status.NOT_CAUSE and ftz.evidence["penalty"] is None and ftz.evidence["census"] is None
+    assert ftz.message == no_ftz_effect(ftz)
 
 
 def test_wide_ci_is_not_called_no_effect():
@@ -170,21 +277,26 @@ def test_wide_ci_is_not_called_no_effect():
         if run["cell"]["ftz"] == "process":
             scale = (0.6, 1.0, 1.6)[run["repetition"]]
             run["phases"]["eval"]["ns"] = [v * scale for v in run["phases"]["eval"]["ns"]]
-    [ftz] = by_rule(sv.resnet_order_findings(doc), "ftz_explained")
-    assert not ftz["significant"]
-    assert ftz["outcome"] == "unresolved"
-    assert ftz["message"].startswith("FTZ's effect is unresolved (") and "crosses the ±5% band" in ftz["message"]
+    [ftz] = by_rule(resnet_findings(doc), "cause_denormals")
+    assert not ftz.comparison.beyond_band and ftz.comparison.outcome is Outcome.UNRESOLVED
+    assert ftz.status is Status.UNRESOLVED and ftz.mark == "?" and ftz.is_open
+    assert ftz.message == (f"{DENORMALS}unresolved: FTZ/DAZ gives {ftz.comparison.ratio_text()}, across the ±5% band; "
+                           f"FTZ/DAZ read back on 3/3 threads: {NO_FMA_PENALTY}; {CLEAN_COUNTS}")
 
 
 def test_matrix_without_ftz_axis_has_no_ftz_finding():
-    doc = zen4_allocator_doc()
-    doc["matrix"] = {"order": RESNET_MATRIX["order"], "alloc": RESNET_MATRIX["alloc"]}
-    assert by_rule(sv.resnet_order_findings(doc), "ftz_explained") == []
+    found = resnet_findings(zen4_allocator_doc({"order": RESNET_MATRIX["order"], "alloc": RESNET_MATRIX["alloc"]}))
+    assert by_rule(found, "cause_denormals") == []
+    assert not [f for f in found if (f.setting or "").startswith("ftz")]
+    assert [f.status for f in by_rule(found, "cause_allocator")] == [Status.CAUSE]
 
 
 # --- zero_weights -----------------------------------------------------------
 
 ZW_MATRIX = {"init": ["uniform", "zero"], "device": ["cpu", "cuda"], "ftz": ["off", "process"]}
+# The census zero_weights.value_census takes before the run: both inits' weights and activations, summed.
+ZW_CENSUS = {"weights": {"values": 2 * 370_624, "subnormal": 0}, "activations": {"values": 2 * 11 * 65536,
+                                                                                 "subnormal": 0}}
 
 
 def zw_notes(cell):
@@ -205,13 +317,15 @@ def zero_weights_doc():
     def forward_backward(cell):
         return 13.0 if cell["device"] == "cpu" else (3.0 if cell["init"] == "zero" else 3.9)
     return make_doc("zero_weights", ZW_MATRIX, {"forward": forward, "forward_backward": forward_backward},
-                    notes=zw_notes, penalty_ev=penalty(1.0, sqrt_zero=6.0))
+                    notes=zw_notes, penalty_ev=penalty(1.0, sqrt_zero=6.0), census=ZW_CENSUS)
 
 
 def test_cpu_answer_says_why_values_do_not_matter():
-    [f] = by_rule(sv.zero_weights_findings(zero_weights_doc()), "values_do_not_matter_on_cpu")
-    assert not f["explains"] and f["ratio"] == pytest.approx(1.0) and f["a"]["init"] == "zero"
-    msg = f["message"]
+    [f] = by_rule(zero_weights_findings(zero_weights_doc()), "values_do_not_matter_on_cpu")
+    assert f.status is Status.NOT_CAUSE and f.mark == "-" and not f.explains
+    assert f.comparison.outcome is Outcome.NO_EFFECT and f.comparison.ratio == pytest.approx(1.0)
+    assert f.phase == "forward" and f.a["init"] == "zero" and f.b["init"] == "uniform"
+    msg = f.message
     assert msg.startswith("on cpu, zero and uniform weights show no difference beyond ±5%, this run's resolution "
                           "(forward 4.30 vs 4.30 ms, zero/uniform 1.000× [95% CI ")
     assert "forward_backward 13.00 vs 13.00 ms" in msg
@@ -226,19 +340,21 @@ def test_cpu_answer_says_why_values_do_not_matter():
 
 
 def test_seed_naive_timing_is_shown_to_mislead():
-    findings = by_rule(sv.zero_weights_findings(zero_weights_doc()), "seed_naive_timing")
+    findings = by_rule(zero_weights_findings(zero_weights_doc()), "seed_naive_timing")
     assert len(findings) == 4  # 2 devices x 2 inits, at the baseline ftz
-    cpu = next(f for f in findings if f["a"]["device"] == "cpu" and f["a"]["init"] == "uniform")
-    assert cpu["explains"] and cpu["ratio"] == pytest.approx(42.9 / 13.0)
-    assert cpu["evidence"]["median_forward_backward_ms"] == 13.0
-    assert "never runs" in cpu["message"] and "3.0× forward" in cpu["message"]
-    gpu = next(f for f in findings if f["a"]["device"] == "cuda")
-    assert "without synchronize" in gpu["message"]
+    assert all(f.phase == "forward_backward" and f.a["ftz"] == "off" and f.comparison is None for f in findings)
+    cpu = next(f for f in findings if f.a["device"] == "cpu" and f.a["init"] == "uniform")
+    assert cpu.status is Status.CAUSE and cpu.explains and cpu.mark == "*"
+    assert cpu.evidence["naive_over_measured"] == pytest.approx(42.9 / 13.0)
+    assert cpu.evidence["median_forward_backward_ms"] == pytest.approx(13.0)
+    assert "never runs" in cpu.message and "3.0× forward" in cpu.message
+    gpu = next(f for f in findings if f.a["device"] == "cuda")
+    assert "without synchronize" in gpu.message
 
 
 def test_gpu_zero_weights_differ_but_cpu_rule_only_speaks_for_cpu():
-    [f] = by_rule(sv.zero_weights_findings(zero_weights_doc()), "values_do_not_matter_on_cpu")
-    assert f["a"]["device"] == "cpu" and f["b"]["device"] == "cpu"
+    [f] = by_rule(zero_weights_findings(zero_weights_doc()), "values_do_not_matter_on_cpu")
+    assert f.a["device"] == "cpu" and f.b["device"] == "cpu"
 
 
 def test_cpu_difference_is_reported_as_a_difference():
@@ -246,14 +362,26 @@ def test_cpu_difference_is_reported_as_a_difference():
     for run in doc["runs"]:
         if run["cell"]["device"] == "cpu" and run["cell"]["init"] == "zero":
             run["phases"]["forward"]["ns"] = samples(3.0)
-    [f] = by_rule(sv.zero_weights_findings(doc), "values_do_not_matter_on_cpu")
-    assert f["explains"] and f["message"].startswith("on cpu, zero and uniform weights differ in time")
+    [f] = by_rule(zero_weights_findings(doc), "values_do_not_matter_on_cpu")
+    assert f.status is Status.MEASURED and f.mark == "*" and f.comparison.beyond_band
+    assert f.message.startswith("on cpu, zero and uniform weights differ in time (forward 3.00 vs 4.30 ms")
 
 
-def test_ftz_no_effect_on_zero_weights_net():
-    [f] = by_rule(sv.zero_weights_findings(zero_weights_doc()), "ftz_no_effect_zero_weights")
-    assert not f["explains"] and f["message"].startswith("FTZ on this net has no effect")
-    assert "activations 0" in f["message"]
+def test_ftz_on_zero_weights_net_is_ruled_out_before_running():
+    reason = Denormals().precheck(Facts.from_census(ZW_CENSUS), penalty(1.0, sqrt_zero=6.0))
+    assert reason == (f"{NO_FMA_PENALTY} and no subnormal values in what it computes (census: weights 0 "
+                      "subnormal of 741,248, activations 0 subnormal of 1,441,792)")
+
+
+def test_ftz_run_anyway_on_zero_weights_net_changes_nothing():
+    found = by_rule(zero_weights_findings(zero_weights_doc()), "cause_denormals")
+    assert [f.phase for f in found] == ["forward", "forward_backward"]
+    for f in found:
+        assert f.status is Status.NOT_CAUSE and not f.explains and f.comparison.outcome is Outcome.NO_EFFECT
+        assert f.a == {"init": "uniform", "device": "cpu", "ftz": "process"}
+        assert f.message == (f"{DENORMALS}FTZ/DAZ changes nothing beyond ±5% ({f.comparison.ratio_text()}): "
+                             f"{NO_FMA_PENALTY}; the census counts weights 0 subnormal of 741,248, activations 0 "
+                             "subnormal of 1,441,792")
 
 
 def test_penalty_evidence_normalises_the_penalty_profile():

@@ -2,16 +2,19 @@
 
 import pytest
 
-from benchctl.results import verdict
+from benchctl.results import queries, rules, verdict
 from benchctl.results.analysis import analyse
+from benchctl.results.comparison import FLOOR
+from benchctl.results.findings import Finding, Status
 from synthetic_results import make_doc
 
 ORDERS = ["eval_only", "train_then_eval"]
 
 
 def _only(found, rule, **match):
-    hits = [f for f in found if f["rule"] == rule and all(f.get(k) == v for k, v in match.items())]
-    assert len(hits) == 1, (rule, match, [(f["rule"], f["setting"]) for f in found])
+    found = [Finding.from_json(f) for f in found]
+    hits = [f for f in found if f.rule == rule and all(getattr(f, k) == v for k, v in match.items())]
+    assert len(hits) == 1, (rule, match, [(f.rule, f.setting) for f in found])
     return hits[0]
 
 
@@ -31,27 +34,27 @@ def test_allocator_closes_the_gap_and_faults_move_with_it():
     doc = analyse(allocator_story(), focus="order")
     found = doc["verdict"]
     gap = _only(found, "gap")
-    assert gap["a"] == {"order": "eval_only", "alloc": "default"}
-    assert gap["b"] == {"order": "train_then_eval", "alloc": "default"}
-    assert gap["ratio"] == pytest.approx(1.5)
-    assert gap["ci95"][0] > 1.4 and gap["ci95"][1] < 1.6 and gap["significant"]
-    assert gap["message"].startswith("order=eval_only is 1.50× slower than order=train_then_eval")
+    assert gap.a == {"order": "eval_only", "alloc": "default"}
+    assert gap.b == {"order": "train_then_eval", "alloc": "default"}
+    assert gap.comparison.ratio == pytest.approx(1.5)
+    assert gap.comparison.ci95[0] > 1.4 and gap.comparison.ci95[1] < 1.6 and gap.comparison.beyond_band
+    assert gap.message.startswith("order=eval_only is 1.50× slower than order=train_then_eval")
 
     closes = _only(found, "closes_gap")
-    assert closes["setting"] == "alloc=retain" and closes["explains"] is True
-    assert closes["evidence"]["gap_with_setting"]["ratio"] == pytest.approx(1.0)
-    assert closes["evidence"]["gap_with_setting"]["significant"] is False
-    assert closes["evidence"]["counters_moving_with_gap"] == ["minor_faults_per_iter"]
-    assert closes["evidence"]["counters"]["minor_faults_per_iter"] == {
+    assert closes.setting == "alloc=retain" and closes.explains is True
+    assert closes.comparison.ratio == pytest.approx(1.0)
+    assert closes.comparison.beyond_band is False
+    assert closes.evidence["counters_moving_with_gap"] == ["minor_faults_per_iter"]
+    assert closes.evidence["counters"]["minor_faults_per_iter"] == {
         "a": 340_000, "b": 20_000, "a_with_setting": 20_000, "b_with_setting": 20_000}
-    assert closes["evidence"]["readback"]["a"] == {"large_block_mapping": "[heap]", "preload_mapped": None}
-    assert "a 64 MiB malloc read back from [heap]" in closes["message"]
-    assert "minor page faults/iter go from 340k to 20k" in closes["message"]
-    assert closes["message"].endswith("the slowdown is memory being returned to the OS and faulted back in")
+    assert closes.evidence["readback"]["a"] == {"large_block_mapping": "[heap]", "preload_mapped": None}
+    assert "a 64 MiB malloc read back from [heap]" in closes.message
+    assert "minor page faults/iter go from 340k to 20k" in closes.message
+    assert closes.message.endswith("the slowdown is memory returned to the OS and faulted back in")
 
     effect = _only(found, "setting_effect", setting="alloc=retain")
-    assert effect["ratio"] == pytest.approx(1 / 1.5) and effect["explains"] is True
-    assert "alloc=retain is 1.50× faster than alloc=default" in effect["message"]
+    assert effect.comparison.ratio == pytest.approx(1 / 1.5) and effect.status is Status.MEASURED
+    assert "alloc=retain is 1.50× faster than alloc=default" in effect.message
 
 
 def test_ftz_that_changes_nothing_is_reported_as_such():
@@ -61,14 +64,16 @@ def test_ftz_that_changes_nothing_is_reported_as_such():
                                                             "threads": 3}}})
     found = analyse(doc, focus="order")["verdict"]
     keeps = _only(found, "keeps_gap")
-    assert keeps["setting"] == "ftz=process" and keeps["explains"] is False
-    assert "with ftz=process (FTZ/DAZ read back on 3/3 threads) it is 1.50× slower" in keeps["message"]
-    assert keeps["message"].endswith("ftz=process does not explain the gap")
+    assert keeps.setting == "ftz=process" and keeps.explains is False
+    assert ("with ftz=process (FTZ/DAZ read back on 3/3 threads) the gap order=eval_only vs order=train_then_eval "
+            "is 1.50× slower") in keeps.message
+    assert keeps.message.endswith("ftz=process does not explain the gap")
     effect = _only(found, "setting_effect", setting="ftz=process")
-    assert effect["ratio"] == pytest.approx(1.0) and effect["significant"] is False and effect["explains"] is False
-    assert effect["outcome"] == "no_effect" and effect["band"] == pytest.approx(0.05)
-    assert effect["message"].startswith("no difference beyond ±5% between ftz=process and ftz=off (ratio 1.000×")
-    assert not [f for f in found if f["explains"] and f["rule"] != "setting_effect"]
+    assert effect.comparison.ratio == pytest.approx(1.0) and effect.comparison.beyond_band is False
+    assert effect.explains is False
+    assert effect.comparison.outcome == "no_effect" and effect.comparison.band == pytest.approx(0.05)
+    assert effect.message.startswith("no difference beyond ±5% between ftz=process and ftz=off (ratio 1.000×")
+    assert not [f for f in map(Finding.from_json, found) if f.explains]
 
 
 @pytest.mark.parametrize("under, rule, explains", [
@@ -86,8 +91,8 @@ def test_how_much_of_the_gap_a_setting_closes(under, rule, explains):
     doc = make_doc({"order": ORDERS, "threads": [2, 1]}, factor=factor)
     found = analyse(doc, focus="order")["verdict"]
     hit = _only(found, rule, setting="threads=1")
-    assert hit["explains"] is explains
-    assert hit["evidence"]["gap_with_setting"]["ratio"] == pytest.approx(under)
+    assert hit.explains is explains
+    assert hit.comparison.ratio == pytest.approx(under)
 
 
 def test_no_gap_and_a_gap_only_under_a_setting():
@@ -95,16 +100,16 @@ def test_no_gap_and_a_gap_only_under_a_setting():
                    factor=lambda c: 2.0 if (c["order"], c["pin"]) == ("eval_only", "compact") else 1.0)
     found = analyse(doc, focus="order")["verdict"]
     gap = _only(found, "gap")
-    assert gap["significant"] is False and gap["ratio"] == pytest.approx(1.0)
-    assert gap["message"].startswith("no difference beyond ±5% between order=eval_only and order=train_then_eval")
+    assert gap.comparison.beyond_band is False and gap.comparison.ratio == pytest.approx(1.0)
+    assert gap.message.startswith("no difference beyond ±5% between order=eval_only and order=train_then_eval")
     opens = _only(found, "opens_gap", setting="pin=compact")
-    assert opens["explains"] is False and opens["message"].endswith("the gap appears only with this setting")
+    assert opens.explains is False and opens.message.endswith("the gap appears only with this setting")
 
 
 def test_without_focus_only_setting_effects():
     found = analyse(allocator_story())["verdict"]
-    assert {f["rule"] for f in found} == {"setting_effect"}
-    assert sorted(f["setting"] for f in found) == ["alloc=retain", "order=train_then_eval"]
+    assert {f.rule for f in map(Finding.from_json, found)} == {"setting_effect"}
+    assert sorted(f.setting for f in map(Finding.from_json, found)) == ["alloc=retain", "order=train_then_eval"]
 
 
 def test_missing_cells_are_skipped_not_invented():
@@ -112,7 +117,7 @@ def test_missing_cells_are_skipped_not_invented():
     doc["runs"] = [r for r in doc["runs"] if r["cell"] != {"order": "train_then_eval", "alloc": "retain"}]
     found = analyse(doc, focus="order")["verdict"]
     assert not [f for f in found if f["rule"] == "closes_gap"]
-    assert _only(found, "gap")["ratio"] == pytest.approx(1.5)
+    assert _only(found, "gap").comparison.ratio == pytest.approx(1.5)
 
 
 def test_unknown_focus():
@@ -123,22 +128,22 @@ def test_unknown_focus():
 def test_pairs_stats_refuses_are_reported_not_dropped():
     doc = make_doc({"order": ORDERS}, factor=lambda c: 0.0 if c["order"] == "eval_only" else 1.0)
     found = analyse(doc, focus="order")["verdict"]
-    (refused,) = found
-    assert refused["rule"] == "not_comparable" and refused["ratio"] is None
-    assert refused["message"].startswith("cannot compare order=eval_only with order=train_then_eval: per-process "
+    (refused,) = map(Finding.from_json, found)
+    assert refused.rule == "not_comparable" and refused.comparison is None
+    assert refused.message.startswith("cannot compare order=eval_only with order=train_then_eval: per-process "
                                          "medians must be finite and > 0")
 
 
 def test_differences_inside_the_floor_are_no_effect():
     """A 3% difference clearly apart from 1, yet wholly inside the 5% band: resolved as no effect."""
-    assert verdict.MIN_EFFECT == pytest.approx(0.05)
+    assert FLOOR == pytest.approx(0.05)
     doc = make_doc({"order": ORDERS}, factor=lambda c: 1.03 if c["order"] == "eval_only" else 1.0)
     found = analyse(doc, focus="order")["verdict"]
     gap = _only(found, "gap")
-    assert gap["ratio"] == pytest.approx(1.03)
-    assert gap["ci95"][0] > 1.0, "the synthetic processes separate the cells statistically"
-    assert gap["significant"] is False and gap["outcome"] == "no_effect"
-    assert gap["message"].startswith("no difference beyond ±5% between order=eval_only")
+    assert gap.comparison.ratio == pytest.approx(1.03)
+    assert gap.comparison.ci95[0] > 1.0, "the synthetic processes separate the cells statistically"
+    assert gap.comparison.beyond_band is False and gap.comparison.outcome == "no_effect"
+    assert gap.message.startswith("no difference beyond ±5% between order=eval_only")
 
 
 @pytest.mark.parametrize("factor, outcome", [(1.06, "unresolved"), (1.08, "effect")])
@@ -146,11 +151,11 @@ def test_a_difference_is_called_only_when_its_interval_clears_the_band(factor, o
     """1.06 with an interval of about ±1% reaches below 1.05: unresolved; 1.08 clears it."""
     doc = make_doc({"order": ORDERS}, factor=lambda c: factor if c["order"] == "eval_only" else 1.0)
     gap = _only(analyse(doc, focus="order")["verdict"], "gap")
-    assert gap["outcome"] == outcome and gap["significant"] is (outcome == "effect")
+    assert gap.comparison.outcome == outcome and gap.comparison.beyond_band is (outcome == "effect")
     if outcome == "effect":
-        assert gap["message"].startswith("order=eval_only is 1.08× slower than order=train_then_eval [95% CI 1.0")
+        assert gap.message.startswith("order=eval_only is 1.08× slower than order=train_then_eval [95% CI 1.0")
     else:
-        assert "unresolved" in gap["message"] and "crosses the ±5% band" in gap["message"]
+        assert "unresolved" in gap.message and "crosses the ±5% band" in gap.message
 
 
 def test_processes_are_the_unit_of_the_interval():
@@ -160,19 +165,20 @@ def test_processes_are_the_unit_of_the_interval():
     for run in doc["runs"]:
         if run["repetition"] == 1:
             run["phases"]["eval"]["ns"] = [v * 1.10 for v in run["phases"]["eval"]["ns"]]
-    ctx = verdict.Context(doc, "eval", "order")
+    ctx = rules.Context(doc, "eval", queries.Comparisons(doc), "order")
     cmp = ctx.compare({"order": "eval_only"}, {"order": "train_then_eval"})
-    assert cmp["k_a"] == cmp["k_b"] == 2 and cmp["method"].startswith("Welch t interval")
-    lo, hi = cmp["ci95"]
-    assert not verdict.resolved(cmp) and cmp["outcome"] == "unresolved"
+    assert cmp.k_a == cmp.k_b == 2 and cmp.method.startswith("Welch t interval")
+    lo, hi = cmp.ci95
+    assert not cmp.beyond_band and cmp.outcome == "unresolved"
     assert (hi - lo) > 0.08, "the interval spans the 10% between processes"
 
 
 def test_one_process_per_cell_calls_no_difference_and_says_why():
     doc = make_doc({"order": ORDERS}, factor=lambda c: 1.5 if c["order"] == "eval_only" else 1.0, repeat=1)
     gap = _only(analyse(doc, focus="order")["verdict"], "gap")
-    assert gap["outcome"] == "one_process" and gap["ci95"] is None and gap["significant"] is False
-    assert "no difference is called without two or more fresh processes per cell" in gap["message"]
+    assert gap.comparison.outcome == "one_process" and gap.comparison.ci95 is None
+    assert gap.comparison.beyond_band is False
+    assert "no difference is called without two or more fresh processes per cell" in gap.message
 
 
 def test_a_gap_hidden_by_noise_is_not_called_closed():
@@ -186,7 +192,7 @@ def test_a_gap_hidden_by_noise_is_not_called_closed():
     found = analyse(doc, focus="order")["verdict"]
     assert not [f for f in found if f["rule"] == "closes_gap"]
     hit = _only(found, "unresolved_gap", setting="alloc=retain")
-    assert hit["explains"] is False and "add processes" in hit["message"]
+    assert hit.explains is False and "whether alloc=retain closes it is open" in hit.message
 
 
 def test_counters_count_as_evidence_only_when_they_fall_in_the_slow_cell():
@@ -199,5 +205,5 @@ def test_counters_count_as_evidence_only_when_they_fall_in_the_slow_cell():
                    faults=lambda c: 340_000 if (c["order"] == "train_then_eval" and c["alloc"] == "default")
                    else 20_000)
     closes = _only(analyse(doc, focus="order")["verdict"], "closes_gap")
-    assert closes["evidence"]["counters_moving_with_gap"] == []
-    assert "page faults" not in closes["message"]
+    assert closes.evidence["counters_moving_with_gap"] == []
+    assert "page faults" not in closes.message

@@ -1,6 +1,6 @@
 """The settings a matrix cell can have, and how each one is applied and read back.
 
-A setting is a small class with five duties:
+A setting is a small class (an abstract :class:`Setting`) with five duties:
 
 * ``canonical(value)``: validate a value (from the CLI's text or from Python)
   and return its canonical JSON form, or raise :class:`SettingError`;
@@ -19,6 +19,7 @@ that is not a setting name is a workload parameter.
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 from typing import Any
@@ -35,7 +36,7 @@ class SettingError(_validate.ArgumentError):
     """A setting value that is invalid or cannot be applied on this machine."""
 
 
-class Setting:
+class Setting(abc.ABC):
     name = ""
     help = ""
     #: Worker applies settings in increasing ``order`` (threads before pin: pin pins the sized team).
@@ -43,8 +44,9 @@ class Setting:
     #: Whether ``apply``/``readback`` need torch imported first (its thread pools must exist).
     needs_torch = False
 
+    @abc.abstractmethod
     def canonical(self, value: Any) -> Any:
-        raise NotImplementedError
+        """The value's canonical JSON form; SettingError when it is not one this setting takes."""
 
     def check_available(self) -> None:
         """Raise SettingError when this machine or build cannot apply the setting at all."""
@@ -62,6 +64,8 @@ class Setting:
     def readback(self, value: Any) -> Any:
         return None
 
+    #: The value that probes this setting's cause against the unchanged workload, if any.
+    probe: Any = None
     #: Per-iteration counter (summary field) that moves when this setting is the cause, if any.
     evidence_counter: str | None = None
     #: What the slowdown is when this setting closes a gap (completes "the slowdown is ...");
@@ -75,6 +79,22 @@ class Setting:
     def facts_phrase(self, facts: Any) -> str:
         """A few words proving the setting took effect, e.g. "FTZ/DAZ read back on 4/4 threads"."""
         return ""
+
+    def _pairs(self, value: Any, example: str) -> dict[str, Any]:
+        """``NAME=VALUE``, ``[A=1,B=2]``, ``none`` (or a dict) as {name: value text}."""
+        if isinstance(value, dict):
+            return value
+        text = str(value).strip()
+        if text.lower() in ("", "none", "{}"):
+            return {}
+        items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
+        pairs = {}
+        for item in items:
+            name, sep, inner = item.partition("=")
+            if not sep:
+                raise SettingError(f"{self.name}={value!r}: write {example}")
+            pairs[name.strip()] = inner
+        return pairs
 
     def _choice(self, value: Any, choices: tuple[str, ...]) -> str:
         text = str(value).strip().lower()
@@ -110,8 +130,9 @@ class FlushDenormals(Setting):
         return fpenv.set_flush_denormal(True, scope=value)
 
     # No per-iteration counter shows subnormal arithmetic (no PMU event here), so
-    # the generic verdict never names this mechanism; benchctl.seed_verdicts
-    # does, from the weight/activation census and the CPU's penalty profile.
+    # the generic rules never name this mechanism; the denormal cause does, from
+    # the values' census and the CPU's penalty profile.
+    probe = "process"
     mechanism = "arithmetic on subnormal (denormal) numbers, which FTZ/DAZ removes"
 
     def facts(self, observed: dict) -> dict:
@@ -156,6 +177,7 @@ class ThreadCount(Setting):
     def apply(self, value: int) -> Any:
         return threads.set_num_threads(value)
 
+    probe = 1
     evidence_counter = "context_switches_per_iter"
     mechanism = "more threads than the CPUs can run at once"
 
@@ -217,6 +239,7 @@ class Pinning(Setting):
             placement = {k: v for k, v in placement.items() if k not in self._COUNT_VARS}
         return {**env, **placement}
 
+    probe = "compact"
     evidence_counter = "cpu_migrations_per_iter"
     mechanism = "threads migrating between CPUs"
 
@@ -254,8 +277,9 @@ class Allocator(Setting):
     def owns(self, value: str) -> tuple[str, ...]:
         return _alloc.OWNED_VARIABLES
 
+    probe = "retain"  # and each preloadable allocator installed here (the allocator cause's probes)
     evidence_counter = "minor_faults_per_iter"
-    mechanism = "memory being returned to the OS and faulted back in"
+    mechanism = "memory returned to the OS and faulted back in"
 
     def facts(self, observed: dict) -> dict:
         return {"large_block_mapping": observed.get("large_block_mapping"),
@@ -277,19 +301,7 @@ class ExtraEnvironment(Setting):
     order = 0
 
     def canonical(self, value: Any) -> dict[str, str]:
-        if isinstance(value, dict):
-            pairs = value
-        else:
-            text = str(value).strip()
-            if text.lower() in ("", "none", "{}"):
-                return {}
-            items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
-            pairs = {}
-            for item in items:
-                name, sep, val = item.partition("=")
-                if not sep:
-                    raise SettingError(f"env={value!r}: write NAME=VALUE (or [A=1,B=2] for several)")
-                pairs[name.strip()] = val
+        pairs = self._pairs(value, "NAME=VALUE (or [A=1,B=2] for several)")
         for name, val in pairs.items():
             if not name or "=" in name or "\0" in name or not isinstance(val, str):
                 raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', string values)")
@@ -318,6 +330,7 @@ class BusyPool(Setting):
     def apply(self, value: str) -> Any:
         return contention.start_busy_pool() if value == "pool" else None
 
+    probe = "pool"
     evidence_counter = "context_switches_per_iter"
     mechanism = "two thread pools competing for the same CPUs"
 
@@ -378,21 +391,8 @@ class Combination(Setting):
     help = "none | [NAME=V,NAME=V...]: several settings as one value"
 
     def canonical(self, value: Any) -> dict[str, Any]:
-        if isinstance(value, dict):
-            pairs = value
-        else:
-            text = str(value).strip()
-            if text.lower() in ("", "none", "{}"):
-                return {}
-            items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
-            pairs = {}
-            for item in items:
-                name, sep, inner = item.partition("=")
-                if not sep:
-                    raise SettingError(f"with={value!r}: write [NAME=VALUE,...] (or none)")
-                pairs[name.strip()] = inner
         out = {}
-        for name, inner in pairs.items():
+        for name, inner in self._pairs(value, "[NAME=VALUE,...] (or none)").items():
             if name == self.name or name not in SETTINGS:
                 raise SettingError(f"with: {name!r} is not a setting that can be combined "
                                    f"({', '.join(n for n in SETTINGS if n != self.name)})")

@@ -3,6 +3,9 @@ later call only reads from it."""
 
 import torch
 
+# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
+PLANT = {"target": "lookup", "cause": "warmup"}
+
 _table = None
 
 

@@ -20,6 +20,9 @@ import threading
 
 import torch
 
+# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
+PLANT = {"target": "Bench", "cause": "threads"}
+
 # Says it is ready, then spins on its CPU until its parent is gone (a killed worker leaves no
 # neighbour behind). In a session of its own it slows the team more than in the workload's
 # (process medians of 10.2-12.1 ms against 6.2-6.9 ms on 2 threads here).

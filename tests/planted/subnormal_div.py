@@ -6,6 +6,9 @@ suite beside one) planted a second cause, oversubscription, and identical proces
 
 import torch
 
+# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
+PLANT = {"target": "Bench", "cause": "denormals"}
+
 SUBNORMAL_BITS = 0x00100000  # exponent bits all zero: a subnormal float32
 DIVISIONS = 8
 

@@ -46,7 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..results import document
     from ..settings import SettingError
-    from ..studies import explain
+    from ..studies import explain, pipeline
+    from .render import render
     from .run import assignments
 
     try:
@@ -54,10 +55,12 @@ def run(args: argparse.Namespace) -> int:
         if slurm.use_slurm(args):
             explain.check_target(args.target, fixed)  # a broken target fails here, not on every host
             return slurm.run_with_executor(args, argv=args.argv)
-        explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
-                        progress=not args.no_progress, control=args.control)
+        doc = explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
+                              progress=not args.no_progress, control=args.control,
+                              say=lambda line: print(line, flush=True))
     except (SettingError, document.ResultsError, ValueError, RuntimeError, ImportError, SyntaxError) as e:
         print(f"explain: {type(e).__name__}: {e}" if isinstance(e, (ImportError, SyntaxError)) else f"explain: {e}",
               file=sys.stderr)
         return 2
+    print(render(doc, args.target, closing=pipeline.took_text(doc, args.json_path)))
     return 0

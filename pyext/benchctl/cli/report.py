@@ -17,7 +17,8 @@ EXPORT_FORMATS = ("pyperf",)
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="results JSON written by `benchctl run --json`")
     parser.add_argument("--baseline", metavar="NAME=V,...", help="cell the ratios are against (default: first values)")
-    parser.add_argument("--focus", metavar="NAME", help="recompute the verdict for this matrix key's contrast")
+    parser.add_argument("--focus", metavar="NAME",
+                        help="judge the file again by the generic rules, for this matrix key's contrast")
     parser.add_argument("--plot", metavar="PNG", help="write per-iteration times and box plots per cell")
     parser.add_argument("--export", choices=EXPORT_FORMATS, help="also write the results in another format")
     parser.add_argument("-o", "--output", metavar="FILE",
@@ -25,16 +26,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..results import analysis, document, plot, pyperf_export, report
+    from ..results import analysis, document, plot, pyperf_export
+    from ..studies import catalog, pipeline
+    from .render import render
 
     try:
         doc = document.load(args.file)
-        if doc["version"] < document.VERSION:
-            print(f"{args.file}: results version {doc['version']}, re-analysed with the process as the unit "
-                  "(its stored verdict pooled iterations across processes)")
-        if args.focus or doc["version"] < document.VERSION:
-            analysis.analyse(doc, focus=args.focus or analysis.stored_focus(doc))
-        print(report.format_report(doc, baseline=args.baseline))
+        if args.focus:
+            analysis.analyse(doc, focus=args.focus)
+        elif doc["version"] < document.VERSION:
+            print(f"{args.file}: results version {doc['version']}, answered again by this version's rules "
+                  "(the process as the unit, one rule engine)")
+            if doc["version"] < 2:
+                analysis.analyse(doc, focus=analysis.stored_focus(doc))
+            else:
+                analysis.analyse(doc, judge=lambda d: pipeline.reanswer(d, catalog.rules_of))
+        print(render(doc, (doc.get("evidence") or {}).get("target"), baseline=args.baseline))
         if args.plot:
             plot.plot(doc, args.plot)
             print(f"plot written to {args.plot}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..run import slurm
-from ..run.options import add_matrix_arguments
+from .options import add_matrix_arguments
 
 __all__ = ["NAME", "HELP", "configure", "run", "assignments"]
 
@@ -73,7 +73,8 @@ def assignments(items: list[str], multi: bool) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from .. import workloads
-    from ..results import document, plot, queries, report
+    from ..results import document, plot, queries
+    from .render import render
     from ..run import runner
     from ..settings import SettingError
 
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         raise
     try:
-        print(report.format_report(doc, baseline=args.baseline))
+        print(render(doc, baseline=args.baseline))
         if args.plot:
             plot.plot(doc, args.plot)
             print(f"plot written to {args.plot}")

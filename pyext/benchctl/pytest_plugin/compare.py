@@ -5,8 +5,8 @@ process is the unit: each side of a test is the medians of its fresh
 processes (an isolated test's workers; an in-process test is one process),
 compared with :func:`benchctl.results.processes.compare` (ratio of
 geometric means, Welch t interval on logs) and judged against a
-no-effect band (:func:`benchctl.results.processes.judge`), in the
-verdict's words (:func:`benchctl.results.verdict.describe`):
+no-effect band, in the comparison's own words
+(:meth:`benchctl.results.comparison.Comparison.describe`):
 
 * ``slower`` / ``faster``: the interval lies wholly beyond the band;
 * ``unchanged``: wholly inside it;
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import document, processes, queries, verdict
+from ..results import document, processes, queries
+from ..results.comparison import Comparison, Outcome
 from .results_file import is_plugin_document
 
 __all__ = ["CATEGORIES", "ONE_PROCESS_NOTE", "Judgement", "load_saved", "judge"]
@@ -33,8 +34,7 @@ CATEGORIES = ("slower", "faster", "unchanged", "inconclusive", "one process")
 #: Said under a comparison in which some test has one process on a side.
 ONE_PROCESS_NOTE = ("a test measured in-process is one process a side: no difference is called for it; mark it "
                     "@pytest.mark.benchctl(isolate=True, repeat=3) in both runs to compare it")
-_CATEGORY = {processes.NO_EFFECT: "unchanged", processes.UNRESOLVED: "inconclusive",
-             processes.ONE_PROCESS: "one process"}
+_CATEGORY = {Outcome.NO_EFFECT: "unchanged", Outcome.UNRESOLVED: "inconclusive", Outcome.ONE_PROCESS: "one process"}
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Judgement:
     nodeid: str
     phase: str
     category: str            # one of CATEGORIES, or "new" (not in the saved file)
-    comparison: dict | None  # processes.compare's dict (ratio current/saved) with "band" and "outcome"
+    comparison: Comparison | None  # ratio current/saved, judged against the band
     text: str
 
 
@@ -56,17 +56,10 @@ def load_saved(path: str) -> dict:
     return doc
 
 
-def _judged(now: list[float], saved: list[float], band: float) -> dict:
-    cmp = processes.compare(now, saved)
-    cmp["band"] = band
-    cmp["outcome"] = processes.judge(cmp, band)
-    return cmp
-
-
-def _category(cmp: dict) -> str:
-    if cmp["outcome"] == processes.EFFECT:
-        return "slower" if cmp["ratio"] > 1 else "faster"
-    return _CATEGORY[cmp["outcome"]]
+def _category(cmp: Comparison) -> str:
+    if cmp.beyond_band:
+        return "slower" if cmp.ratio > 1 else "faster"
+    return _CATEGORY[cmp.outcome]
 
 
 def judge(current: dict, saved: dict, band: float = processes.FLOOR) -> list[Judgement]:
@@ -84,9 +77,9 @@ def judge(current: dict, saved: dict, band: float = processes.FLOOR) -> list[Jud
                 out.append(Judgement(nodeid, phase, "new", None, "not in the saved file"))
                 continue
             try:
-                cmp = _judged(now, before, band)
+                cmp = processes.compare(now, before, band=band)
             except ValueError as e:  # medians of 0 ns: no ratio exists
                 out.append(Judgement(nodeid, phase, "inconclusive", None, f"cannot compare: {e}"))
                 continue
-            out.append(Judgement(nodeid, phase, _category(cmp), cmp, verdict.describe(cmp)))
+            out.append(Judgement(nodeid, phase, _category(cmp), cmp, cmp.describe()))
     return out

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import processes, queries, wording
+from ..results import processes, queries
+from ..results.comparison import Comparison
 
 __all__ = ["KEY", "MIN_PROCESSES", "Drift", "measure", "of_document", "drift"]
 
@@ -63,7 +64,7 @@ class Drift:
     """How far the machine moved between a saved session and this one, and the band that follows."""
 
     band: float                # the no-effect band every test's comparison is judged against
-    comparison: dict | None    # processes.compare of the reference, this session / saved, or None
+    comparison: Comparison | None  # processes.compare of the reference, this session / saved, or None
     text: str                  # one sentence for the terminal
 
 
@@ -82,8 +83,8 @@ def drift(current: dict, saved: dict) -> Drift:
                      f"judged against the {processes.FLOOR:.0%} floor only")
     cmp = processes.compare(now, before)
     band = processes.band_from_interval(cmp)
-    cmp = {**cmp, "band": band}
+    cmp = cmp.judged(band)
     return Drift(band, cmp,
-                 f"the machine itself (fixed reference work in {cmp['k_a']} and {cmp['k_b']} fresh processes) ran "
-                 f"{wording.ratio_ci(cmp['ratio'], cmp['ci95'])} as long in this session as in the saved one: "
+                 f"the machine itself (fixed reference work in {cmp.k_a} and {cmp.k_b} fresh processes) ran "
+                 f"{cmp.ratio_text()} as long in this session as in the saved one: "
                  f"differences within ±{band:.0%} are not called")

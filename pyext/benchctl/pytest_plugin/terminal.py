@@ -63,7 +63,7 @@ def _comparison_lines(session: Session) -> list[str]:
     judgements = session.judgements
     out = [f"against {session.options.compare_path}:"]
     # How far the machine moved matters only where a test has processes to compare.
-    if session.drift is not None and any(j.comparison and j.comparison.get("ci95") for j in judgements):
+    if session.drift is not None and any(j.comparison and j.comparison.ci95 for j in judgements):
         out.append(f"  {session.drift.text}")
     for category in CATEGORIES + ("new",):
         group = [j for j in judgements if j.category == category]

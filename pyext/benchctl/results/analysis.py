@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from . import summary, verdict
+from .findings import Finding
 
-__all__ = ["analyse", "stored_focus"]
+__all__ = ["Judge", "analyse", "stored_focus"]
+
+#: What judges a document with its summary: its findings (the generic verdict unless a study has its own).
+Judge = Callable[[dict], "list[Finding]"]
 
 
-def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True) -> dict:
-    """Fill ``doc['summary']`` (and ``doc['verdict']``) from its runs, in place; returns doc.
+def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True, judge: Judge | None = None) -> dict:
+    """Fill ``doc['summary']`` (and ``doc['verdict']``, by ``judge`` or the generic rules with ``focus``),
+    in place; returns doc.
 
     When the samples cannot be analysed (values :mod:`benchctl.results.stats`
     rejects) the measurements still stand: summary and verdict stay empty and
@@ -17,7 +24,8 @@ def analyse(doc: dict, focus: str | None = None, with_verdict: bool = True) -> d
     try:
         doc["summary"] = summary.summarize(doc)
         if with_verdict:
-            doc["verdict"] = verdict.findings(doc, focus=focus)
+            found = judge(doc) if judge is not None else verdict.findings(doc, focus=focus)
+            doc["verdict"] = [f.to_json() for f in found]
     except ValueError as e:
         doc["summary"], doc["verdict"] = [], []
         doc["metadata"]["analysis_error"] = f"summary or verdict failed: {e}"

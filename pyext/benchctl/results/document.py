@@ -1,16 +1,20 @@
 """The results document: its schema, crash-safe writing and strict loading.
 
-A results file is plain JSON (never pickle) with this shape (version 2)::
+A results file is plain JSON (never pickle) with this shape (version 3)::
 
-    {"schema": "benchctl.results", "version": 2,
+    {"schema": "benchctl.results", "version": 3,
      "metadata": {...}, "workload": str, "args": {...}, "matrix": {...},
      "repeat": int | "auto", "control": {"cell": {...}, "arms": ["A", "B"]} | null,
      "rounds": [...], "runs": [run, ...], "summary": [...], "verdict": [...]}
 
 Each run is one worker process: one repetition of one matrix cell; with a
 control, the baseline cell's runs carry ``"arm": "A"`` and its repeats as the
-control's second arm ``"arm": "B"``. Version 1 files (no control, no rounds)
-load and report as they are. The file
+control's second arm ``"arm": "B"``. ``verdict`` holds the findings
+(:meth:`benchctl.results.findings.Finding.to_json`: each with its ``status``
+and typed ``comparison``) and ``evidence`` what the study that made the file
+knew before it ran (``evidence["study"]`` names it). Version 1 and 2 files
+(no control, no rounds; a flat verdict) load, and ``report`` answers them
+again by this version's rules. The file
 is rewritten whole after every finished worker, through a temporary file in
 the same directory and an atomic rename, so at any instant (a worker killed,
 the runner killed with -9, the machine losing power after the fsync) the
@@ -30,7 +34,7 @@ __all__ = ["SCHEMA", "VERSION", "CONTROL_ARM", "RUN_STATUSES", "ResultsError", "
            "atomic_write_text", "save", "validate", "load", "cell_id", "matrix_cells"]
 
 SCHEMA = "benchctl.results"
-VERSION = 2
+VERSION = 3
 #: The ``arm`` of the runs that repeat the baseline cell as the A/A control's second arm.
 CONTROL_ARM = "B"
 RUN_STATUSES = ("ok", "failed")

@@ -18,9 +18,8 @@ Nothing is dropped: a host the manifest lists without a results file is
 * the median of every (phase, cell) on each machine;
 * the hosts without complete results and why.
 
-Findings are read generically (``rule``, ``phase``, ``setting``, ``a``, ``b``,
-``ratio``, ``ci95``, ``significant``, ``explains``, ``message``; other fields
-are ignored), so new rules and fields need nothing here.
+Findings are read as :class:`~.findings.Finding` (any rule's, version-2 files' too), so new
+rules need nothing here.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ from .. import settings as _settings
 from ..omp import runtime_kind
 from . import wording
 from .document import ResultsError, cell_id, load as load_document, matrix_cells
+from .findings import Finding
 
 __all__ = ["MANIFEST_NAME", "MANIFEST_SCHEMA", "MANIFEST_VERSION", "Machine", "progress", "file_progress",
            "load_manifest", "load", "facts", "format_machines"]
@@ -44,7 +44,6 @@ MANIFEST_SCHEMA = "benchctl.hosts"
 MANIFEST_VERSION = 1
 
 _TAIL_LINES = 12
-_IDENTITY = ("rule", "phase", "setting", "a", "b")
 
 
 @dataclass
@@ -298,13 +297,14 @@ def _table(rows: list[list[str]], header: list[str]) -> list[str]:
     return [line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
 
 
-def _finding_key(f: dict) -> str:
-    return json.dumps({k: f.get(k) for k in _IDENTITY}, sort_keys=True, default=str)
+def _finding_key(f: Finding) -> str:
+    return json.dumps({"rule": f.rule, "phase": f.phase, "setting": f.setting, "a": f.a, "b": f.b},
+                      sort_keys=True, default=str)
 
 
-def _finding_label(f: dict) -> str:
-    a, b = f.get("a") or {}, f.get("b") or {}
-    text = (f"[{f['phase']}] " if f.get("phase") else "") + str(f.get("rule"))
+def _finding_label(f: Finding) -> str:
+    a, b = f.a or {}, f.b or {}
+    text = (f"[{f.phase}] " if f.phase else "") + f.rule
     if a or b:
         keys = list(dict.fromkeys(list(a) + list(b)))
         differ = [k for k in keys if a.get(k) != b.get(k)]
@@ -313,36 +313,32 @@ def _finding_label(f: dict) -> str:
                  f"{_settings.cell_label({k: b.get(k) for k in differ})}")
         if common:
             text += f" at {_settings.cell_label(common)}"
-    elif f.get("setting"):
-        text += f" {f['setting']}"
+    elif f.setting:
+        text += f" {f.setting}"
     return text
 
 
-def _shows(f: dict) -> bool:
-    """Whether a machine shows the finding: a called difference, or (no ratio) an explained effect."""
-    if f.get("ratio") is not None:
-        return bool(f.get("significant"))
-    return bool(f.get("explains"))
+def _shows(f: Finding) -> bool:
+    """Whether a machine shows the finding: a called difference, or (no comparison) an explained effect."""
+    return f.comparison.beyond_band if f.comparison is not None else f.explains
 
 
-def _ratio_text(f: dict | None) -> str:
+def _ratio_text(f: Finding | None) -> str:
     if f is None:
         return "-"
-    if f.get("ratio") is None:
+    cmp = f.comparison
+    if cmp is None:
         return "n/a"
-    ci = f.get("ci95")
-    text = wording.table_ratio(f["ratio"], ci) if ci else f"{f['ratio']:.3f}"
-    if _shows(f):
-        return text + "*"
-    # The verdict's own word for an uncalled difference where it has one (no effect, unresolved, ...).
-    return text + f" ({str(f['outcome']).replace('_', ' ')})" if f.get("outcome") else text + " (n.s.)"
+    # The comparison's own word for an uncalled difference (no effect, unresolved, one process).
+    words = "*" if _shows(f) else f" ({cmp.outcome.words})"
+    return (f"{cmp.ratio:.3f}" if cmp.ci95 is None else wording.table_ratio(cmp.ratio, cmp.ci95)) + words
 
 
 def _findings(machines: list[Machine]) -> list[str]:
-    by_key: dict[str, dict[str, dict]] = {}
-    first: dict[str, dict] = {}
+    by_key: dict[str, dict[str, Finding]] = {}
+    first: dict[str, Finding] = {}
     for m in machines:
-        for f in m.doc.get("verdict") or []:
+        for f in map(Finding.from_json, m.doc.get("verdict") or []):
             key = _finding_key(f)
             first.setdefault(key, f)
             by_key.setdefault(key, {})[m.label] = f
@@ -354,18 +350,17 @@ def _findings(machines: list[Machine]) -> list[str]:
         seen = by_key[key]
         shown = [label for label in labels if label in seen and _shows(seen[label])]
         where = ("all" if len(shown) == len(labels) else ", ".join(shown) or "none")
-        if any(g.get("ratio") is not None for g in seen.values()):
+        if any(g.comparison is not None for g in seen.values()):
             rows.append([_finding_label(f)] + [_ratio_text(seen.get(label)) for label in labels] + [where])
         else:
             worded.append(f"  {_finding_label(f)} (shown on: {where})")
-            worded += [f"    {label}: {'*' if _shows(seen[label]) else '-'} {seen[label].get('message', '')}"
-                       for label in labels if label in seen]
+            worded += [f"    {label}: {seen[label].mark} {seen[label].message}" for label in labels if label in seen]
     lines = ["", "findings, ratio [95% CI] on each machine (* = called by that machine's verdict, (...) = "
              "not called and why, - = no such finding there):"]
     if rows:
         lines += ["  " + r for r in _table(rows, ["finding"] + labels + ["shown on"])]
     if worded:
-        lines += ["", "findings without a ratio (* = shown, - = ruled out):"] + worded
+        lines += ["", "findings without a ratio (marked as in the answer):"] + worded
     return lines
 
 

@@ -32,20 +32,12 @@ from typing import Sequence
 import numpy as np
 
 from .. import _validate
+from .comparison import CONFIDENCE, FLOOR, MAX_NO_EFFECT_BAND, Comparison, Outcome, outcome_of
 from .tdist import t_cdf, t_quantile
 
-__all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "EFFECT", "NO_EFFECT", "UNRESOLVED", "ONE_PROCESS", "OUTCOMES",
-           "MAX_ESTIMATE", "cell_interval", "compare", "judge", "band_from_control", "band_from_interval", "resolvable",
-           "processes_to_resolve"]
+__all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "MAX_ESTIMATE", "cell_interval", "compare", "judge",
+           "band_from_control", "band_from_interval", "resolvable", "processes_to_resolve"]
 
-CONFIDENCE = 0.95
-#: Differences under 5% are never called: the floor of every no-effect band.
-FLOOR = 0.05
-#: "No effect" is never said against a band wider than this: when identical processes differ by
-#: more, a run can only say it did not resolve the question.
-MAX_NO_EFFECT_BAND = 0.25
-EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS = "effect", "no_effect", "unresolved", "one_process"
-OUTCOMES = (EFFECT, NO_EFFECT, UNRESOLVED, ONE_PROCESS)
 #: Beyond this many processes per cell the estimate of how many would be needed is not worth giving.
 MAX_ESTIMATE = 200
 
@@ -97,61 +89,50 @@ def _pooled(la: np.ndarray, lb: np.ndarray) -> tuple[float, float]:
 
 
 def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: float = CONFIDENCE,
-            same_cell: bool = False) -> dict:
+            same_cell: bool = False, band: float = FLOOR) -> Comparison:
     """Cell a against cell b from their per-process values (ns): a ratio > 1 means a is slower.
 
-    Returns ``{"ratio", "ci95", "p_value", "significant", "df", "log_se", "k_a", "k_b",
-    "median_a", "median_b", "method"}``: ``ratio`` is the ratio of geometric
-    means, ``ci95`` its Welch t interval (None when a side has one process),
-    ``p_value`` the two-sided Welch t test of no difference. ``same_cell``:
-    a and b are the same cell run in the same rounds (the A/A control's arms),
-    so their processes share one variance by construction; the pooled
-    Student t interval (k_a + k_b - 2 degrees of freedom) is then exact, where
-    Welch's, at 3 and 2 processes, can fall to about one degree of freedom
-    and an interval many times wider than the noise.
+    ``ratio`` is the ratio of geometric means, ``ci95`` its Welch t interval
+    (None when a side has one process), ``p_value`` the two-sided Welch t test
+    of no difference; the comparison comes judged against ±``band``.
+    ``same_cell``: a and b are the same cell run in the same rounds (the A/A
+    control's arms), so their processes share one variance by construction;
+    the pooled Student t interval (k_a + k_b - 2 degrees of freedom) is then
+    exact, where Welch's, at 3 and 2 processes, can fall to about one degree
+    of freedom and an interval many times wider than the noise.
     """
     la, lb = _logs(a_values, "a_values"), _logs(b_values, "b_values")
     d = float(la.mean() - lb.mean())
-    out = {"ratio": math.exp(d), "k_a": int(la.size), "k_b": int(lb.size),
-           "median_a": float(np.exp(la.mean())), "median_b": float(np.exp(lb.mean()))}
+    common = dict(ratio=math.exp(d), k_a=int(la.size), k_b=int(lb.size), median_a=float(np.exp(la.mean())),
+                  median_b=float(np.exp(lb.mean())), confidence=confidence)
     if la.size < 2 or lb.size < 2:
-        return {**out, "ci95": None, "p_value": None, "significant": False, "df": None, "log_se": None,
-                "method": "one process on a side: how far processes disagree is unknown"}
+        return Comparison(ci95=None, method="one process on a side: how far processes disagree is unknown",
+                          **common).judged(band)
     se, df = _pooled(la, lb) if same_cell else _welch(la, lb)
     half = t_quantile(0.5 + confidence / 2, df) * se
     p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
     how = "pooled Student t interval (the same cell on both sides)" if same_cell else "Welch t interval"
-    return {**out, "ci95": [math.exp(d - half), math.exp(d + half)], "p_value": p,
-            "significant": bool(p < 1.0 - confidence), "df": df, "log_se": se,
-            "method": f"{how} on the log of per-process medians"}
+    return Comparison(ci95=(math.exp(d - half), math.exp(d + half)), p_value=p, df=df, log_se=se,
+                      method=f"{how} on the log of per-process medians", **common).judged(band)
 
 
-def judge(cmp: dict, band: float = FLOOR) -> str:
+def judge(cmp: Comparison, band: float = FLOOR) -> Outcome:
     """Outcome of a comparison against the no-effect band ±``band`` (a share, e.g. 0.05).
 
     ``effect``: the interval lies wholly outside the band; ``no_effect``: wholly
     inside it, and the band is at most :data:`MAX_NO_EFFECT_BAND`;
     ``unresolved``: otherwise; ``one_process``: no interval.
     """
-    if cmp.get("ci95") is None:
-        return ONE_PROCESS
-    lo, hi = cmp["ci95"]
-    edge = math.log1p(band)
-    lo, hi = math.log(lo), math.log(hi)
-    if lo > edge or hi < -edge:
-        return EFFECT
-    if -edge <= lo and hi <= edge and band <= MAX_NO_EFFECT_BAND:
-        return NO_EFFECT
-    return UNRESOLVED
+    return outcome_of(cmp.ci95, band)
 
 
-def _process_sd(cmp: dict) -> float:
+def _process_sd(cmp: Comparison) -> float:
     """The per-process standard deviation (of log values) behind a comparison's standard error,
     as if both sides had it: exact for the pooled interval of the A/A control's arms."""
-    return cmp["log_se"] / math.sqrt(1 / cmp["k_a"] + 1 / cmp["k_b"])
+    return cmp.log_se / math.sqrt(1 / cmp.k_a + 1 / cmp.k_b)
 
 
-def band_from_control(control: dict | None) -> float:
+def band_from_control(control: Comparison | None) -> float:
     """The no-effect band a run supports, from its A/A control (the comparison of the two arms):
     the 5% floor, or wider when identical processes disagree more: one standard deviation of
     the arms' process values (pooled), as a share.
@@ -161,31 +142,31 @@ def band_from_control(control: dict | None) -> float:
     error of each comparison is its own interval's business: the band is not a second
     interval (the A/A interval's reach, 2-3 standard deviations at 3 processes an arm, counted
     that error twice and left a 1.5x difference unresolved at 3 processes)."""
-    if not control or control.get("log_se") is None:
+    if control is None or control.log_se is None:
         return FLOOR
     return max(FLOOR, math.expm1(_process_sd(control)))
 
 
-def band_from_interval(cmp: dict | None) -> float:
+def band_from_interval(cmp: Comparison | None) -> float:
     """The 5% floor, or the largest ratio ``cmp``'s interval allows (as a share) when wider: the
     band for a shift of the machine itself, where the whole interval may be moved by it."""
-    if not cmp or cmp.get("ci95") is None:
+    if cmp is None or cmp.ci95 is None:
         return FLOOR
-    lo, hi = cmp["ci95"]
+    lo, hi = cmp.ci95
     return max(FLOOR, hi - 1.0, 1.0 / lo - 1.0)
 
 
-def resolvable(control: dict | None, band: float, confidence: float = CONFIDENCE) -> float | None:
+def resolvable(control: Comparison | None, band: float, confidence: float = CONFIDENCE) -> float | None:
     """About the smallest difference (a share) this run resolves between two cells with the control's
     arms' process counts, whose processes disagree as the arms' do: the band plus the half-width
     of their interval. None without a control interval."""
-    if not control or control.get("log_se") is None:
+    if control is None or control.log_se is None:
         return None
-    half = t_quantile(0.5 + confidence / 2, control["k_a"] + control["k_b"] - 2) * control["log_se"]
+    half = t_quantile(0.5 + confidence / 2, control.k_a + control.k_b - 2) * control.log_se
     return math.expm1(math.log1p(band) + half)
 
 
-def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE) -> int | None:
+def processes_to_resolve(cmp: Comparison, band: float, confidence: float = CONFIDENCE) -> int | None:
     """About how many processes per cell (both cells alike) would resolve ``cmp``.
 
     Assumes the observed difference and the observed disagreement between
@@ -193,11 +174,11 @@ def processes_to_resolve(cmp: dict, band: float, confidence: float = CONFIDENCE)
     side, or a difference right on the band's edge, which no count resolves);
     more than :data:`MAX_ESTIMATE` when even that many would not do.
     """
-    if cmp.get("log_se") is None:
+    if cmp.log_se is None:
         return None
-    d = abs(math.log(cmp["ratio"]))
+    d = abs(math.log(cmp.ratio))
     margin = abs(d - math.log1p(band))
-    k_a, k_b = cmp["k_a"], cmp["k_b"]
+    k_a, k_b = cmp.k_a, cmp.k_b
     sd = _process_sd(cmp)
     if margin <= 1e-12:  # on the edge, to rounding
         return None

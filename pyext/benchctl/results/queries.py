@@ -14,16 +14,18 @@ as the baseline's processes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import settings as _settings
 from . import processes
+from .comparison import Comparison
 from .document import CONTROL_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
-           "process_medians", "first_note", "readback_facts", "summary_entry", "per_iter_median", "control",
+           "process_medians", "first_note", "readback_facts", "summary_entry", "per_iter_median", "Control", "control",
            "comparison_values",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
 
@@ -186,18 +188,27 @@ def per_iter_median(values: list | None) -> float | None:
     return float(np.median(np.asarray(values, dtype=np.float64)))
 
 
-def control(doc: dict, phase: str) -> dict | None:
-    """The A/A control of ``phase``: the baseline cell's arm B against its arm A.
+@dataclass(frozen=True)
+class Control:
+    """The A/A control of one phase: the baseline cell's arm B against its arm A.
 
-    ``{"cell", "comparison", "band", "resolves", "unreliable"}``: ``comparison``
-    is :func:`benchctl.results.processes.compare` of the two arms' processes,
+    ``comparison`` is :func:`benchctl.results.processes.compare` of the two arms' processes,
     ``band`` the no-effect band this run supports
-    (:func:`~benchctl.results.processes.band_from_control`), ``resolves`` about
-    the smallest difference it resolves (:func:`~benchctl.results.processes.resolvable`),
-    ``unreliable`` whether the two identical arms differ by more than the 5% floor. None when
-    the document has no control (``--no-control``, or a schema-1 file) or a
-    side has no successful process.
+    (:func:`~benchctl.results.processes.band_from_control`), ``resolves`` about the smallest
+    difference it resolves (:func:`~benchctl.results.processes.resolvable`), ``unreliable``
+    whether the two identical arms differ by more than the 5% floor.
     """
+
+    cell: dict
+    comparison: Comparison
+    band: float
+    resolves: float | None
+    unreliable: bool
+
+
+def control(doc: dict, phase: str) -> Control | None:
+    """The A/A control of ``phase``; None when the document has no control (``--no-control``, or a
+    schema-1 file) or a side has no successful process."""
     spec = doc.get("control")
     if not spec:
         return None
@@ -207,8 +218,7 @@ def control(doc: dict, phase: str) -> dict | None:
         return None
     cmp = processes.compare(arm_b, arm_a, same_cell=True)
     band = processes.band_from_control(cmp)
-    return {"cell": cell, "comparison": cmp, "band": band, "resolves": processes.resolvable(cmp, band),
-            "unreliable": processes.judge(cmp, processes.FLOOR) == processes.EFFECT}
+    return Control(cell, cmp, band, processes.resolvable(cmp, band), unreliable=cmp.beyond_band)
 
 
 def comparison_values(doc: dict, phase: str, cell: dict) -> list[float]:
@@ -226,37 +236,37 @@ class Comparisons:
     """Comparisons of two cells of one document with the process as the unit, computed once.
 
     ``compare(phase, a, b)`` is :func:`benchctl.results.processes.compare` of
-    the cells' per-process values plus ``outcome`` (judged against the phase's
-    no-effect ``band``: the 5% floor, widened by the A/A control) and
-    ``unreliable`` (the phase's control arms differ: an effect is then not
-    called). None when either cell has no successful process in ``phase``,
-    or when the comparison was refused (medians of 0 ns, say): :attr:`refused`
-    keeps those with the reason, so they are said, not dropped.
+    the cells' per-process values, judged against the phase's no-effect band
+    (the 5% floor, widened by the A/A control) and marked ``unreliable`` when
+    the phase's control arms differ (an effect is then not called). None when
+    either cell has no successful process in ``phase``, or when the comparison
+    was refused (medians of 0 ns, say): :attr:`refused` keeps those with the
+    reason, so they are said, not dropped.
     """
 
     def __init__(self, doc: dict) -> None:
         self.doc = doc
-        self._cache: dict[tuple[str, str, str], dict | None] = {}
-        self._controls: dict[str, dict | None] = {}
+        self._cache: dict[tuple[str, str, str], Comparison | None] = {}
+        self._controls: dict[str, Control | None] = {}
         #: (phase, a id, b id) -> (a, b, reason) for each pair the comparison refused.
         self.refused: dict[tuple[str, str, str], tuple[dict, dict, str]] = {}
 
-    def control(self, phase: str) -> dict | None:
+    def control(self, phase: str) -> Control | None:
         if phase not in self._controls:
             self._controls[phase] = control(self.doc, phase)
         return self._controls[phase]
 
     def band(self, phase: str) -> float:
         ctl = self.control(phase)
-        return ctl["band"] if ctl else processes.FLOOR
+        return ctl.band if ctl else processes.FLOOR
 
-    def compare(self, phase: str, a: dict, b: dict) -> dict | None:
+    def compare(self, phase: str, a: dict, b: dict) -> Comparison | None:
         key = (phase, cell_id(a), cell_id(b))
         if key not in self._cache:
             self._cache[key] = self._compute(key, phase, a, b)
         return self._cache[key]
 
-    def _compute(self, key: tuple, phase: str, a: dict, b: dict) -> dict | None:
+    def _compute(self, key: tuple, phase: str, a: dict, b: dict) -> Comparison | None:
         a_values, b_values = comparison_values(self.doc, phase, a), comparison_values(self.doc, phase, b)
         if not a_values or not b_values:
             return None
@@ -266,9 +276,4 @@ class Comparisons:
             self.refused[key] = (a, b, str(e))
             return None
         ctl = self.control(phase)
-        band = self.band(phase)
-        outcome = processes.judge(cmp, band)
-        unreliable = bool(ctl and ctl["unreliable"])
-        if unreliable and outcome == processes.EFFECT:
-            outcome = processes.UNRESOLVED  # identical arms differed: no effect is called in this phase
-        return {**cmp, "outcome": outcome, "band": band, "unreliable": unreliable}
+        return cmp.judged(self.band(phase), unreliable=bool(ctl and ctl.unreliable))

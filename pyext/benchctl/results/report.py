@@ -1,4 +1,4 @@
-"""Human-readable views of a results document: tables, noise, verdict, and a comparison of two files.
+"""Human-readable views of a results document: tables, noise, values, and a comparison of two files.
 
 :func:`format_report` prints, per phase, the run's measured noise (the A/A
 control: how far two identical arms differ, hence which differences this
@@ -6,9 +6,9 @@ run can resolve) and a table of the cells, each described over its fresh
 processes (geometric mean of per-process medians, its t interval, how much
 iterations vary within a process and processes between them, faults and
 migrations per iteration, and the ratio against a baseline cell with the
-verdict's mark); then the workers that shared the CPUs with other work, the
-rounds of ``--repeat auto``, the comparisons left unresolved with about how
-many processes would settle them, the failed workers, and the verdict.
+comparison's mark); then the workers that shared the CPUs with other work, the
+rounds of ``--repeat auto``, the failed workers, and the values the runs
+counted. The findings are the answer's (:mod:`.answer`), printed after it.
 :func:`format_comparison` sets two documents side by side (e.g. two machines).
 """
 
@@ -19,13 +19,10 @@ from typing import Any
 
 from .. import settings as _settings
 from . import processes, queries, wording
+from .comparison import FLOOR, MAX_NO_EFFECT_BAND
 from .document import CONTROL_ARM, cell_id
-from .verdict import MIN_EFFECT, describe, headline
 
-__all__ = ["format_report", "format_comparison"]
-
-# The mark of each outcome in the ratio column.
-_MARKS = {processes.EFFECT: "*", processes.NO_EFFECT: "=", processes.UNRESOLVED: "?", processes.ONE_PROCESS: ""}
+__all__ = ["format_report", "format_values", "format_comparison"]
 
 
 def _table(rows: list[list[str]], header: list[str], text_columns: int = 1) -> str:
@@ -39,21 +36,15 @@ def _table(rows: list[list[str]], header: list[str], text_columns: int = 1) -> s
     return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
-def _ratio_text(cmp: dict) -> str:
-    if cmp["ci95"] is None:
-        return f"{cmp['ratio']:.3f} (1 process)"
-    return wording.table_ratio(cmp["ratio"], cmp["ci95"]) + _MARKS[cmp["outcome"]]
-
-
 def _ratio_cell(comparisons: queries.Comparisons, phase: str, entry: dict, base: dict) -> str:
     if cell_id(entry["cell"]) == cell_id(base) and entry.get("arm") is None:
         return "baseline"
     if entry.get("arm") == CONTROL_ARM:
         ctl = comparisons.control(phase)
-        return _ratio_text({**ctl["comparison"], "outcome": processes.judge(ctl["comparison"])}) if ctl else "n/a"
+        return ctl.comparison.table_text() if ctl else "n/a"
     cmp = comparisons.compare(phase, entry["cell"], base)
-    # The same comparison and test as the verdict's, so the table never contradicts it.
-    return "n/a" if cmp is None else _ratio_text(cmp)
+    # The same comparison and test as the rules', so the table never contradicts the answer.
+    return "n/a" if cmp is None else cmp.table_text()
 
 
 def _share(x: float | None) -> str:
@@ -97,31 +88,31 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
 def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> list[str]:
     """What the run's A/A control measured in ``phase``, and the band no difference inside is called."""
     if not doc.get("control"):
-        return [f"  no A/A control in this run: differences are judged against the {MIN_EFFECT:.0%} floor only, "
+        return [f"  no A/A control in this run: differences are judged against the {FLOOR:.0%} floor only, "
                 "not against this run's own noise"]
     ctl = comparisons.control(phase)
     if ctl is None:
         runs = queries.ok_runs(doc, doc["control"]["cell"])
         why = ("its cell does not run this phase" if runs and all(phase not in r["phases"] for r in runs)
                else "an arm has no successful process in this phase")
-        return [f"  A/A control: {why}: differences are judged against the {MIN_EFFECT:.0%} floor only"]
-    cmp = ctl["comparison"]
-    if cmp["ci95"] is None:
-        return [f"  A/A control: arm B/arm A = {wording.factor(cmp['ratio'])}× with one process an arm: this run's "
-                f"noise is unmeasured; differences are judged against the {MIN_EFFECT:.0%} floor"]
-    head = (f"  A/A control: the baseline cell run as two arms ({cmp['k_b']} and {cmp['k_a']} processes), "
-            f"arm B/arm A = {wording.ratio_ci(cmp['ratio'], cmp['ci95'])}")
-    if ctl["unreliable"]:
-        return [head, f"  UNRELIABLE: two identical arms differ beyond the {MIN_EFFECT:.0%} floor, so this phase's "
+        return [f"  A/A control: {why}: differences are judged against the {FLOOR:.0%} floor only"]
+    cmp = ctl.comparison
+    if cmp.ci95 is None:
+        return [f"  A/A control: arm B/arm A = {wording.factor(cmp.ratio)}× with one process an arm: this run's "
+                f"noise is unmeasured; differences are judged against the {FLOOR:.0%} floor"]
+    head = (f"  A/A control: the baseline cell run as two arms ({cmp.k_b} and {cmp.k_a} processes), "
+            f"arm B/arm A = {cmp.ratio_text()}")
+    if ctl.unreliable:
+        return [head, f"  UNRELIABLE: two identical arms differ beyond the {FLOOR:.0%} floor, so this phase's "
                       "processes disagree more than their own spread says; no effect is called in it"]
-    resolves = (f"  this run resolves differences of {ctl['resolves']:.0%} or more in this phase between two "
-                f"cells of {cmp['k_b']} and {cmp['k_a']} processes as noisy as the arms: identical processes "
-                f"differ by {ctl['band']:.0%} here (the arms' standard deviation, at least the {MIN_EFFECT:.0%} "
-                f"floor), no difference is called unless its 95% CI lies wholly beyond ±{ctl['band']:.0%}, and "
-                f"comparisons with the baseline count both arms' {cmp['k_a'] + cmp['k_b']} processes")
-    if ctl["band"] > processes.MAX_NO_EFFECT_BAND:
+    resolves = (f"  this run resolves differences of {ctl.resolves:.0%} or more in this phase between two "
+                f"cells of {cmp.k_b} and {cmp.k_a} processes as noisy as the arms: identical processes "
+                f"differ by {ctl.band:.0%} here (the arms' standard deviation, at least the {FLOOR:.0%} "
+                f"floor), no difference is called unless its 95% CI lies wholly beyond ±{ctl.band:.0%}, and "
+                f"comparisons with the baseline count both arms' {cmp.k_a + cmp.k_b} processes")
+    if ctl.band > MAX_NO_EFFECT_BAND:
         resolves += (f"; identical processes differ too much here to say 'no effect' (over "
-                     f"{processes.MAX_NO_EFFECT_BAND:.0%}): add processes or quiet the machine")
+                     f"{MAX_NO_EFFECT_BAND:.0%}): add processes or quiet the machine")
     return [head, resolves]
 
 
@@ -145,31 +136,6 @@ def _rounds_lines(doc: dict) -> list[str]:
                 f"stopped: {doc.get('stopped', last.get('why', 'done'))}"]
 
 
-def _processes_needed(cmp: dict) -> str:
-    need = processes.processes_to_resolve(cmp, cmp["band"])
-    if need is None:
-        return "no number of processes would resolve it (its difference sits on the band's edge)"
-    if need > processes.MAX_ESTIMATE:
-        return f"more than {processes.MAX_ESTIMATE} processes per cell would be needed"
-    return f"about {need} processes per cell would resolve it"
-
-
-def _unresolved_lines(doc: dict, comparisons: queries.Comparisons) -> list[str]:
-    """Each unresolved comparison (once) with about how many processes per cell would settle it."""
-    lines, seen = [], set()
-    for f in doc["verdict"]:
-        if f.get("outcome") != processes.UNRESOLVED or f["a"] is None or f["b"] is None:
-            continue
-        key = (f["phase"], cell_id(f["a"]), cell_id(f["b"]))
-        cmp = comparisons.compare(f["phase"], f["a"], f["b"])
-        if cmp is None or key in seen:
-            continue
-        seen.add(key)
-        lines.append(f"  [{f['phase']}] {_settings.cell_label(f['a'])} vs {_settings.cell_label(f['b'])}: "
-                     f"{describe(cmp)}; {_processes_needed(cmp)}")
-    return ["", "unresolved comparisons:", *lines] if lines else []
-
-
 def _failures(doc: dict) -> list[str]:
     failed = queries.failed_runs(doc)
     if not failed:
@@ -185,7 +151,7 @@ def _failures(doc: dict) -> list[str]:
 
 
 def format_report(doc: dict, baseline: Any = None) -> str:
-    """Noise, tables per phase, failures, unresolved comparisons and verdict of a results document."""
+    """Noise, tables per phase, shared CPUs, rounds, failures and values of a results document."""
     base = queries.baseline(doc, baseline)
     runs = doc["runs"]
     ok = sum(r["status"] == "ok" for r in runs)
@@ -194,29 +160,45 @@ def format_report(doc: dict, baseline: Any = None) -> str:
     lines = [f"workload {doc['workload']}  args {fixed}",
              f"{len(runs)} worker runs ({ok} ok, {len(runs) - ok} failed), {len(queries.cells(doc))} cells; each "
              f"cell is described over its fresh processes; ratios are against {against} "
-             "(* a difference the verdict calls, = no difference beyond the band, ? unresolved)"]
+             "(* a difference called, = no difference beyond the band, ? unresolved)"]
     if doc["metadata"].get("analysis_error"):
         lines.append(f"no summary: {doc['metadata']['analysis_error']}")
     comparisons = queries.Comparisons(doc)
     for phase in queries.phases(doc):
         lines += _phase_table(doc, phase, base, comparisons)
-    lines += _beside_lines(doc) + _rounds_lines(doc) + _unresolved_lines(doc, comparisons) + _failures(doc)
-    if doc["verdict"]:
-        lines += ["", "verdict:"]
-        lines += [f"  [{f['phase']}] {f['message']}" for f in doc["verdict"]]
-    return "\n".join(lines)
+    lines += _beside_lines(doc) + _rounds_lines(doc) + _failures(doc)
+    values = format_values(doc)
+    return "\n".join(lines + (["", values] if values else []))
+
+
+def format_values(doc: dict) -> str:
+    """Which weights each distinct setup used, and their subnormal census (from the runs' notes)."""
+    lines: list[str] = []
+    for run in doc["runs"]:
+        notes = run.get("notes") or {}
+        if run.get("status") != "ok" or "weights_census" not in notes:
+            continue
+        weights = notes.get("weights") or {}
+        census = notes["weights_census"]
+        text = (f"{census['subnormal']:,} of {census['values']:,} values subnormal"
+                if census.get("available", True) else f"census unavailable: {census.get('reason')}")
+        line = f" weights {weights.get('used', run['cell'].get('init', '?'))}: {text}"
+        if weights.get("why"):
+            line += f" ({weights['why']})"
+        if line not in lines:
+            lines.append(line)
+    return "Values:\n" + "\n".join(lines) if lines else ""
 
 
 def _comparison_row(a: dict, b: dict, entry_a: dict, entry_b: dict) -> list[str]:
     phase, cell = entry_a["phase"], entry_a["cell"]
     head = [phase, _settings.cell_label(cell), wording.ms(entry_a["median_ms"]), wording.ms(entry_b["median_ms"])]
     try:
+        # Two files have no shared control: judged against the floor alone.
         cmp = processes.compare(queries.process_medians(b, phase, cell), queries.process_medians(a, phase, cell))
     except ValueError as e:
         return head + ["n/a", str(e)]
-    # Two files have no shared control: judged against the floor alone.
-    cmp = {**cmp, "outcome": processes.judge(cmp), "band": processes.FLOOR}
-    return head + [_ratio_text(cmp), headline(cmp)]
+    return head + [cmp.table_text(), cmp.headline()]
 
 
 def format_comparison(a: dict, b: dict, a_name: str = "A", b_name: str = "B") -> str:
@@ -241,5 +223,5 @@ def format_comparison(a: dict, b: dict, a_name: str = "A", b_name: str = "B") ->
         return "\n".join(lines)
     header = ["phase", "cell", f"{a_name} ms", f"{b_name} ms", f"{b_name}/{a_name} [95% CI]", f"{b_name} is"]
     return "\n".join(lines + ["", _table(rows, header, text_columns=2),
-                              f"(processes are the unit; two files share no A/A control, so the {MIN_EFFECT:.0%} "
+                              f"(processes are the unit; two files share no A/A control, so the {FLOOR:.0%} "
                               "floor is the band)"])

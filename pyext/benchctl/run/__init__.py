@@ -5,7 +5,6 @@
 * :mod:`.worker`: one cell in a fresh process (``python -m benchctl.run.worker``);
 * :mod:`.process`: starting one worker and turning what it left into a run record;
 * :mod:`.runner`: the whole matrix, written crash-safe after every worker;
-* :mod:`.options`: the command-line options every matrix command shares;
 * :mod:`.slurm`: the same command on several machines, one Slurm job each (submitit).
 
 May import the controls at the package root, :mod:`benchctl.system`,

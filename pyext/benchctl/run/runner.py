@@ -26,8 +26,9 @@ from typing import Any
 
 from .. import _validate, clock, settings, workloads
 from .._version import __version__
-from ..results import document, verdict
-from ..results.analysis import analyse
+from ..results import document, rules
+from ..results.analysis import Judge, analyse
+from ..results.findings import Finding
 from ..system import metadata
 from . import rounds as _rounds
 from .process import now, run_worker
@@ -179,10 +180,10 @@ def _slots(plan: MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_round
     return [control[0]] + [_rounds.Slot(i) for i in range(1, len(plan.cells))] + [control[1]], control
 
 
-def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None) -> set[int]:
+def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None, judge: Judge | None) -> set[int]:
     """Indices of the cells whose comparisons the verdict leaves unresolved, judged now."""
-    analyse(doc, focus)
-    ids = {document.cell_id(c) for c in verdict.unresolved_cells(doc["verdict"])}
+    analyse(doc, focus, judge=judge)
+    ids = {document.cell_id(c) for c in rules.open_cells(Finding.from_json(f) for f in doc["verdict"])}
     return {i for i, cell in enumerate(plan.cells) if document.cell_id(cell) in ids}
 
 
@@ -198,8 +199,9 @@ class _Run:
     """One call of :func:`run_matrix`: its plan, log, rounds, budget and progress bar."""
 
     def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, control_slots: list,
-                 focus: str | None, worker_timeout_s: float | None, probe: bool) -> None:
+                 focus: str | None, judge: Judge | None, worker_timeout_s: float | None, probe: bool) -> None:
         self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
+        self.judge = judge
         self.control_slots = control_slots
         self.worker_timeout_s, self.probe = worker_timeout_s, probe
         self.open_cells: set[int] | None = None
@@ -208,7 +210,7 @@ class _Run:
         return self.log.mean_duration(self.plan.cells[slot.index], slot.arm)
 
     def _judge(self) -> set[int]:
-        self.open_cells = _unresolved(self.plan, self.log.doc, self.focus)
+        self.open_cells = _unresolved(self.plan, self.log.doc, self.focus, self.judge)
         return self.open_cells
 
     def _round(self, index: int) -> list[_rounds.Slot]:
@@ -254,7 +256,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
                repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
                shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
                focus: str | None = None, control: bool = True, budget_s: float | None = None,
-               probe: bool = False) -> dict:
+               probe: bool = False, judge: Judge | None = None) -> dict:
     """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
@@ -268,7 +270,9 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     finished worker. ``focus`` names the matrix key whose contrast the
     verdict explains (see :func:`benchctl.results.verdict.findings`).
     ``probe``: each worker tells the workload it is probed, for ``benchctl
-    explain`` (see :mod:`benchctl.workloads.user`).
+    explain`` (see :mod:`benchctl.workloads.user`). ``judge``: the rules that
+    decide which comparisons are open (and fill the verdict), when a study
+    has its own (default: the generic verdict with ``focus``).
     """
     plan = plan_matrix(workload, args, matrix)
     if focus is not None and focus not in plan.matrix:
@@ -288,7 +292,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     done = sum(r["status"] == "ok" for r in log.doc["runs"])
     with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, \
             _progress_bar(max(policy.planned(), done), done, progress) as bar:
-        _Run(plan, log, policy, budget, control_slots, focus, worker_timeout_s, probe).execute(workdir, bar)
-    analyse(log.doc, focus)
+        _Run(plan, log, policy, budget, control_slots, focus, judge, worker_timeout_s, probe).execute(workdir, bar)
+    analyse(log.doc, focus, judge=judge)
     log.save()
     return log.doc

@@ -148,13 +148,15 @@ def resnet_order(args: dict[str, Any], rec) -> None:
     rec.note("activation_census", {**census, "input": "first image of the last eval batch"})
 
 
-def value_census(args: dict[str, Any]) -> tuple[dict, int]:
-    """(weights census, subnormal activations of one forward) of the model a cell would build, taken in
-    this process: cheap evidence for ruling FTZ out before any cell runs."""
+def value_census(args: dict[str, Any]) -> dict[str, dict]:
+    """``{"weights", "activations"}``: the subnormal census of the model a cell would build and of one
+    forward's activations, taken in this process: cheap evidence for ruling FTZ out before any cell runs."""
     import torch
 
     model, _ = build_model({**PARAMS, **args})
     size = args.get("image_size", PARAMS["image_size"])
     image = torch.rand(1, 3, size, size, generator=torch.Generator().manual_seed(args.get("seed", 0)))
     model.eval()
-    return weights_census(model), activation_census(model, image)["subnormal"]
+    activations = activation_census(model, image)
+    return {"weights": weights_census(model),
+            "activations": {"values": activations["values"], "subnormal": activations["subnormal"]}}

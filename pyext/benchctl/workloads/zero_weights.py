@@ -176,13 +176,13 @@ def zero_weights(args: dict[str, Any], rec) -> None:
     rec.note("weights_census", weights_census(net))
 
 
-def value_census(inits: tuple[str, ...] = INITS, seed: int = 0) -> tuple[dict, int]:
-    """(weights census, subnormal activations) of the seed's net over ``inits``, summed, taken in this
-    process on the seed's input: cheap evidence for ruling FTZ out before any cell runs."""
+def value_census(inits: tuple[str, ...] = INITS, seed: int = 0) -> dict[str, dict]:
+    """``{"weights", "activations"}``: the subnormal census of the seed's net over ``inits``, summed, taken
+    in this process on the seed's input: cheap evidence for ruling FTZ out before any cell runs."""
     import torch
 
     weights_total: dict[str, Any] = {"values": 0, "subnormal": 0}
-    activations = 0
+    activations = {"values": 0, "subnormal": 0}
     for init in inits:
         torch.manual_seed(seed)
         net = build_net()
@@ -190,5 +190,7 @@ def value_census(inits: tuple[str, ...] = INITS, seed: int = 0) -> tuple[dict, i
         census = weights_census(net.eval())
         weights_total["values"] += census["values"]
         weights_total["subnormal"] += census["subnormal"]
-        activations += sum(r["subnormal"] for r in layer_census(net, torch.randn(INPUT_SHAPE)))
-    return weights_total, activations
+        layers = layer_census(net, torch.randn(INPUT_SHAPE))
+        activations["values"] += sum(r["numel"] for r in layers)
+        activations["subnormal"] += sum(r["subnormal"] for r in layers)
+    return {"weights": weights_total, "activations": activations}

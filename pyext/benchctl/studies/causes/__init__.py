@@ -5,13 +5,12 @@ is the order of the answer.
 """
 
 from .allocator import Allocator
-from .base import MARKS, Cause, Context, Facts
+from .base import Cause
 from .denormals import Denormals
 from .order import Order
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["MARKS", "Cause", "Context", "Facts", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup",
-           "Order"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order"]
 
 CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order())

@@ -10,9 +10,13 @@ faults per iteration, which must fall with the time.
 from __future__ import annotations
 
 from ... import alloc
-from ...results import processes, queries
-from ...results.verdict import Finding
-from .base import CAUSE, UNCONFIRMED, Cause, Context, Facts, counter, effect_text, moved_down
+from ...results import counter_evidence, wording
+from ...results.counter_evidence import MINOR_FAULTS
+from ...results.facts import Facts
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from ...results.verdict import setting_text
+from .base import Cause, mechanism, probe_of
 
 __all__ = ["FAULT_COST_US", "NEGLIGIBLE_SHARE", "Allocator"]
 
@@ -20,61 +24,56 @@ __all__ = ["FAULT_COST_US", "NEGLIGIBLE_SHARE", "Allocator"]
 FAULT_COST_US = 0.5
 #: Faults that cost less than this share of an iteration cannot explain its time.
 NEGLIGIBLE_SHARE = 0.01
-_FAULTS = "minor_faults_per_iter"
+
+
+def _allocator(cell: dict) -> str:
+    return cell.get("with", cell).get("alloc", "default")
 
 
 class Allocator(Cause):
     name = "allocator"
-    title = "allocator (memory returned to the OS and faulted back in)"
+    title = "allocator"
 
-    def probes(self, facts: Facts) -> list[dict]:
+    def probes(self, facts: Facts | None) -> list[dict]:
         preloads = [name for name, a in alloc.ALLOCATORS.items()
                     if isinstance(a, alloc.PreloadedAllocator) and a.find() is not None]
-        return [{"alloc": name} for name in ["retain", *preloads]]
+        return [probe_of("alloc")] + [{"alloc": name} for name in preloads]
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         costs = []
         for phase in facts.phases:
-            faults, ms = facts.counters[phase].get(_FAULTS), facts.median_ms.get(phase)
+            faults, ms = facts.counters[phase].get(MINOR_FAULTS), facts.median_ms.get(phase)
             if faults is None or not ms:
                 return None  # unknown: nothing is ruled out
             cost_ms = faults * FAULT_COST_US / 1e3
             if cost_ms >= NEGLIGIBLE_SHARE * ms:
                 return None
-            costs.append(f"{counter(faults)} minor faults per {phase} iteration would cost about "
+            costs.append(f"{wording.count(faults)} minor faults per {phase} iteration would cost about "
                          f"{cost_ms * 1e3:.0f} µs of its {ms:.3g} ms")
+        if not costs:
+            return None
         return "; ".join(costs) + f" (at {FAULT_COST_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
 
-    def judge(self, ctx: Context, phase: str) -> Finding | None:
-        return self.judge_cells(ctx.doc, ctx.comparisons, phase, ctx.baseline,
-                                [ctx.cell(probe) for probe in self.probes(ctx.facts)])
-
-    def judge_cells(self, doc: dict, comparisons: queries.Comparisons, phase: str, baseline: dict,
-                    cells: list[dict]) -> Finding | None:
-        """Judge ``cells`` (the baseline with another allocator: ``alloc`` in them, or in their ``with``)
-        against ``baseline``; the seed scripts call this on their own matrices."""
-        def faults(cell: dict) -> float | None:
-            return (queries.summary_entry(doc, phase, cell) or {}).get(_FAULTS)
-
-        def name(cell: dict) -> str:
-            return cell.get("with", cell).get("alloc", "default")
-
-        tried = [(cell, comparisons.compare(phase, cell, baseline)) for cell in cells]
-        tried = [(cell, cmp) for cell, cmp in tried if cmp is not None]
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        """Each other allocator the run measured against the unchanged one, by time and minor page
+        faults per iteration; the fastest that is called faster speaks for them all."""
+        cells = [c for c in (ctx.probe_cell(p) for p in self.probes(ctx.facts)) if c is not None]
+        tried = [(cell, cmp) for cell in cells if (cmp := ctx.compare(cell, ctx.baseline)) is not None]
         if not tried:
             return None
-        faster = [(c, cmp) for c, cmp in tried if cmp["outcome"] == processes.EFFECT and cmp["ratio"] < 1]
-        cell, cmp = min(faster, key=lambda pair: pair[1]["ratio"]) if faster else tried[0]
-        before, after = faults(baseline), faults(cell)
-        setting = f"alloc={name(cell)}"
-        moved = f"minor page faults/iter go from {counter(before)} to {counter(after)}"
-        fields = dict(a=cell, b=baseline, setting=setting,
-                      evidence={"faults_per_iter": {name(baseline): before, name(cell): after},
-                                "tried": {f"alloc={name(c)}": cmp["outcome"] for c, cmp in tried}})
+        faster = [(c, cmp) for c, cmp in tried if cmp.faster]
+        cell, cmp = min(faster, key=lambda pair: pair[1].ratio) if faster else tried[0]
+        before, after = ctx.counter(ctx.baseline, MINOR_FAULTS), ctx.counter(cell, MINOR_FAULTS)
+        setting = setting_text("alloc", _allocator(cell))
+        moved = counter_evidence.change_text(MINOR_FAULTS, before, after)
+        fields = dict(a=cell, b=ctx.baseline, setting=setting,
+                      evidence={"faults_per_iter": {_allocator(ctx.baseline): before, _allocator(cell): after},
+                                "tried": {setting_text("alloc", _allocator(c)): cmp.outcome.value
+                                          for c, cmp in tried}})
         if not faster:
-            return self.not_found(phase, cmp, setting, suffix=f"; {moved}", **fields)
-        if moved_down(before, after):
-            return self.finding(phase, cmp, f"with {setting} it is {effect_text(cmp)}; {moved}: memory returned to "
-                                            "the OS and faulted back in", CAUSE, **fields)
-        return self.finding(phase, cmp, f"with {setting} it is {effect_text(cmp)}, yet {moved}: the mechanism is "
-                                        "not the allocator's page faults", UNCONFIRMED, **fields)
+            return self.not_found(ctx, cmp, setting, suffix=f"; {moved}", **fields)
+        if counter_evidence.moved_down(MINOR_FAULTS, before, after):
+            return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}; {moved}: {mechanism('alloc')}",
+                                Status.CAUSE, **fields)
+        return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}, yet {moved}: the mechanism is not "
+                                      "the allocator's page faults", Status.UNCONFIRMED, **fields)

@@ -7,20 +7,23 @@ subnormals (the census, :mod:`benchctl.denormals`). Either missing rules the
 cause out before any cell runs; otherwise the probe is ``ftz=process``, and
 the evidence is FTZ/DAZ read back on every thread.
 
-The helpers here are shared with the seed rules (:mod:`..seed_rules`), which
-judge the same cause on the seeds' own matrices.
+The seed scripts judge with this same cause on their own matrices (their
+``ftz`` axis), and seed 2's own rule quotes the penalty profile through the
+helpers here.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from ...results import processes, queries
-from ...results.verdict import Finding, ratio_text
-from .base import CAUSE, Cause, Context, Facts, effect_text
+from ... import settings
+from ...results.facts import Facts
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from .base import Cause, mechanism, probe_of, probe_text
 
 __all__ = ["FMA_OPS", "OP_CLASSES", "penalty_evidence", "penalised_ops", "ratios_text", "ops_of",
-           "cpu_penalty_reason", "why_ftz_cannot_matter", "Denormals"]
+           "cpu_penalty_reason", "Denormals"]
 
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
 # decides whether FTZ/DAZ can change a conv net's speed.
@@ -98,66 +101,61 @@ def cpu_penalty_reason(penalty: dict, ops: tuple[str, ...] = FMA_OPS) -> tuple[b
     return False, f"this CPU does not penalise {what} ({ratios})"
 
 
-def why_ftz_cannot_matter(penalty: dict | None, weights_sub: int | None, weights_n: int | None,
-                          act_sub: int | None, ops: tuple[str, ...] = FMA_OPS) -> tuple[bool | None, list[str]]:
-    """(FTZ expected to matter?, reasons). None when the evidence is missing."""
-    reasons = []
-    cpu_penalises = None
-    if penalty:
-        cpu_penalises, reason = cpu_penalty_reason(penalty, ops)
-        reasons.append(reason)
-    has_subnormals = None
-    if weights_sub is not None:
-        has_subnormals = weights_sub > 0 or bool(act_sub)
-        of = f" of {weights_n:,}" if weights_n else ""
-        act = f", activations {act_sub:,}" if act_sub is not None else ""
-        reasons.append(
-            f"the values hold subnormals (census: weights {weights_sub:,}{of}{act})" if has_subnormals else
-            f"the weights have none (census: 0{of} weights subnormal{act})"
-        )
-    if cpu_penalises is None or has_subnormals is None:
-        return None, reasons
-    return cpu_penalises and has_subnormals, reasons
-
-
-def _census_text(census: dict) -> str:
-    return ", ".join(f"{part} {v['subnormal']:,} subnormal of {v['values']:,}" for part, v in census.items()
-                     if v["values"])
-
-
 class Denormals(Cause):
     name = "denormals"
     title = "denormals (subnormal arithmetic)"
-    probe = {"ftz": "process"}
+    probe = probe_of("ftz")
 
-    def probes(self, facts: Facts) -> list[dict]:
+    def probes(self, facts: Facts | None) -> list[dict]:
         return [self.probe]
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        ops = ops_of(facts.ops)
+        """Out when the CPU has no penalty FTZ/DAZ removes for the ops it runs, or its values hold no
+        subnormals; both reasons are given when both are known."""
+        reasons = []
         if penalty:
-            removable, reason = cpu_penalty_reason(penalty, ops)
+            removable, reason = cpu_penalty_reason(penalty, ops_of(facts.ops))
             if not removable:
-                return reason
+                reasons.append(reason)
         if facts.subnormals() == 0:
-            return f"no subnormal values in what it computes (census: {_census_text(facts.census)})"
-        return None
+            reasons.append(f"no subnormal values in what it computes (census: {facts.census_text()})")
+        return " and ".join(reasons) or None
 
-    def judge(self, ctx: Context, phase: str) -> Finding | None:
-        cmp = ctx.compare(phase, self.probe)
-        if cmp is None:
+    def _expectation(self, ctx: Context) -> tuple[bool | None, str]:
+        """(do the penalty profile and the census say FTZ/DAZ can change the time? None: not known; the reasons)."""
+        facts = ctx.facts or Facts()
+        reasons, cpu = [], None
+        if ctx.penalty:
+            cpu, reason = cpu_penalty_reason(ctx.penalty, ops_of(facts.ops))
+            reasons.append(reason)
+        subnormals = facts.subnormals()
+        values = None if subnormals is None else subnormals > 0
+        if values is not None:
+            reasons.append(f"the census counts {facts.census_text()}")
+        expected = False if False in (cpu, values) else (True if cpu and values else None)
+        return expected, "; ".join(reasons)
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        probed = self.probed(ctx)
+        if probed is None:
             return None
-        cell = ctx.cell(self.probe)
-        reach = queries.readback_facts(ctx.doc, cell, "ftz") or {}
-        readback = (f"; FTZ/DAZ read back on {reach['flushed']}/{reach['threads']} threads"
-                    if reach.get("threads") else "")
-        evidence = {"comparison": ratio_text(cmp), "penalty": ctx.penalty, "census": ctx.facts.census,
-                    "ftz_readback": reach}
-        if cmp["outcome"] == processes.EFFECT and cmp["ratio"] < 1:
-            _, reason = cpu_penalty_reason(ctx.penalty or {}, ops_of(ctx.facts.ops))
-            census = f"; the census counts {_census_text(ctx.facts.census)}" if ctx.facts.census else ""
-            text = f"with FTZ/DAZ on every thread it is {effect_text(cmp)}{readback}: {reason}{census}"
-            return self.finding(phase, cmp, text, CAUSE, a=cell, b=ctx.baseline, setting="ftz=process",
-                                evidence=evidence)
-        return self.not_found(phase, cmp, "FTZ/DAZ", suffix=readback, a=cell, b=ctx.baseline, setting="ftz=process",
-                              evidence=evidence)
+        cell, cmp = probed
+        reach = ctx.readback(cell, "ftz") or {}
+        phrase = settings.SETTINGS["ftz"].facts_phrase(reach) if "varies" not in reach else ""
+        readback = f"; {phrase}" if phrase else ""
+        expected, why = self._expectation(ctx)
+        because = f": {why}" if why else ""
+        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
+                      evidence={"penalty": ctx.penalty, "census": ctx.facts.census if ctx.facts else None,
+                                "ftz_readback": reach, "expected": expected})
+        if cmp.faster and expected is False:
+            return self.finding(ctx, cmp, f"with FTZ/DAZ on every thread it is {cmp.effect_text()}{readback}, yet "
+                                          f"no penalty FTZ/DAZ removes explains it{because}: the mechanism is not "
+                                          "denormals", Status.UNCONFIRMED, **fields)
+        if cmp.faster:
+            reasons = f"; {why}" if why else ""
+            return self.finding(ctx, cmp, f"with FTZ/DAZ on every thread it is {cmp.effect_text()}{readback}: "
+                                          f"{mechanism('ftz')}{reasons}", Status.CAUSE, **fields)
+        if expected and not cmp.beyond_band:
+            because += "; both say it should matter: check the readback"
+        return self.not_found(ctx, cmp, "FTZ/DAZ", suffix=readback + because, **fields)

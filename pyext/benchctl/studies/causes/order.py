@@ -9,9 +9,12 @@ what the earlier phases change.
 
 from __future__ import annotations
 
-from ...results import processes, queries, wording
-from ...results.verdict import Finding
-from .base import CAUSE, UNRESOLVED, Cause, Context, Facts, counter
+from ...results import queries, wording
+from ...results.counter_evidence import MINOR_FAULTS, WORDS
+from ...results.facts import Facts
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from .base import Cause
 
 __all__ = ["Order"]
 
@@ -20,35 +23,32 @@ class Order(Cause):
     name = "order"
     title = "process state left by earlier phases"
 
-    def probes(self, facts: Facts) -> list[dict]:
-        return [{"only": phase} for phase in facts.phases[1:]]
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [{"only": phase} for phase in (facts.phases[1:] if facts else [])]
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         return None if len(facts.phases) > 1 else "one phase: no earlier phase to leave state behind"
 
-    def judge(self, ctx: Context, phase: str) -> Finding | None:
-        phases = ctx.facts.phases
-        if phase not in phases[1:]:
-            return None
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        phases, phase = (ctx.facts.phases if ctx.facts else []), ctx.phase
         probe = {"only": phase}
-        cell = ctx.cell(probe)
+        cell = ctx.probe_cell(probe)
+        if phase not in phases[1:] or cell is None:
+            return None
         ran = {p for r in queries.ok_runs(ctx.doc, cell) for p in r["phases"]}
         earlier = ", ".join(phases[:phases.index(phase)])
         if ran - {phase}:
             text = (f"not measured: the workload ran {', '.join(sorted(ran))} when told to run only {phase}: let it "
                     "ask rec.runs(phase) before each phase")
-            return self.finding(phase, None, text, UNRESOLVED, a=cell, b=ctx.baseline, setting=f"only={phase}",
-                                significant=None)
-        cmp = ctx.compare(phase, probe)
+            return self.finding(ctx, None, text, Status.UNRESOLVED, a=cell, b=ctx.baseline, setting=f"only={phase}")
+        cmp = ctx.compare(cell, ctx.baseline)
         if cmp is None:
             return None
-        faults = (f"minor page faults/iter {counter(ctx.counter(phase, probe, 'minor_faults_per_iter'))} alone, "
-                  f"{counter(ctx.counter(phase, None, 'minor_faults_per_iter'))} after {earlier}")
+        faults = (f"{WORDS[MINOR_FAULTS]} {wording.count(ctx.counter(cell, MINOR_FAULTS))} alone, "
+                  f"{wording.count(ctx.counter(ctx.baseline, MINOR_FAULTS))} after {earlier}")
         fields = dict(a=cell, b=ctx.baseline, setting=f"only={phase}",
                       evidence={"earlier": phases[:phases.index(phase)]})
-        if cmp["outcome"] == processes.EFFECT:
-            how, interval = wording.slower_or_faster(cmp["ratio"], cmp["ci95"])
-            return self.finding(phase, cmp, f"{phase} alone in a fresh process is {how} than after {earlier} "
-                                            f"{interval} ({faults}): what runs before it changes its speed", CAUSE,
-                                **fields)
-        return self.not_found(phase, cmp, f"running {phase} alone", suffix=f" ({faults})", **fields)
+        if cmp.beyond_band:
+            return self.finding(ctx, cmp, f"{cmp.relation(f'{phase} alone in a fresh process', f'after {earlier}')} "
+                                          f"({faults}): what runs before it changes its speed", Status.CAUSE, **fields)
+        return self.not_found(ctx, cmp, f"running {phase} alone", suffix=f" ({faults})", **fields)

@@ -12,43 +12,45 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...results import processes, queries
-from ...results.verdict import Finding
-from .base import CAUSE, NOT_CAUSE, UNCONFIRMED, Cause, Context, Facts, counter, effect_text, moved_down
+from ...results import counter_evidence, queries, wording
+from ...results.counter_evidence import CONTEXT_SWITCHES, CPU_MIGRATIONS
+from ...results.facts import Facts
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from .base import Cause, mechanism, probe_of, probe_text
 
 __all__ = ["Threads", "Placement"]
 
-_SWITCHES = "context_switches_per_iter"
-_MIGRATIONS = "cpu_migrations_per_iter"
 # Fewer CPU migrations per iteration than this in the probe: placement has nothing to fix.
 _FEW_MIGRATIONS = 0.5
 
 
-def _pools(facts: Facts) -> str:
+def _pools(facts: Facts | None) -> str:
     """The thread pools threadpoolctl saw, e.g. "libgomp openmp x2, libopenblas blas x2"."""
-    found = [f"{p.get('prefix')} {p.get('user_api')} x{p.get('num_threads')}" for p in facts.pools]
+    found = [f"{p.get('prefix')} {p.get('user_api')} x{p.get('num_threads')}" for p in (facts.pools if facts else [])]
     return ", ".join(found) or "none seen"
 
 
 class Threads(Cause):
     name = "threads"
     title = "thread count and oversubscription"
-    one = {"threads": 1}
-    busy = {"busy": "pool"}
+    one = probe_of("threads")
+    busy = probe_of("busy")
 
-    def probes(self, facts: Facts) -> list[dict]:
-        return [self.one, self.busy] if facts.cpus > 1 else []
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [self.one, self.busy] if facts is None or facts.cpus > 1 else []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         return "one CPU: no thread count to vary and nothing to oversubscribe" if facts.cpus <= 1 else None
 
-    def _neighbour(self, ctx: Context, phase: str) -> str:
-        cmp = ctx.compare(phase, self.busy)
-        if cmp is None or cmp["outcome"] != processes.EFFECT or cmp["ratio"] < 1:
+    def _neighbour(self, ctx: Context) -> str:
+        cell = ctx.probe_cell(self.busy)
+        cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
+        if cmp is None or not cmp.slower:
             return ""
-        switches = (f"{counter(ctx.counter(phase, None, _SWITCHES))} to "
-                    f"{counter(ctx.counter(phase, self.busy, _SWITCHES))} context switches/iter")
-        return f"; another busy BLAS pool beside it makes it {effect_text(cmp)} ({switches})"
+        switches = (f"{wording.count(ctx.counter(ctx.baseline, CONTEXT_SWITCHES))} to "
+                    f"{wording.count(ctx.counter(cell, CONTEXT_SWITCHES))} context switches/iter")
+        return f"; another busy BLAS pool beside it makes it {cmp.effect_text()} ({switches})"
 
     def _outside(self, ctx: Context) -> str:
         """Whether other processes shared the CPUs with the unchanged workload: then part of the
@@ -60,57 +62,59 @@ class Threads(Cause):
         return (f"; other processes kept {busy:.2f} CPUs busy beside it (median over its processes): they "
                 "oversubscribe the CPUs with it, so on a quiet machine the effect is smaller")
 
-    def judge(self, ctx: Context, phase: str) -> Finding | None:
-        cmp = ctx.compare(phase, self.one)
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        cell = ctx.probe_cell(self.one)
+        cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
         if cmp is None:
             return None
-        before, after = ctx.counter(phase, None, _SWITCHES), ctx.counter(phase, self.one, _SWITCHES)
-        switches = f"context switches/iter go from {counter(before)} to {counter(after)}"
-        evidence = {"context_switches_per_iter": {"all": before, "1": after}, "pools": ctx.facts.pools}
-        neighbour = self._neighbour(ctx, phase)
-        fields = dict(a=ctx.cell(self.one), b=ctx.baseline, setting="threads=1", evidence=evidence)
-        if cmp["outcome"] == processes.EFFECT and cmp["ratio"] < 1:
-            head = f"with 1 thread it is {effect_text(cmp)}; {switches}; pools: {_pools(ctx.facts)}"
-            if moved_down(before, after):
-                return self.finding(phase, cmp, f"{head}: more threads than the CPUs can run at once"
-                                                f"{self._outside(ctx)}{neighbour}", CAUSE, **fields)
-            return self.finding(phase, cmp, f"{head}, yet context switches do not fall with it: the mechanism is "
-                                            f"unconfirmed{neighbour}", UNCONFIRMED, **fields)
-        if cmp["outcome"] == processes.EFFECT:
-            return self.finding(phase, cmp, f"1 thread is {effect_text(cmp)}: its threads do useful work, not "
-                                            f"oversubscribed{neighbour}", NOT_CAUSE, **fields)
-        return self.not_found(phase, cmp, "1 thread", suffix=neighbour, **fields)
+        before, after = ctx.counter(ctx.baseline, CONTEXT_SWITCHES), ctx.counter(cell, CONTEXT_SWITCHES)
+        switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
+        evidence = {CONTEXT_SWITCHES: {"all": before, "1": after}, "pools": ctx.facts.pools if ctx.facts else []}
+        neighbour = self._neighbour(ctx)
+        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.one), evidence=evidence)
+        if cmp.faster:
+            head = f"with 1 thread it is {cmp.effect_text()}; {switches}; pools: {_pools(ctx.facts)}"
+            if counter_evidence.moved_down(CONTEXT_SWITCHES, before, after):
+                return self.finding(ctx, cmp, f"{head}: {mechanism('threads')}{self._outside(ctx)}{neighbour}",
+                                    Status.CAUSE, **fields)
+            return self.finding(ctx, cmp, f"{head}, yet context switches do not fall with it: the mechanism is "
+                                          f"unconfirmed{neighbour}", Status.UNCONFIRMED, **fields)
+        if cmp.slower:
+            return self.finding(ctx, cmp, f"1 thread is {cmp.effect_text()}: its threads do useful work, not "
+                                          f"oversubscribed{neighbour}", Status.NOT_CAUSE, **fields)
+        return self.not_found(ctx, cmp, "1 thread", suffix=neighbour, **fields)
 
 
 class Placement(Cause):
     name = "placement"
     title = "thread placement (migrations between CPUs)"
-    probe = {"pin": "compact"}
+    probe = probe_of("pin")
 
-    def probes(self, facts: Facts) -> list[dict]:
-        return [self.probe] if facts.cpus > 1 else []
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [self.probe] if facts is None or facts.cpus > 1 else []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         if facts.cpus <= 1:
             return "one CPU: nothing to place"
-        migrations = [facts.counters[p].get(_MIGRATIONS) for p in facts.phases]
+        migrations = [facts.counters[p].get(CPU_MIGRATIONS) for p in facts.phases]
         if migrations and all(m is not None and m < _FEW_MIGRATIONS for m in migrations):
-            return (f"its threads do not move between CPUs ({', '.join(counter(m) for m in migrations)} "
+            return (f"its threads do not move between CPUs ({', '.join(wording.count(m) for m in migrations)} "
                     "migrations per iteration in the probe)")
         return None
 
-    def judge(self, ctx: Context, phase: str) -> Finding | None:
-        cmp = ctx.compare(phase, self.probe)
-        if cmp is None:
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        probed = self.probed(ctx)
+        if probed is None:
             return None
-        before, after = ctx.counter(phase, None, _MIGRATIONS), ctx.counter(phase, self.probe, _MIGRATIONS)
-        migrations = f"CPU migrations/iter go from {counter(before)} to {counter(after)}"
-        evidence = {"cpu_migrations_per_iter": {"off": before, "compact": after}}
-        fields = dict(a=ctx.cell(self.probe), b=ctx.baseline, setting="pin=compact", evidence=evidence)
-        if cmp["outcome"] == processes.EFFECT and cmp["ratio"] < 1:
-            head = f"pinned compactly it is {effect_text(cmp)}; {migrations}"
-            if moved_down(before, after, least=0.5):
-                return self.finding(phase, cmp, f"{head}: threads migrating between CPUs", CAUSE, **fields)
-            return self.finding(phase, cmp, f"{head}, yet migrations do not fall with it: the mechanism is "
-                                            "unconfirmed", UNCONFIRMED, **fields)
-        return self.not_found(phase, cmp, "pinning", suffix=f"; {migrations}", **fields)
+        cell, cmp = probed
+        before, after = ctx.counter(ctx.baseline, CPU_MIGRATIONS), ctx.counter(cell, CPU_MIGRATIONS)
+        migrations = counter_evidence.change_text(CPU_MIGRATIONS, before, after)
+        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
+                      evidence={CPU_MIGRATIONS: {"off": before, "compact": after}})
+        if cmp.faster:
+            head = f"pinned compactly it is {cmp.effect_text()}; {migrations}"
+            if counter_evidence.moved_down(CPU_MIGRATIONS, before, after):
+                return self.finding(ctx, cmp, f"{head}: {mechanism('pin')}", Status.CAUSE, **fields)
+            return self.finding(ctx, cmp, f"{head}, yet migrations do not fall with it: the mechanism is "
+                                          "unconfirmed", Status.UNCONFIRMED, **fields)
+        return self.not_found(ctx, cmp, "pinning", suffix=f"; {migrations}", **fields)

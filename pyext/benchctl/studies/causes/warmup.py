@@ -20,8 +20,10 @@ import math
 import numpy as np
 
 from ...results import processes, queries
-from ...results.verdict import Finding
-from .base import CAUSE, NOT_CAUSE, UNRESOLVED, Cause, Context
+from ...results.comparison import Comparison, Outcome, outcome_of
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from .base import Cause
 
 __all__ = ["LAZY_MIN_ITERATIONS", "Warmup"]
 
@@ -65,16 +67,18 @@ class Warmup(Cause):
     name = "warmup"
     title = "warm-up and lazy initialisation"
 
-    def judge(self, ctx: Context, phase: str) -> Finding | None:
-        costs, extras, firsts, warmups = _warmup_cost(ctx.doc, phase)
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        costs, extras, firsts, warmups = _warmup_cost(ctx.doc, ctx.phase)
         if len(costs) < 2:
             return None
         cost = processes.cell_interval(costs)
-        band = ctx.comparisons.band(phase)
-        cmp = {"ratio": cost["value"], "ci95": cost["ci"], "outcome": processes.judge({"ci95": cost["ci"]}, band),
-               "band": band, "p_value": None}
+        # The series against its own steady time, one value per process, judged as any comparison.
+        cmp = Comparison(ratio=cost["value"], ci95=tuple(cost["ci"]), k_a=cost["k"], k_b=cost["k"],
+                         median_a=cost["value"], median_b=1.0, log_se=None,
+                         method="t interval over processes of series time / steady time").judged(ctx.band())
+        band = cmp.band
         lo, hi = cost["ci"]
-        slows = cmp["outcome"] == processes.EFFECT and cost["value"] > 1
+        slows = cmp.slower
         extra = float(np.median(extras))
         shown = max(extra, 0.0) + 0.0  # a warm-up faster than steady costs nothing; + 0.0 drops the sign of -0.0
         lazy_sized = extra >= LAZY_MIN_ITERATIONS
@@ -92,15 +96,15 @@ class Warmup(Cause):
                         "initialises on first use; benchctl leaves the warm-up out of every comparison, and a "
                         "warm-up call before timing (or eager initialisation) removes it from your own timings")
         else:
-            message += f": no warm-up worth ±{band:.0%}" if cmp["outcome"] == processes.NO_EFFECT else \
+            message += f": no warm-up worth ±{band:.0%}" if cmp.outcome is Outcome.NO_EFFECT else \
                 ": whether the warm-up matters is unresolved"
-        later = _first_process(ctx.doc, phase)
+        later = _first_process(ctx.doc, ctx.phase)
         if later is not None and later["ci"] is not None:
             evidence["first_process"] = later
-            if processes.judge({"ci95": later["ci"]}, band) == processes.EFFECT:
+            if outcome_of(later["ci"], band) is Outcome.EFFECT:
                 message += (f"; the first process of each cell ran {later['value']:.2f}× its later ones "
                             f"[95% CI {later['ci'][0]:.2f}, {later['ci'][1]:.2f}] (cold caches or lazy loading "
                             "that later processes find done)")
-        status = (NOT_CAUSE if not lazy_sized or cmp["outcome"] == processes.NO_EFFECT else
-                  CAUSE if slows else UNRESOLVED)
-        return self.finding(phase, cmp, message, status, evidence=evidence)
+        status = (Status.NOT_CAUSE if not lazy_sized or cmp.outcome is Outcome.NO_EFFECT else
+                  Status.CAUSE if slows else Status.UNRESOLVED)
+        return self.finding(ctx, cmp, message, status, evidence=evidence)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import _validate
-from . import rounds
+from ..run import rounds
 
 __all__ = ["repeat_type", "add_matrix_arguments"]
 

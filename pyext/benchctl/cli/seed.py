@@ -1,0 +1,97 @@
+"""What both seed scripts (``bench/resnet_order.py``, ``bench/zero_weights.py``) share: their options,
+the Slurm hand-off, and running their study with the report and the answer printed.
+
+The scripts own their question (the default matrix, the sizes, the census of the model's values);
+the study itself is :mod:`benchctl.studies.pipeline`'s, with the seed's rules
+(:mod:`benchctl.studies.seed_rules`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+from typing import Callable
+
+from .. import settings
+from ..run import rounds, slurm
+from .options import add_matrix_arguments
+
+__all__ = ["RESULTS_DIR", "apply_sets", "add_output_arguments", "parse_seed_arguments", "on_slurm", "run_seed"]
+
+RESULTS_DIR = "results"
+
+
+def apply_sets(matrix: dict[str, list], sets: list[str]) -> dict[str, list]:
+    """``--set NAME=V1,V2`` items over a default matrix: a new NAME adds an axis,
+    an existing one is replaced (so ``--set alloc=retain`` narrows it)."""
+    out = {k: list(v) for k, v in matrix.items()}
+    seen = set()
+    for item in sets:
+        key, values = settings.parse_assignment(item)
+        if key in seen:
+            raise settings.SettingError(f"--set {key}=... given twice; list all its values in one --set")
+        seen.add(key)
+        out[key] = values
+    return out
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, workload: str, budget_s: float) -> None:
+    """The options both seed scripts share: processes, budget and control, where results go,
+    resuming, the penalty profile."""
+    add_matrix_arguments(parser, repeat=rounds.AUTO, budget_s=budget_s)
+    slurm.add_executor_arguments(parser)
+    parser.add_argument("--json", dest="json_path", help=f"results file (default {RESULTS_DIR}/{workload}-<time>.json)")
+    parser.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
+    parser.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
+    parser.add_argument("--skip-penalty", action="store_true",
+                        help="do not measure the CPU's penalty profile (faster; the answer then lacks that evidence)")
+
+
+def parse_seed_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse, and refuse --resume without the file it continues."""
+    opts = parser.parse_args(argv)
+    opts.argv = list(sys.argv[1:] if argv is None else argv)
+    if opts.resume and not opts.json_path:
+        parser.error("--resume needs --json FILE: the results file to continue")
+    return opts
+
+
+def on_slurm(parser: argparse.ArgumentParser, opts: argparse.Namespace, script: str) -> int | None:
+    """With ``--executor slurm``, run this script on every host and return its exit status; else None."""
+    try:
+        if not slurm.use_slurm(opts):
+            return None
+        return slurm.run_with_executor(opts, argv=opts.argv, program=[sys.executable, "-u", os.path.abspath(script)])
+    except slurm.ExecutorError as e:
+        parser.error(str(e))
+
+
+def _default_json_path(workload: str) -> str:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join(RESULTS_DIR, f"{workload}-{stamp}.json")
+
+
+def run_seed(opts: argparse.Namespace, workload: str, args: dict, matrix: dict[str, list], focus: str,
+             census: Callable[[dict[str, list]], dict]) -> dict:
+    """Run the seed's study (``census(matrix)`` takes the values' census in this process) and print the
+    report and the answer; returns the results document."""
+    from ..studies import catalog, pipeline
+    from ..studies.seed_rules import PENALTY_OPS
+    from .render import render
+
+    json_path = opts.json_path or _default_json_path(workload)
+    study = pipeline.Study(
+        workload, workload, args, catalog.rules_of(workload), matrix=matrix, focus=focus,
+        census=lambda: census(matrix), penalty_ops=PENALTY_OPS[workload], measure_penalty=not opts.skip_penalty,
+        fixed_keys=tuple(item.partition("=")[0].strip() for item in opts.sets), repeat=opts.repeat,
+        budget_s=opts.budget, control=opts.control, json_path=json_path, resume=opts.resume)
+    doc = pipeline.run_study(study, say=lambda line: print(line, flush=True))
+    if opts.plot:
+        from ..results import plot
+
+        plot.plot(doc, opts.plot)
+        print(f"plot: {opts.plot}")
+    print(render(doc, closing=pipeline.took_text(doc, json_path)), flush=True)
+    return doc

@@ -1,0 +1,71 @@
+"""What was learnt of a workload before its matrix ran: the facts every rule's pre-check reads.
+
+``benchctl explain`` measures them in one probe worker (the workload unchanged, in a fresh
+process: :meth:`Facts.from_probe`); the seed scripts take the census of the model's values in
+their own process (:meth:`Facts.from_census`) and know nothing else before running.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from . import queries
+from .summary import COUNTER_FIELDS
+
+__all__ = ["Facts"]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """``phases``: in the order they first ran; ``median_ms`` and ``counters`` per phase
+    (per-iteration medians of faults, context switches, migrations); ``ops``: the torch ops one
+    call ran (the profiler's names; empty when unknown); ``census``: subnormal counts in what it
+    computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
+    thread pools threadpoolctl saw; ``cpus``: CPUs this process may use."""
+
+    phases: list[str] = field(default_factory=list)
+    median_ms: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    ops: list[str] = field(default_factory=list)
+    census: dict | None = None
+    pools: list[dict] = field(default_factory=list)
+    cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+
+    @classmethod
+    def from_probe(cls, doc: dict) -> "Facts":
+        """The facts in a results document whose one run is the probe worker."""
+        cell = queries.cells(doc)[0]
+        phases = queries.phases(doc)
+        summaries = {p: queries.summary_entry(doc, p, cell) or {} for p in phases}
+        notes = (queries.ok_runs(doc, cell) or [{}])[0].get("notes", {})
+        probe = notes.get("probe") or {}
+        census = {k: probe[k] for k in ("outputs", "activations", "weights") if k in probe} or None
+        return cls(phases=phases,
+                   median_ms={p: s.get("median_ms") for p, s in summaries.items()},
+                   counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
+                   ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])))
+
+    @classmethod
+    def from_census(cls, census: dict | None) -> "Facts":
+        """Facts that are only a census of the values (``{"weights": ..., "activations": ...}``)."""
+        return cls(census=census)
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "Facts | None":
+        return None if data is None else cls(**data)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def subnormals(self) -> int | None:
+        """Subnormal values seen in what the workload computes, or None when no value was counted (it
+        returns no tensor and exposes no module: then the census cannot rule denormals out)."""
+        if not self.census or not sum(part.get("values", 0) for part in self.census.values()):
+            return None
+        return sum(part.get("subnormal", 0) for part in self.census.values())
+
+    def census_text(self) -> str:
+        """``"weights 0 subnormal of 25,557,032, activations 0 subnormal of 12,845,056"``."""
+        return ", ".join(f"{part} {v['subnormal']:,} subnormal of {v['values']:,}"
+                         for part, v in (self.census or {}).items() if v.get("values"))

@@ -1,0 +1,103 @@
+"""The one pipeline explain and the seed scripts share, through the real runner with fake workers:
+facts, pre-checks that drop cells, the star matrix of probes, the saved evidence, and answering a
+saved document again by the same rules."""
+
+import pytest
+
+from benchctl import ArgumentError
+from benchctl.results import document
+from benchctl.results.facts import Facts
+from benchctl.results.findings import Finding, Status
+from benchctl.results.rules import Rule
+from benchctl.studies import catalog, pipeline
+from test_control import FakeWorkers
+
+
+class Probe(Rule):
+    """Judges one probe against the unchanged workload: ``*`` when the probe is slower."""
+
+    name = "probe_rule"
+
+    def __init__(self, probe: dict, out: str | None = None) -> None:
+        self.probe, self.out = probe, out
+
+    def probes(self, facts):
+        return [self.probe]
+
+    def precheck(self, facts, penalty):
+        return self.out
+
+    def judge(self, ctx):
+        cell = ctx.probe_cell(self.probe)
+        cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
+        if cmp is None:
+            return []
+        status = Status.MEASURED if cmp.slower else Status.NOT_CAUSE
+        return [Finding(self.name, ctx.phase, status, cmp.change_text(str(self.probe)), cmp, a=cell, b=ctx.baseline)]
+
+
+def _study(tmp_path, rules, **changes):
+    fields = dict(name="test", workload="sleep", args={"iterations": 1}, rules=tuple(rules),
+                  matrix={"ms": [1.0, 2.0]}, census=lambda: {"weights": {"values": 10, "subnormal": 0}},
+                  penalty_ops=None, measure_penalty=False, repeat=3, json_path=str(tmp_path / "r.json"))
+    return pipeline.Study(**{**fields, **changes})
+
+
+def test_a_rule_ruled_out_before_running_drops_its_cells_and_says_how_to_run_them(monkeypatch, tmp_path):
+    workers = FakeWorkers(monkeypatch, lambda c: c["ms"])
+    said = []
+    doc = pipeline.run_study(_study(tmp_path, [Probe({"ms": 2.0}, out="nothing to see")]), say=said.append)
+    assert doc["matrix"] == {"ms": [1.0]} and {c["ms"] for c in workers.calls} == {1.0}
+    [ruled] = [Finding.from_json(f) for f in doc["verdict"]]
+    assert ruled.status is Status.RULED_OUT and ruled.phase is None
+    assert ruled.message == ("ruled out before running: nothing to see; so the ms=2.0 cells were not run "
+                             "(--set ms=1.0,2.0 runs them anyway)")
+    assert ruled.evidence["dropped"] == {"ms": [2.0]}
+    assert said[0] == ruled.message and said[1].startswith("sleep: 1 cells, 3 process(es) per cell")
+    saved = document.load(str(tmp_path / "r.json"))
+    assert saved["evidence"]["study"] == "test" and saved["evidence"]["ruled_out"] == [ruled.to_json()]
+    assert Facts.from_json(saved["evidence"]["facts"]).census == {"weights": {"values": 10, "subnormal": 0}}
+
+
+def test_an_axis_the_user_chose_is_run_and_judged_whatever_the_precheck_says(monkeypatch, tmp_path):
+    FakeWorkers(monkeypatch, lambda c: c["ms"])
+    doc = pipeline.run_study(_study(tmp_path, [Probe({"ms": 2.0}, out="nothing to see")], fixed_keys=("ms",)))
+    assert doc["matrix"] == {"ms": [1.0, 2.0]}
+    [judged] = [Finding.from_json(f) for f in doc["verdict"]]
+    assert judged.rule == "probe_rule" and judged.status is Status.MEASURED and judged.comparison.slower
+    assert judged.message.startswith("{'ms': 2.0} makes it 2.00× slower [95% CI")
+
+
+def test_without_a_matrix_the_probes_of_the_rules_left_run_as_a_star(monkeypatch, tmp_path):
+    """explain's shape: a probe worker first, then the unchanged workload and each active rule's probe."""
+    workers = FakeWorkers(monkeypatch, lambda c: 2.0 if c.get("with") == {"threads": 1} else 1.0)
+    kept, dropped = Probe({"threads": 1}), Probe({"pin": "compact"}, out="no migrations")
+    doc = pipeline.run_study(_study(tmp_path, [kept, dropped], matrix=None, census=None))
+    assert doc["matrix"] == {"with": [{}, {"threads": 1}]}
+    assert workers.calls[0] == {}, "the probe worker runs the workload unchanged, first"
+    found = [Finding.from_json(f) for f in doc["verdict"]]
+    assert [(f.status, f.phase) for f in found] == [(Status.RULED_OUT, None), (Status.MEASURED, "sleep")]
+    assert doc["evidence"]["facts"]["phases"] == ["sleep"]
+
+
+def test_a_saved_document_is_answered_again_by_the_same_rules(monkeypatch, tmp_path):
+    FakeWorkers(monkeypatch, lambda c: c["ms"])
+    rules = [Probe({"ms": 2.0})]
+    doc = pipeline.run_study(_study(tmp_path, rules))
+    again = pipeline.reanswer(document.load(str(tmp_path / "r.json")), lambda name: tuple(rules))
+    assert [f.to_json() for f in again] == doc["verdict"]
+    # A document no study made is answered by the generic rules.
+    plain = dict(doc, evidence={})
+    assert [f.rule for f in pipeline.reanswer(plain, catalog.rules_of)] == ["setting_effect"]
+
+
+def test_resume_needs_the_file_it_continues(tmp_path):
+    with pytest.raises(ArgumentError, match="--resume needs --json FILE"):
+        pipeline.run_study(_study(tmp_path, [], json_path=None, resume=True))
+
+
+def test_the_catalog_knows_each_study_and_nothing_else():
+    assert {"explain", "resnet_order", "zero_weights"} <= set(catalog.STUDIES)
+    assert catalog.rules_of("explain") and catalog.rules_of("no such study") is None
+    names = [r.rule_name for r in catalog.rules_of("resnet_order")]
+    assert names[:2] == ["cause_allocator", "cause_denormals"] and len(set(names)) == len(names)
