@@ -33,6 +33,7 @@ def _status(finding):
     return finding["evidence"]["status"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, planted", [
     ("subnormal_div.py:Bench", "denormals"),
     ("big_alloc.py:realloc", "allocator"),
@@ -61,12 +62,14 @@ def test_explain_names_the_planted_cause_and_no_other(target, planted):
     assert "none of the probed causes explains" not in text
 
 
+@pytest.mark.slow
 def test_explain_invents_no_cause_where_none_is_planted():
     doc, text = _explain("plain.py:matmul")
     assert not [f for f in _findings(doc).values() if _status(f) == base.CAUSE], text
     assert "none of the probed causes explains the time of" in text and " * " not in text
 
 
+@pytest.mark.slow
 def test_causes_their_prechecks_rule_out_run_no_cells():
     doc, text = _explain("plain.py:matmul", budget_s=30.0)
     ruled = [f for f in doc["verdict"] if f["rule"].startswith("cause_") and _status(f) == base.RULED_OUT]
@@ -85,6 +88,7 @@ def test_explain_refuses_a_target_that_does_not_load(tmp_path):
         explain.explain(f"{bad}:fn", progress=False, out=io.StringIO())
 
 
+@pytest.mark.slow
 def test_explain_names_the_phases_a_workload_runs_when_asked_for_another():
     with pytest.raises(_validate.ArgumentError, match=r"phase 'eval': .*plain.py:matmul runs call"):
         _explain("plain.py:matmul", phase="eval")

@@ -65,6 +65,7 @@ def test_train_batches_stops_training_early():
     assert rec.notes["batches"] == {"eval": 2, "train": 1}
 
 
+@pytest.mark.slow
 def test_training_really_updates_the_weights(monkeypatch):
     # The same seeded model before and after the train loop must differ,
     # otherwise train_then_eval would be eval twice.
@@ -80,6 +81,7 @@ def test_training_really_updates_the_weights(monkeypatch):
     assert changed, "no parameter changed during training"
 
 
+@pytest.mark.slow
 def test_real_resnet50_eval_at_batch_2():
     rec = run("resnet_order", order="eval_only", batch_size=2, num_data=2, weights="random")
     assert len(rec.ticks["eval"]) == 1 and rec.ticks["eval"][0] > 0
@@ -235,6 +237,7 @@ def test_zero_weights_with_zero_init_has_zero_gradients():
     assert all(g["exists"] and g["nonzero"] == 0 for g in rec.notes["gradients"].values())
 
 
+@pytest.mark.slow
 def test_zero_weights_records_the_seeds_naive_timing_beside_the_real_one():
     rec = run("zero_weights", init="zero", **SMALL)
     naive = rec.notes["naive_seed_timing"]
