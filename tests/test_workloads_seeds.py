@@ -44,6 +44,7 @@ def test_both_workloads_are_registered():
     assert {"resnet_order", "zero_weights"} <= set(workloads.names())
 
 
+@pytest.mark.slow
 def test_eval_only_times_eval_forward_per_batch():
     rec = run("resnet_order", order="eval_only", **TINY)
     assert set(rec.ticks) == {"eval"}
@@ -52,6 +53,7 @@ def test_eval_only_times_eval_forward_per_batch():
     assert rec.notes["weights"]["used"] == "random"
 
 
+@pytest.mark.slow
 def test_train_then_eval_times_both_phases_and_trains():
     rec = run("resnet_order", order="train_then_eval", **TINY)
     assert set(rec.ticks) == {"train", "eval"}
@@ -59,6 +61,7 @@ def test_train_then_eval_times_both_phases_and_trains():
     assert all(t > 0 for t in rec.ticks["train"] + rec.ticks["eval"])
 
 
+@pytest.mark.slow
 def test_train_batches_stops_training_early():
     rec = run("resnet_order", order="train_then_eval", train_batches=1, **TINY)
     assert len(rec.ticks["train"]) == 1 and len(rec.ticks["eval"]) == 2
