@@ -37,6 +37,7 @@ def _status(finding):
     return finding.status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, planted", [p for p in plants() if p[1] is not None])
 def test_explain_names_the_planted_cause_and_no_other(target, planted):
     """At the default budget, as the issue's target (2 minutes each) is set: this CPU's subnormal
@@ -60,6 +61,7 @@ def test_explain_names_the_planted_cause_and_no_other(target, planted):
     assert "none of the probed causes explains" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [t for t, cause in plants() if cause is None])
 def test_explain_invents_no_cause_where_none_is_planted(target):
     doc, text = _explain(target)
@@ -67,6 +69,7 @@ def test_explain_invents_no_cause_where_none_is_planted(target):
     assert "none of the probed causes explains the time of" in text and " * " not in text
 
 
+@pytest.mark.slow
 def test_causes_their_prechecks_rule_out_run_no_cells():
     doc, text = _explain("plain.py:matmul", budget_s=30.0)
     ruled = [f for f in _findings(doc).values() if _status(f) == Status.RULED_OUT]
@@ -85,6 +88,7 @@ def test_explain_refuses_a_target_that_does_not_load(tmp_path):
         explain.explain(f"{bad}:fn", progress=False)
 
 
+@pytest.mark.slow
 def test_explain_names_the_phases_a_workload_runs_when_asked_for_another():
     with pytest.raises(_validate.ArgumentError, match=r"phase 'eval': .*plain.py:matmul runs call"):
         _explain("plain.py:matmul", phase="eval")

@@ -56,6 +56,7 @@ def _syntax_check(compiler, *flags):
     assert not failures, failures
 
 
+@pytest.mark.slow
 def test_portable_no_counter_build_compiles():
     compiler = shutil.which("g++") or shutil.which("c++")
     if compiler is None:

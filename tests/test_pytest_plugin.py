@@ -443,6 +443,7 @@ def test_compare_calls_no_difference_for_in_process_tests(pytester, monkeypatch)
         "@pytest.mark.benchctl(isolate=True, repeat=3) in both runs to compare it"])
 
 
+@pytest.mark.slow
 def test_compare_calls_a_slowdown_of_an_isolated_test(pytester, monkeypatch):
     pytester.makepyfile("""
 import os
@@ -559,6 +560,7 @@ def test_a_session_reference_that_cannot_run_is_said_and_the_results_kept(monkey
 # ---------------------------------------------------------------- isolation
 
 
+@pytest.mark.slow
 def test_isolated_tests_run_in_fresh_workers_with_their_settings(pytester, monkeypatch):
     monkeypatch.setenv("PARENT_PID", str(os.getpid()))  # workers inherit it
     pytester.makeconftest("""

@@ -160,6 +160,7 @@ def test_sigkilled_worker_is_recorded_failed_and_resume_completes_it(tmp_path):
     assert results.load(path)["runs"] == resumed["runs"]
 
 
+@pytest.mark.slow
 def test_runner_killed_with_sigkill_loses_no_finished_cell(tmp_path):
     path = str(tmp_path / "r.json")
     pause = tmp_path / "pause"
@@ -250,6 +251,7 @@ def test_worker_reports_errors_it_meets():
     assert usage.returncode == 2 and "usage: python -m benchctl.run.worker JOB.json" in usage.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_worker_and_keeps_finished_cells(tmp_path):
     path = str(tmp_path / "r.json")
     pause = tmp_path / "pause"

@@ -30,6 +30,7 @@ def test_summary_and_verdict_of_a_real_matrix(tmp_path):
     assert effect["setting"] == "ms=3.0" and effect["comparison"]["ratio"] > 1
 
 
+@pytest.mark.slow
 def test_ftz_census_shows_flushing_in_process_cells_only():
     doc = runner.run_matrix("matmul", {"n": 32, "iterations": 3, "init": "subnormal"},
                             {"ftz": ["off", "process"], "threads": [1]}, progress=False, control=False)
@@ -47,6 +48,7 @@ def test_ftz_census_shows_flushing_in_process_cells_only():
         assert run["readback"]["threads"]["applied"] and run["readback"]["threads"]["observed"]
 
 
+@pytest.mark.slow
 def test_compact_pinning_and_thread_count_are_read_back():
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("pinning a team needs at least 2 allowed CPUs")

@@ -41,6 +41,7 @@ def zero_doc():
                                repeat=1, progress=False, focus="init", control=False)
 
 
+@pytest.mark.slow
 def test_both_orders_run_in_their_own_processes_with_times_and_counters(resnet_doc):
     runs = resnet_doc["runs"]
     assert len(runs) == 2 and all(r["status"] == "ok" for r in runs), [r.get("error") for r in runs]
@@ -53,6 +54,7 @@ def test_both_orders_run_in_their_own_processes_with_times_and_counters(resnet_d
             assert len(data["counters"]["minor_faults"]) == 2
 
 
+@pytest.mark.slow
 def test_cells_carry_their_settings_readback(resnet_doc):
     for run in resnet_doc["runs"]:
         assert run["readback"]["ftz"]["observed"]["all_flushed"]
@@ -63,6 +65,7 @@ def test_cells_carry_their_settings_readback(resnet_doc):
     assert train["cell"]["order"] == "train_then_eval"
 
 
+@pytest.mark.slow
 def test_resnet_notes_carry_weights_and_census(resnet_doc):
     notes = resnet_doc["runs"][0]["notes"]
     assert notes["weights"]["used"] == "random"
@@ -76,6 +79,7 @@ def _zero_findings(doc: dict) -> list[Finding]:
     return rules.judge(doc, seed_rules.zero_weights_rules(), focus="init", facts=Facts.from_census(census))
 
 
+@pytest.mark.slow
 def test_ftz_rule_on_real_output(zero_doc):
     [finding, _] = [f for f in _zero_findings(zero_doc) if f.rule == "cause_denormals"]
     assert finding.comparison.ratio > 0 and finding.a["ftz"] == "process" and finding.b["ftz"] == "off"
@@ -84,6 +88,7 @@ def test_ftz_rule_on_real_output(zero_doc):
     assert readback["flushed"] == readback["threads"] > 0
 
 
+@pytest.mark.slow
 def test_zero_weights_cells_really_run_backward_and_keep_the_naive_timing(zero_doc):
     for run in zero_doc["runs"]:
         assert run["status"] == "ok", run.get("error")
@@ -96,6 +101,7 @@ def test_zero_weights_cells_really_run_backward_and_keep_the_naive_timing(zero_d
         assert run["phases"]["forward"]["counters"]["minor_faults"]
 
 
+@pytest.mark.slow
 def test_zero_weights_rules_on_real_output(zero_doc):
     findings = _zero_findings(zero_doc)
     names = {f.rule for f in findings}
@@ -115,6 +121,7 @@ def bench(script: str, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_zero_weights_script_answers(tmp_path):
     out = tmp_path / "zw.json"
     done = bench("zero_weights.py", "--iterations", "3", "--naive-trials", "3", "--set", "threads=1",
@@ -136,6 +143,7 @@ def test_zero_weights_script_answers(tmp_path):
     assert "never runs" in again.stdout
 
 
+@pytest.mark.slow
 def test_resnet_order_script_runs_one_cell(tmp_path):
     out = tmp_path / "ro.json"
     done = bench("resnet_order.py", "--arch", "mobilenet_v3_small", "--image-size", "32", "--batch-size", "2",
@@ -154,6 +162,7 @@ def test_resnet_order_script_rejects_bad_weights_before_running():
     assert done.returncode == 2 and "must be in (0, 1]" in done.stderr
 
 
+@pytest.mark.slow
 def test_resnet_order_script_offline_imagenet_names_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
     monkeypatch.setenv("BENCHCTL_OFFLINE", "1")

@@ -212,6 +212,7 @@ def fake_slurm(tmp_path, monkeypatch):
     return state
 
 
+@pytest.mark.slow
 def test_each_host_is_an_exclusive_slurm_job_running_the_same_matrix(tmp_path, fake_slurm):
     out = tmp_path / "out"
     opts, argv = _opts(["sleep", "--set", "ms=1,2", "--arg", "iterations=3", "--executor", "slurm",
@@ -304,6 +305,7 @@ def _paused_matrix(pause, out):
             "--json", str(out)]
 
 
+@pytest.mark.slow
 def test_a_preempted_host_is_requeued_once_resumes_its_file_and_is_not_requeued_twice(tmp_path):
     pause, out = tmp_path / "pause", tmp_path / "out"
     pause.write_text("")
@@ -338,6 +340,7 @@ def test_a_preempted_host_is_requeued_once_resumes_its_file_and_is_not_requeued_
     assert f"host-1: partial: {host['message']}" in text
 
 
+@pytest.mark.slow
 def test_a_failed_host_job_is_resubmitted_once_and_finishes_its_file(tmp_path):
     pause, out = tmp_path / "pause", tmp_path / "out"
     pause.write_text("")
@@ -365,6 +368,7 @@ def test_a_failed_host_job_is_resubmitted_once_and_finishes_its_file(tmp_path):
     assert "resubmitting once, resuming its results file" in text and "1 with results" in text
 
 
+@pytest.mark.slow
 def test_a_command_refused_on_the_node_is_not_retried_and_its_stderr_is_kept(tmp_path):
     out = tmp_path / "out"
     controller = _Controller(["no_such_workload", "--executor", "slurm", "--hosts", "2", "--json", str(out)])

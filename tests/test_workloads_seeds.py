@@ -44,6 +44,7 @@ def test_both_workloads_are_registered():
     assert {"resnet_order", "zero_weights"} <= set(workloads.names())
 
 
+@pytest.mark.slow
 def test_eval_only_times_eval_forward_per_batch():
     rec = run("resnet_order", order="eval_only", **TINY)
     assert set(rec.ticks) == {"eval"}
@@ -52,6 +53,7 @@ def test_eval_only_times_eval_forward_per_batch():
     assert rec.notes["weights"]["used"] == "random"
 
 
+@pytest.mark.slow
 def test_train_then_eval_times_both_phases_and_trains():
     rec = run("resnet_order", order="train_then_eval", **TINY)
     assert set(rec.ticks) == {"train", "eval"}
@@ -59,12 +61,14 @@ def test_train_then_eval_times_both_phases_and_trains():
     assert all(t > 0 for t in rec.ticks["train"] + rec.ticks["eval"])
 
 
+@pytest.mark.slow
 def test_train_batches_stops_training_early():
     rec = run("resnet_order", order="train_then_eval", train_batches=1, **TINY)
     assert len(rec.ticks["train"]) == 1 and len(rec.ticks["eval"]) == 2
     assert rec.notes["batches"] == {"eval": 2, "train": 1}
 
 
+@pytest.mark.slow
 def test_training_really_updates_the_weights(monkeypatch):
     # The same seeded model before and after the train loop must differ,
     # otherwise train_then_eval would be eval twice.
@@ -80,6 +84,7 @@ def test_training_really_updates_the_weights(monkeypatch):
     assert changed, "no parameter changed during training"
 
 
+@pytest.mark.slow
 def test_real_resnet50_eval_at_batch_2():
     rec = run("resnet_order", order="eval_only", batch_size=2, num_data=2, weights="random")
     assert len(rec.ticks["eval"]) == 1 and rec.ticks["eval"][0] > 0
@@ -235,6 +240,7 @@ def test_zero_weights_with_zero_init_has_zero_gradients():
     assert all(g["exists"] and g["nonzero"] == 0 for g in rec.notes["gradients"].values())
 
 
+@pytest.mark.slow
 def test_zero_weights_records_the_seeds_naive_timing_beside_the_real_one():
     rec = run("zero_weights", init="zero", **SMALL)
     naive = rec.notes["naive_seed_timing"]
