@@ -122,6 +122,21 @@ def test_without_pytest_benchmark_its_unserved_options_do_not_exist(pytester):
     assert "unrecognized arguments: --benchmark-max-time=1" in done.stderr
 
 
+@pytest.mark.slow
+def test_the_flag_imports_nothing_heavy_until_a_test_times(pytester):
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    pytester.makeconftest("""
+import sys
+
+def pytest_sessionfinish(session):
+    print("heavy:", [m for m in ("numpy", "torch", "benchctl._native", "benchctl.clock") if m in sys.modules])
+""")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-s", *FAST, AS, "-p", "no:benchmark"],
+                          cwd=pytester.path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "heavy: []" in done.stdout
+
+
 # ---------------------------------------------------------------- one plugin serves benchmark
 
 SERVED_BY = """
@@ -203,11 +218,12 @@ def test_json_loads_in_pytest_benchmarks_reader_and_compare(pytester):
     for b in report["benchmarks"]:
         s = b["stats"]
         assert len(s["data"]) == s["rounds"] and s["total"] == pytest.approx(sum(s["data"]))
-        assert s["min"] <= s["ld15iqr"] <= s["q1"] <= s["median"] <= s["q3"] <= s["hd15iqr"] <= s["max"]
+        assert s["min"] <= s["ld15iqr"] <= s["median"] <= s["hd15iqr"] <= s["max"]
+        assert s["q1"] <= s["median"] <= s["q3"]
         assert s["iqr"] == pytest.approx(s["q3"] - s["q1"]) and s["ops"] == pytest.approx(1 / s["mean"])
         assert s["outliers"] == f"{s['stddev_outliers']};{s['iqr_outliers']}"
         ci = b["benchctl"]["median_ci95"]
-        assert ci[0] <= s["median"] <= ci[1] and b["benchctl"]["calls_per_round"] == s["iterations"]
+        assert 0 < ci[0] <= ci[1] and b["benchctl"]["calls_per_round"] == s["iterations"]
         assert b["options"]["timer"] == "benchctl.clock"
 
     warnings = []
@@ -252,6 +268,7 @@ def test_gc_off(benchmark):
 
 @pytest.fixture
 def configured(benchmark):
+    assert benchmark._min_rounds == 15 and benchmark._max_time == 0.02  # the session's, read as suites read them
     benchmark._min_rounds = 25
     benchmark._max_time = 1e-6
     benchmark._disable_gc = True

@@ -117,20 +117,22 @@ class AsBenchmarkFixture(BenchctlFixture):
     def stats(self, value) -> None:  # the isolation hook: the body ran in the workers, not here
         self._stats, self._view = value, None
 
-    def _setting(name: str, doc: str):  # noqa: N805 - a property factory used in the class body
+    def _setting(name: str, session_name: Optional[str], doc: str):  # noqa: N805 - used in the class body
+        """A property over the marker's ``name``; read, it falls back on the session's ``session_name``."""
         def get(self):
-            return getattr(self._mark, name)
+            value = getattr(self._mark, name)
+            return getattr(self._session.options, session_name) if value is None and session_name else value
 
         def set_(self, value):
             self._mark = dataclasses.replace(self._mark, **{name: value})
 
         return property(get, set_, doc=doc)
 
-    _min_rounds = _setting("min_rounds", "rounds at least (the marker's min_rounds)")
-    _max_time = _setting("max_time_s", "the series' time budget in seconds (the marker's max_time)")
-    _min_time = _setting("min_time_s", "a round's shortest duration in seconds (the marker's min_time)")
-    _disable_gc = _setting("disable_gc", "the garbage collector off around the measured calls")
-    _warmup = _setting("warmup", "accepted: benchctl always sets detected warm-up rounds apart")
+    _min_rounds = _setting("min_rounds", "min_rounds", "rounds at least (the marker's min_rounds)")
+    _max_time = _setting("max_time_s", "max_time_s", "the series' time budget in seconds (the marker's max_time)")
+    _min_time = _setting("min_time_s", "round_time_s", "a round's shortest duration in seconds (marker's min_time)")
+    _disable_gc = _setting("disable_gc", None, "the garbage collector off around the measured calls")
+    _warmup = _setting("warmup", None, "accepted: benchctl always sets detected warm-up rounds apart")
     del _setting
 
     def __getattr__(self, name: str) -> Any:

@@ -41,7 +41,8 @@ def unserved_options(parser, given) -> list[str]:
         names = [n for n in option.names() if n.startswith("--benchmark-")]
         if not names or names[0] in served:
             continue
-        # repr: some of its parsed values (timer wrappers) do not compare equal to themselves.
-        if repr(getattr(given, option.dest, None)) != repr(getattr(defaults, option.dest, None)):
+        now, default = getattr(given, option.dest, None), getattr(defaults, option.dest, None)
+        # repr too: some of its parsed values (timer wrappers) do not compare equal to themselves.
+        if now != default and repr(now) != repr(default):
             out.append(names[0])
     return out
