@@ -4,8 +4,11 @@
    same pytest sessions (one test each, order alternating between sessions);
    what each reports per call for a function that does nothing is what the
    fixture adds to every call (plus the call itself, the same for both). The
-   ratio benchctl / pytest-benchmark is printed per session and as a median
-   over sessions (target: at most 1.0).
+   same ``benchmark`` tests also run in a session of their own under
+   ``--benchctl-as-benchmark`` (benchctl serving pytest-benchmark's fixture; the
+   figure read from the ``--benchmark-json`` it writes), next to each pair. The
+   ratios benchctl / pytest-benchmark and as-benchmark / pytest-benchmark are
+   printed per round and as medians over rounds (target: at most 1.0).
 2. Unchanged suite: a small suite is saved with --benchctl-json, run again
    unchanged, and judged as --benchctl-compare would; an unchanged suite
    should never be called slower or faster. Each pair is two separate pytest
@@ -100,32 +103,58 @@ def _benchmark_medians(path: str) -> dict[str, float]:
     return {b["name"]: b["stats"]["median"] * 1e9 for b in data["benchmarks"]}
 
 
+def _trivial_session(tmp: str, tests: list[str], max_time: float) -> tuple[dict, dict]:
+    """One session of benchctl's fixture and pytest-benchmark's: (benchctl's medians, pytest-benchmark's), ns."""
+    done = _pytest(tmp, *tests, f"--benchctl-max-time={max_time}", f"--benchmark-max-time={max_time}",
+                   "--benchctl-json=ours.json", "--benchmark-json=theirs.json")
+    if done.returncode != 0:
+        sys.exit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return _benchctl_medians(os.path.join(tmp, "ours.json")), _benchmark_medians(os.path.join(tmp, "theirs.json"))
+
+
+def _as_benchmark_session(tmp: str, max_time: float) -> dict:
+    """One session with --benchctl-as-benchmark: the ``benchmark`` tests served by benchctl, read from the
+    pytest-benchmark JSON it writes (medians in ns)."""
+    done = _pytest(tmp, *[f"test_trivial.py::test_{fn}_benchmark" for fn in FUNCTIONS], "--benchctl-as-benchmark",
+                   f"--benchctl-max-time={max_time}", "--benchmark-json=served.json")
+    if done.returncode != 0:
+        sys.exit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return _benchmark_medians(os.path.join(tmp, "served.json"))
+
+
+FUNCTIONS = ("noop", "identity")
+
+
 def overhead(sessions: int, max_time: float) -> None:
-    print(f"1. per-call time reported for trivial functions, {sessions} pytest sessions "
-          f"(--benchctl-max-time {max_time:g}, --benchmark-max-time {max_time:g}, other options at their defaults)")
+    print(f"1. per-call time reported for trivial functions, {sessions} rounds of two pytest sessions "
+          f"(--benchctl-max-time {max_time:g}, --benchmark-max-time {max_time:g}, other options at their defaults):\n"
+          f"   one with benchctl's fixture and pytest-benchmark's (benchctl, pytest-benchmark), one with the same "
+          f"benchmark tests under --benchctl-as-benchmark (as-benchmark); the two sessions' order alternates")
     ratios = collections.defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="benchctl-overhead-") as tmp:
         with open(os.path.join(tmp, "test_trivial.py"), "w") as f:
             f.write(TRIVIAL)
-        print(f"  {'session':>7}  {'function':<9}  {'benchctl ns':>11}  {'pytest-benchmark ns':>19}  {'ratio':>6}")
+        print(f"  {'round':>5}  {'function':<9}  {'benchctl ns':>11}  {'as-benchmark ns':>15}  "
+              f"{'pytest-benchmark ns':>19}  {'benchctl/pb':>11}  {'as-benchmark/pb':>15}")
         for s in range(sessions):
             # Alternate which fixture's tests run first (pytest runs node ids in the order given), so
-            # neither always meets a colder process.
-            tests = ([f"test_trivial.py::test_{fn}_{tool}" for fn in ("noop", "identity")
+            # neither always meets a colder process; and which of the two sessions runs first.
+            tests = ([f"test_trivial.py::test_{fn}_{tool}" for fn in FUNCTIONS
                       for tool in (("benchctl", "benchmark") if s % 2 == 0 else ("benchmark", "benchctl"))])
-            done = _pytest(tmp, *tests, f"--benchctl-max-time={max_time}", f"--benchmark-max-time={max_time}",
-                           "--benchctl-json=ours.json", "--benchmark-json=theirs.json")
-            if done.returncode != 0:
-                sys.exit(f"pytest failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-            ours = _benchctl_medians(os.path.join(tmp, "ours.json"))
-            theirs = _benchmark_medians(os.path.join(tmp, "theirs.json"))
-            for fn in ("noop", "identity"):
-                a, b = ours[f"test_{fn}_benchctl"], theirs[f"test_{fn}_benchmark"]
-                ratios[fn].append(a / b)
-                print(f"  {s + 1:>7}  {fn:<9}  {a:>11.1f}  {b:>19.1f}  {a / b:>6.3f}")
-    for fn, values in ratios.items():
-        print(f"  {fn}: benchctl / pytest-benchmark median ratio {np.median(values):.3f} "
-              f"(range {min(values):.3f}-{max(values):.3f} over {len(values)} sessions; target <= 1.0)")
+            if s % 2 == 0:
+                ours, theirs = _trivial_session(tmp, tests, max_time)
+                served = _as_benchmark_session(tmp, max_time)
+            else:
+                served = _as_benchmark_session(tmp, max_time)
+                ours, theirs = _trivial_session(tmp, tests, max_time)
+            for fn in FUNCTIONS:
+                a, c, b = ours[f"test_{fn}_benchctl"], served[f"test_{fn}_benchmark"], theirs[f"test_{fn}_benchmark"]
+                ratios[(fn, "benchctl")].append(a / b)
+                ratios[(fn, "as-benchmark")].append(c / b)
+                print(f"  {s + 1:>5}  {fn:<9}  {a:>11.1f}  {c:>15.1f}  {b:>19.1f}  {a / b:>11.3f}  {c / b:>15.3f}")
+    for (fn, mode), values in ratios.items():
+        print(f"  {fn}, {mode}: / pytest-benchmark median ratio {np.median(values):.3f} "
+              f"(range {min(values):.3f}-{max(values):.3f} over {len(values)} rounds; target <= 1.0)")
 
 
 def unchanged(pairs: int, max_time: float, repeat: int = 0) -> None:
@@ -171,7 +200,8 @@ def unchanged(pairs: int, max_time: float, repeat: int = 0) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=6, help="pytest sessions for the overhead (default 6)")
+    parser.add_argument("--sessions", type=int, default=6,
+                        help="rounds of the overhead, two pytest sessions each (default 6)")
     parser.add_argument("--pairs", type=int, default=3, help="saved/current pairs of the unchanged suite (default 3)")
     parser.add_argument("--isolated-pairs", type=int, default=3,
                         help="pairs of the unchanged suite with every test isolated (default 3; 0 skips them)")

@@ -6,6 +6,8 @@ statistics in a user's own tests.
   ``benchctl.assert_faster(a, b, by=1.1)``, ``benchctl.assert_not_slower(a, b, tolerance=0.05)``;
 * ``@pytest.mark.benchctl(ftz=..., threads=N, pin=..., alloc=..., env=..., isolate=True, repeat=N)``
   (:mod:`.markers`, applied in-process by :mod:`.inprocess`, in fresh workers by :mod:`.isolation`);
+* ``--benchctl-as-benchmark``: the same fixture served as pytest-benchmark's ``benchmark``, its
+  ``@pytest.mark.benchmark`` and ``--benchmark-json`` (:mod:`.takeover`, :mod:`.as_benchmark`);
 * the terminal table, ``--benchctl-json`` (:mod:`.results_file`) and ``--benchctl-compare``
   (:mod:`.compare`).
 
@@ -16,8 +18,10 @@ imports them once a test uses benchctl): a session whose tests do not use
 benchctl only gets its options and marker.
 """
 
-from .hooks import (benchctl, pytest_addoption, pytest_configure, pytest_pycollect_makeitem,
-                    pytest_pyfunc_call, pytest_runtest_makereport, pytest_sessionfinish, pytest_terminal_summary)
+from .hooks import (benchctl, pytest_addoption, pytest_configure, pytest_load_initial_conftests,
+                    pytest_pycollect_makeitem, pytest_pyfunc_call, pytest_runtest_makereport, pytest_sessionfinish,
+                    pytest_terminal_summary)
 
-__all__ = ["benchctl", "pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_pyfunc_call",
-           "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary"]
+__all__ = ["benchctl", "pytest_addoption", "pytest_configure", "pytest_load_initial_conftests",
+           "pytest_pycollect_makeitem", "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_sessionfinish",
+           "pytest_terminal_summary"]

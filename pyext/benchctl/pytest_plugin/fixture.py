@@ -29,6 +29,7 @@ from .assertions import INCONCLUSIVE, NOT_SHOWN, Judgement, check_threshold, int
     judge_not_slower
 from .inprocess import Applied, applied
 from .markers import Spec
+from .options import Options
 from .session import PHASE, Session, in_process_run, now, skip_here
 from .stats import Stats
 from .timing import Series, Target, measure, measure_pedantic
@@ -40,6 +41,12 @@ class BenchctlFixture:
     """What a test gets as ``benchctl``. One measured series per test (``benchctl(fn)`` or
     ``pedantic``); any number of ``assert_faster`` / ``assert_not_slower``."""
 
+    #: How the fixture is called in messages (a subclass served under another name says that one).
+    NAME = "benchctl"
+    #: Whether a pedantic series' leading rounds may be set apart as warm-up by detection (pytest-benchmark's
+    #: pedantic counts every round asked for: its caller says which rounds warm up, with warmup_rounds).
+    PEDANTIC_DETECTS_WARMUP = True
+
     def __init__(self, node, session: Session, spec: Spec) -> None:
         self._node = node
         self._session = session
@@ -47,8 +54,7 @@ class BenchctlFixture:
         self._bridge = session.bridge
         #: JSON values stored with the test's results (as pytest-benchmark's ``extra_info``).
         self.extra_info: dict[str, Any] = {}
-        #: The measured series' statistics (:class:`benchctl.pytest_plugin.stats.Stats`), None before.
-        self.stats: Optional[Stats] = None
+        self._stats: Optional[Stats] = None
         self._series: Optional[Series] = None
         self._readback: dict = {}
         self._assertions: list[dict] = []
@@ -56,43 +62,55 @@ class BenchctlFixture:
         self._started_at, self._started = now(), time.perf_counter()
         self._seed = zlib.crc32(node.nodeid.encode())
 
+    @property
+    def stats(self) -> Optional[Stats]:
+        """The measured series' statistics (:class:`benchctl.pytest_plugin.stats.Stats`), None before."""
+        return self._stats
+
+    @stats.setter
+    def stats(self, value: Optional[Stats]) -> None:  # the isolation hook hands the workers' stats over
+        self._stats = value
+
     # ------------------------------------------------------------------ measuring
 
     def __call__(self, fn: Callable, *args, **kwargs) -> Any:
         """Time ``fn(*args, **kwargs)`` in calibrated rounds; return its result."""
-        self._claim("benchctl(fn)")
+        self._claim(f"{self.NAME}(fn)")
         target = Target(fn, args, kwargs)
-        o = self._session.options
+        budget = self._budget()
         with self._settings() as state:
-            series = measure(target, min_round_ns=o.round_time_s * 1e9, max_time_ns=o.max_time_s * 1e9,
-                             min_rounds=o.min_rounds, recorder=self._recorder, phase=PHASE)
+            series = measure(target, min_round_ns=budget.round_time_s * 1e9, max_time_ns=budget.max_time_s * 1e9,
+                             min_rounds=budget.min_rounds, recorder=self._recorder, phase=PHASE)
             self._readback = state.read_back()
         self._keep(series)
         return target.result
 
     def pedantic(self, fn: Callable, args=(), kwargs: Optional[dict] = None, setup: Optional[Callable] = None,
-                 rounds: int = 1, iterations: int = 1, warmup_rounds: int = 0) -> Any:
+                 rounds: int = 1, iterations: int = 1, warmup_rounds: int = 0,
+                 teardown: Optional[Callable] = None) -> Any:
         """Exactly ``rounds`` timed rounds of ``iterations`` calls after ``warmup_rounds`` untimed ones;
-        ``setup()`` runs before each round, untimed, and may return ``(args, kwargs)`` for it.
+        ``setup()`` runs before each round, untimed, and may return ``(args, kwargs)`` for it;
+        ``teardown(*args, **kwargs)`` runs after each round with that round's arguments, untimed.
         Returns the last call's result. Each round adds the cost of starting it (~0.1 us) to its
         time: for calls that short, use ``benchctl(fn)``, which calibrates."""
         rounds = _validate.count("rounds", rounds, 1)
         iterations = _validate.count("iterations", iterations, 1)
         warmup_rounds = _validate.count("warmup_rounds", warmup_rounds, 0)
-        if setup is not None and not callable(setup):
-            raise _validate.ArgumentError(f"setup must be callable or None, got {type(setup).__name__}")
+        for name, hook in (("setup", setup), ("teardown", teardown)):
+            if hook is not None and not callable(hook):
+                raise _validate.ArgumentError(f"{name} must be callable or None, got {type(hook).__name__}")
         if setup is not None and iterations > 1:
             raise _validate.ArgumentError("pedantic: setup runs once per round, so iterations must be 1 with it "
                                           "(each call would otherwise reuse the round's arguments)")
         if not isinstance(args, (tuple, list)) or not isinstance(kwargs, (dict, type(None))):
             raise _validate.ArgumentError("pedantic: args must be a tuple or list and kwargs a dict or None")
-        self._claim("benchctl.pedantic")
+        self._claim(f"{self.NAME}.pedantic")
         target = Target(fn, args, kwargs)
         with self._settings() as state:
             series = measure_pedantic(target, rounds=rounds, iterations=iterations, warmup_rounds=warmup_rounds,
-                                      setup=setup, recorder=self._recorder, phase=PHASE)
+                                      setup=setup, teardown=teardown, recorder=self._recorder, phase=PHASE)
             self._readback = state.read_back()
-        self._keep(series)
+        self._keep(series, warmup=None if self.PEDANTIC_DETECTS_WARMUP else 0)
         return target.result
 
     def assert_faster(self, fn_a: Callable, fn_b: Callable, by: float = 1.1, *, args=(),
@@ -116,11 +134,15 @@ class BenchctlFixture:
     def _recorder(self):
         return self._bridge.rec if self._bridge is not None else None
 
+    def _budget(self) -> Options:
+        """The round time, time budget and minimum rounds of this test's series (the session's)."""
+        return self._session.options
+
     def _claim(self, how: str) -> None:
         if self._used is not None:
-            raise RuntimeError(f"the benchctl fixture measures one series per test and {self._used} already did; "
-                               "time the other function in its own test, or compare the two with "
-                               "benchctl.assert_faster / assert_not_slower")
+            raise RuntimeError(f"the {self.NAME} fixture measures one series per test and {self._used} already "
+                               f"did; time the other function in its own test, or compare the two with "
+                               f"{self.NAME}.assert_faster / assert_not_slower")
         self._used = how
 
     @contextlib.contextmanager
@@ -130,9 +152,10 @@ class BenchctlFixture:
         with applied([] if self._bridge is not None else self._spec.in_process_settings()) as state:
             yield state
 
-    def _keep(self, series: Series) -> None:
+    def _keep(self, series: Series, warmup: Optional[int] = None) -> None:
+        """Keep the series and its stats (``warmup`` None: leading warm-up rounds detected)."""
         self._series = series
-        self.stats = Stats.from_rounds(series.ns, series.calls_per_round, seed=self._seed)
+        self._stats = Stats.from_rounds(series.ns, series.calls_per_round, warmup=warmup, seed=self._seed)
 
     def _interleave(self, fn_a, fn_b, args, kwargs, max_time):
         budget = self._session.options.max_time_s if max_time is None else _validate.seconds("max_time", max_time)
@@ -158,7 +181,7 @@ class BenchctlFixture:
         try:
             json.dumps(self.extra_info)
         except (TypeError, ValueError) as e:
-            pytest.fail(f"benchctl.extra_info must hold JSON values (it goes into the results file): {e}",
+            pytest.fail(f"{self.NAME}.extra_info must hold JSON values (it goes into the results file): {e}",
                         pytrace=False)
         notes: dict[str, Any] = {"extra_info": self.extra_info, "assertions": self._assertions}
         if self._series is not None:
@@ -178,8 +201,8 @@ class BenchctlFixture:
             return  # requested but never used: nothing to report
         notes["outcome"] = outcome
         record = self._session.record(self._node.nodeid)
-        record.runs = [in_process_run(self._node.nodeid, self._series, self.stats.warmup if self.stats else 0,
+        record.runs = [in_process_run(self._node.nodeid, self._series, self._stats.warmup if self._stats else 0,
                                       self._readback, notes, self._started_at,
                                       time.perf_counter() - self._started)]
-        record.stats, record.assertions = self.stats, list(self._assertions)
+        record.stats, record.assertions = self._stats, list(self._assertions)
 

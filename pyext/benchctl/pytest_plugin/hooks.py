@@ -17,10 +17,12 @@ import pytest
 
 from .markers import MARKER, MARKER_HELP, MarkerError, Spec, parse
 from .options import Options, add_options
-from .session import FIXTURE, OUTCOME, PHASE, SESSION, SPEC, Session, skip_here
+from .session import FIXTURE, OUTCOME, PHASE, SESSION, SPEC, Session, serve, skip_here
+from .takeover import take_over
 
-__all__ = ["benchctl", "pytest_addoption", "pytest_configure", "pytest_pycollect_makeitem", "pytest_pyfunc_call",
-           "pytest_runtest_makereport", "pytest_sessionfinish", "pytest_terminal_summary"]
+__all__ = ["benchctl", "pytest_addoption", "pytest_load_initial_conftests", "pytest_configure",
+           "pytest_pycollect_makeitem", "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_sessionfinish",
+           "pytest_terminal_summary"]
 
 
 @pytest.fixture
@@ -30,14 +32,18 @@ def benchctl(request) -> Iterator:
     settings with ``@pytest.mark.benchctl(threads=1, ftz="process", pin="compact", isolate=True, ...)``."""
     from .fixture import BenchctlFixture
 
-    fixture = BenchctlFixture(request.node, request.config.stash[SESSION], request.node.stash.get(SPEC, Spec()))
-    request.node.stash[FIXTURE] = fixture
-    yield fixture
-    fixture.finish(request.node.stash.get(OUTCOME, None))
+    yield from serve(request, BenchctlFixture(request.node, request.config.stash[SESSION],
+                                              request.node.stash.get(SPEC, Spec())))
 
 
 def pytest_addoption(parser) -> None:
     add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args) -> None:
+    """--benchctl-as-benchmark: benchctl serves pytest-benchmark's fixture and marker (:mod:`.takeover`)."""
+    take_over(early_config, parser)
 
 
 def _bridge(config):

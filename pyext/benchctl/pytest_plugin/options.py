@@ -37,6 +37,11 @@ def add_options(parser) -> None:
                          "slower, faster, unchanged or inconclusive, test by test")
     group.addoption("--benchctl-compare-fail", action="store_true", default=False,
                     help="with --benchctl-compare: exit with status 1 when a test got slower")
+    group.addoption("--benchctl-as-benchmark", action="store_true", default=False,
+                    help="serve the benchmark fixture and @pytest.mark.benchmark of pytest-benchmark suites with "
+                         "benchctl's clock, statistics and settings (pytest-benchmark, if installed, is left out "
+                         "of the session); adds --benchmark-json/-disable/-enable/-skip/-only where "
+                         "pytest-benchmark does not")
     group.addoption("--benchctl-worker-timeout", metavar="SECONDS", type=float, default=None,
                     help="kill an isolated test's worker process after this long (default: no limit)")
 
@@ -51,6 +56,8 @@ class Options:
     compare_path: Optional[str] = None
     compare_fail: bool = False
     worker_timeout_s: Optional[float] = None
+    #: --benchctl-as-benchmark: benchctl serves pytest-benchmark's fixture and marker (see .as_benchmark).
+    as_benchmark: bool = False
 
     @classmethod
     def from_config(cls, config) -> "Options":
@@ -58,7 +65,7 @@ class Options:
         get = config.getoption
         out = cls(get("benchctl_max_time"), get("benchctl_min_rounds"), get("benchctl_round_time"),
                   get("benchctl_strict"), get("benchctl_json"), get("benchctl_compare"),
-                  get("benchctl_compare_fail"), get("benchctl_worker_timeout"))
+                  get("benchctl_compare_fail"), get("benchctl_worker_timeout"), get("benchctl_as_benchmark"))
         for name, value in (("--benchctl-max-time", out.max_time_s), ("--benchctl-round-time", out.round_time_s),
                             ("--benchctl-worker-timeout", out.worker_timeout_s)):
             if value is not None and not (math.isfinite(value) and value > 0):
@@ -72,4 +79,5 @@ class Options:
     def worker_args(self) -> list[str]:
         """The options an isolated test's worker session needs to time as this session does."""
         return [f"--benchctl-max-time={self.max_time_s!r}", f"--benchctl-min-rounds={self.min_rounds}",
-                f"--benchctl-round-time={self.round_time_s!r}"] + (["--benchctl-strict"] if self.strict else [])
+                f"--benchctl-round-time={self.round_time_s!r}"] + (["--benchctl-strict"] if self.strict else []) \
+            + (["--benchctl-as-benchmark"] if self.as_benchmark else [])

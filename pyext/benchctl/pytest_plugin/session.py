@@ -13,7 +13,7 @@ import datetime as _dt
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import pytest
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # numpy and the clock load only once a test uses benchctl
     from .timing import Series
 
 __all__ = ["PHASE", "SESSION", "SPEC", "OUTCOME", "FIXTURE", "TestRecord", "Session", "now", "in_process_run",
-           "skip_here"]
+           "skip_here", "serve"]
 
 #: The phase a test's ``benchctl(fn)`` / ``benchctl.pedantic`` series is stored under.
 PHASE = "call"
@@ -95,3 +95,10 @@ FIXTURE = pytest.StashKey[Any]()
 def skip_here(reason: str) -> BaseException:
     """A skip reported at the test's own location (``-rs``), not at the plugin line that raised it."""
     return pytest.skip.Exception(reason, _use_item_location=True)
+
+
+def serve(request, fixture) -> Iterator:
+    """A fixture function's body: ``fixture`` for the test and, at teardown, what it measured to the session."""
+    request.node.stash[FIXTURE] = fixture
+    yield fixture
+    fixture.finish(request.node.stash.get(OUTCOME, None))

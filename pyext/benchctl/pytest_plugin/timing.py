@@ -55,6 +55,7 @@ class Target:
         self.fn = fn
         self.call = functools.partial(fn, **kwargs) if kwargs else fn
         self.args = tuple(args)
+        self.kwargs = dict(kwargs or {})
         self._last: deque = deque(maxlen=1)
 
     @property
@@ -163,9 +164,11 @@ def recorder_floor_ns() -> float:
 
 
 def measure_pedantic(target: Target, *, rounds: int, iterations: int, warmup_rounds: int,
-                     setup: Callable | None, recorder=None, phase: str = "call") -> Series:
+                     setup: Callable | None, teardown: Callable | None = None, recorder=None,
+                     phase: str = "call") -> Series:
     """Exactly ``warmup_rounds`` + ``rounds`` rounds of ``iterations`` calls, ``setup()`` before each
-    (untimed); no calibration. ``setup`` may return ``(args, kwargs)`` for the round."""
+    and ``teardown(*args, **kwargs)`` after each (both untimed); no calibration. ``setup`` may return
+    ``(args, kwargs)`` for the round; ``teardown`` gets the round's arguments."""
     ticks = []
     for i in range(warmup_rounds + rounds):
         call_target = target
@@ -176,14 +179,15 @@ def measure_pedantic(target: Target, *, rounds: int, iterations: int, warmup_rou
         one = call_target.round(iterations)
         if i < warmup_rounds:
             one()
-            continue
-        if recorder is None:
+        elif recorder is None:
             ticks.append(int(clock.time_calls(one, 1, 0)[0]))
         else:
             with recorder.iteration(phase):
                 one()
             ticks.append(int(recorder.ticks[phase][-1]))
-        if call_target is not target:
+        if teardown is not None:
+            teardown(*call_target.args, **call_target.kwargs)
+        if call_target is not target and i >= warmup_rounds:
             target._last.extend(call_target._last)
     return Series(np.asarray(ticks, dtype=np.int64), iterations)
 
