@@ -150,7 +150,7 @@ class GapUnderSetting(Rule):
         """(what the setting does to the gap: its finding's rule is ``<that>_gap``, its status, the words after
         the measurement)."""
         if Outcome.ONE_PROCESS in (base.outcome, under.outcome):
-            return "unresolved", Status.UNRESOLVED, ": with one process per cell the gap cannot be judged"
+            return "unresolved", Status.UNRESOLVED, ""  # the comparison's own words say two processes are needed
         if base.outcome is Outcome.NO_EFFECT:
             if under.beyond_band:
                 return "opens", Status.NOT_CAUSE, ": the gap appears only with this setting"
