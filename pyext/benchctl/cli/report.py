@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 __all__ = ["NAME", "HELP", "configure", "run"]
 
@@ -27,22 +26,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..results import analysis, document, plot, pyperf_export, report
 
-    try:
-        doc = document.load(args.file)
-        if doc["version"] < document.VERSION:
-            print(f"{args.file}: results version {doc['version']}, re-analysed with the process as the unit "
-                  "(its stored verdict pooled iterations across processes)")
-        if args.focus or doc["version"] < document.VERSION:
-            analysis.analyse(doc, focus=args.focus or analysis.stored_focus(doc))
-        print(report.format_report(doc, baseline=args.baseline))
-        if args.plot:
-            plot.plot(doc, args.plot)
-            print(f"plot written to {args.plot}")
-        if args.export == "pyperf":
-            out = args.output or os.path.splitext(args.file)[0] + ".pyperf.json"
-            pyperf_export.export(doc, out)
-            print(f"pyperf file written to {out} (python -m pyperf stats {out})")
-    except (document.ResultsError, ValueError, RuntimeError) as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 2
+    doc = document.load(args.file)
+    if doc["version"] < document.VERSION:
+        print(f"{args.file}: results version {doc['version']}, re-analysed with the process as the unit "
+              "(its stored verdict pooled iterations across processes)")
+    if args.focus or doc["version"] < document.VERSION:
+        analysis.analyse(doc, focus=args.focus or analysis.stored_focus(doc))
+    print(report.format_report(doc, baseline=args.baseline))
+    if args.plot:
+        plot.plot(doc, args.plot)
+        print(f"plot written to {args.plot}")
+    if args.export == "pyperf":
+        out = args.output or os.path.splitext(args.file)[0] + ".pyperf.json"
+        pyperf_export.export(doc, out)
+        print(f"pyperf file written to {out} (python -m pyperf stats {out})")
     return 0

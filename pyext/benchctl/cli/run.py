@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import ExitCode
 from ..run import slurm
 from ..run.options import add_matrix_arguments
 
@@ -73,9 +74,8 @@ def assignments(items: list[str], multi: bool) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from .. import workloads
-    from ..results import document, plot, queries, report
+    from ..results import plot, queries, report
     from ..run import runner
-    from ..settings import SettingError
 
     if args.list:
         for name in workloads.names():
@@ -84,34 +84,27 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.workload:
         print("run: name a workload (python -m benchctl run --list)", file=sys.stderr)
-        return 2
+        return ExitCode.USER_ERROR
+    matrix = assignments(args.sets, multi=True)
+    fixed = assignments(args.args, multi=False)
+    if slurm.use_slurm(args):
+        runner.plan_matrix(args.workload, fixed, matrix)  # a bad matrix fails here, not on every host
+        return slurm.run_with_executor(args, argv=args.argv)
+    if args.json_path is None:
+        print("note: results are not saved (no --json FILE)", file=sys.stderr)
     try:
-        matrix = assignments(args.sets, multi=True)
-        fixed = assignments(args.args, multi=False)
-        if slurm.use_slurm(args):
-            runner.plan_matrix(args.workload, fixed, matrix)  # a bad matrix fails here, not on every host
-            return slurm.run_with_executor(args, argv=args.argv)
-        if args.json_path is None:
-            print("note: results are not saved (no --json FILE)", file=sys.stderr)
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
                                 focus=args.focus, control=args.control, budget_s=args.budget)
-    except (SettingError, document.ResultsError, ValueError) as e:
-        print(f"run: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         if args.json_path:
             print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",
                   file=sys.stderr)
         raise
-    try:
-        print(report.format_report(doc, baseline=args.baseline))
-        if args.plot:
-            plot.plot(doc, args.plot)
-            print(f"plot written to {args.plot}")
-    except (ValueError, RuntimeError) as e:
-        print(f"run: {e}", file=sys.stderr)
-        return 2
-    # Non-zero when a worker failed, so scripts notice; the file still holds everything.
-    return 1 if queries.failed_runs(doc) else 0
+    print(report.format_report(doc, baseline=args.baseline))
+    if args.plot:
+        plot.plot(doc, args.plot)
+        print(f"plot written to {args.plot}")
+    # FAILED when a worker failed, so scripts notice; the file still holds everything.
+    return ExitCode.FAILED if queries.failed_runs(doc) else ExitCode.OK

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from .. import settings as _settings
+from .._validate import ArgumentError
 from . import processes, queries, wording
 from .document import cell_id
 from .processes import EFFECT, NO_EFFECT, ONE_PROCESS, UNRESOLVED
@@ -410,7 +411,7 @@ UNRESOLVED_RULES = ("unresolved_gap",)
 def findings(doc: dict, focus: str | None = None, rules=RULES) -> list[dict]:
     """Run ``rules`` over every phase of ``doc`` (which must have its ``summary``); findings as JSON."""
     if focus is not None and focus not in doc["matrix"]:
-        raise ValueError(f"focus {focus!r} is not a matrix key of this document ({', '.join(doc['matrix'])})")
+        raise ArgumentError(f"focus {focus!r} is not a matrix key of this document ({', '.join(doc['matrix'])})")
     comparisons = queries.Comparisons(doc)
     out: list[Finding] = []
     for phase in queries.phases(doc):

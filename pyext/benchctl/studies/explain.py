@@ -40,7 +40,7 @@ def _probe(target: str, args: dict, out) -> causes.Facts:
     run = doc["runs"][0]
     if run["status"] != "ok":
         tail = (run.get("traceback") or run.get("stderr_tail") or "").strip()
-        raise RuntimeError(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
+        raise workloads.WorkloadFailed(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
     return causes.Facts.from_probe(doc)
 
 

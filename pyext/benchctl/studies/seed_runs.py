@@ -38,7 +38,7 @@ def apply_sets(matrix: dict[str, list], sets: list[str]) -> dict[str, list]:
     for item in sets:
         key, values = settings.parse_assignment(item)
         if key in seen:
-            raise ValueError(f"--set {key}=... given twice; list all its values in one --set")
+            raise _validate.ArgumentError(f"--set {key}=... given twice; list all its values in one --set")
         seen.add(key)
         out[key] = values
     return out
