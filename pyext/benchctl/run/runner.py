@@ -30,7 +30,7 @@ from ..results import document, verdict
 from ..results.analysis import analyse
 from ..system import metadata
 from . import rounds as _rounds
-from .process import now, run_worker
+from .launch import now, run_worker
 
 __all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
 

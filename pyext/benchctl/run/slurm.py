@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..results import document, machines
-from .process import STDERR_TAIL_CHARS, now
+from .launch import STDERR_TAIL_CHARS, now
 
 __all__ = ["EXECUTORS", "MAX_REQUEUES", "DEFAULT_TIME_MIN", "STOP_GRACE_S", "NODE_ENV", "JOBS_DIR", "INSTALL_HINT",
            "SLURM_OPTIONS", "CPU_SETUP", "ExecutorError", "Target", "HostPlan", "HostRun", "parse_time",
