@@ -43,6 +43,7 @@ class SettingUnavailable(UnavailableError, SettingError):
 
 class Setting:
     name = ""
+    #: "VALUES: what it does", the setting's one description: ``python -m benchctl run --help`` lists it.
     help = ""
     #: Worker applies settings in increasing ``order`` (threads before pin: pin pins the sized team).
     order = 0

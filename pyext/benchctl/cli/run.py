@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
 from ..errors import ExitCode
 from ..run import slurm
 from ..run.options import add_matrix_arguments
 
-__all__ = ["NAME", "HELP", "configure", "run", "assignments"]
+__all__ = ["NAME", "HELP", "settings_listing", "configure", "run", "assignments"]
 
 NAME = "run"
 HELP = "run a workload over a settings matrix, each cell and repetition in a fresh worker process"
 
+_EPILOG_WIDTH = 100
+
 _EPILOG = """\
 settings (--set NAME=V1,V2,...; brackets group a list value):
-  ftz      off | thread | openmp | process
-  threads  N
-  pin      off | compact | scatter | [0,1,...]
-  alloc    default | retain | jemalloc | tcmalloc
-  env      NAME=VALUE | [A=1,B=2] | none
+{settings}
 any other NAME is a workload parameter: --set init=normal,zero
 every run also repeats the baseline cell (the first value of each --set) as the
 second arm of an A/A control, unless --no-control: how far two identical arms
@@ -30,9 +29,19 @@ example: python -m benchctl run matmul --set alloc=default,retain --set n=64,128
 """
 
 
+def settings_listing() -> str:
+    """Every setting with its values and what it does, from its own ``help`` (the one place it is said)."""
+    from ..settings import SETTINGS
+
+    indent = 2 + max(map(len, SETTINGS)) + 2
+    return "\n".join(textwrap.fill(setting.help, width=_EPILOG_WIDTH, initial_indent=f"  {name:<{indent - 2}}",
+                                    subsequent_indent=" " * indent, break_on_hyphens=False)
+                      for name, setting in SETTINGS.items())
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = _EPILOG
+    parser.epilog = _EPILOG.format(settings=settings_listing())
     parser.add_argument("workload", nargs="?", help="registered workload name (--list shows them)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                         help="a matrix axis: a setting or a workload parameter and its values (repeatable)")
