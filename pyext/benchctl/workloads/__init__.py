@@ -26,7 +26,8 @@ __all__ = ["WorkloadFailed", "Workload", "register", "get", "names"]
 
 class WorkloadFailed(UserError, RuntimeError):
     """The workload's own code failed in a worker where benchctl needed it to run (the explain probe):
-    the message holds its error and traceback; running it again fails again."""
+    the message holds its error and traceback, the user's code to fix (a user error, not retried)."""
+
 
 # Modules whose import registers the workloads shipped with benchctl.
 _BUILTIN_MODULES: tuple[str, ...] = (

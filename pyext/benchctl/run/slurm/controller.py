@@ -27,6 +27,7 @@ __all__ = ["submit", "collect", "run_with_executor"]
 # The exit statuses of a command that ran to its end (FAILED: some worker failed; the file says which).
 _FINISHED = (ExitCode.OK, ExitCode.FAILED)
 
+
 @dataclass
 class _Host:
     """A host's jobs as the controller sees them; :meth:`entry` is its manifest entry."""
