@@ -19,6 +19,7 @@ import argparse
 
 # Light imports: torch is imported after the arguments are parsed.
 from benchctl.cli import seed
+from benchctl.errors import UserError
 from benchctl.workloads.resnet_order import PARAMS
 
 BUDGET_S = 300.0  # seconds: the whole command, penalty profile and pre-checks included
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         resnet_order.check_args({**resnet_order.PARAMS, **args})
         weights.prefetch(opts.arch, opts.weights)
         matrix = seed.apply_sets(DEFAULT_MATRIX, opts.sets)
-    except (ValueError, weights.WeightsUnavailable) as exc:
+    except (UserError, ValueError) as exc:  # WeightsUnavailable (offline, not cached) ends as unavailable, 3
         p.error(str(exc))
     print(f"sizes: batch {batch_size}, {num_data} images per loader, training on "
           + (f"the first {train_batches} batches" if train_batches else "every batch (as the seed)"))
@@ -88,4 +89,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(seed.script_exit(main, __file__))

@@ -21,6 +21,7 @@ import os
 
 # Light imports: torch is imported after the arguments are parsed.
 from benchctl.cli import seed
+from benchctl.errors import UserError
 
 BUDGET_S = 120.0  # seconds: the whole command, penalty profile and pre-checks included
 
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         zero_weights.check_args({**zero_weights.PARAMS, **args})
         matrix = seed.apply_sets(default_matrix(devices), opts.sets)
-    except ValueError as exc:
+    except (UserError, ValueError) as exc:
         p.error(str(exc))
 
     # The net's values, counted here: FTZ cannot matter when they and the CPU's penalty profile say so.
@@ -68,4 +69,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(seed.script_exit(main, __file__))

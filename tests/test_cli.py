@@ -32,3 +32,14 @@ def test_missing_command_is_a_usage_error():
     out = _run()
     assert out.returncode == 2
     assert "COMMAND" in out.stderr
+
+
+def test_run_help_lists_every_setting_from_its_own_help():
+    from benchctl.settings import SETTINGS
+
+    out = _run("run", "--help")
+    assert out.returncode == 0, out.stderr
+    listed = " ".join(out.stdout.split())  # the listing wraps long help texts
+    for name, setting in SETTINGS.items():
+        assert setting.help, f"{name} has no help"
+        assert f"{name} {setting.help}" in listed, name

@@ -19,7 +19,7 @@ ORDERS = ["eval_only", "train_then_eval"]
 
 
 class FakeWorkers:
-    """Stands in for run.process.run_worker: per-process medians planted by cell."""
+    """Stands in for run.launch.run_worker: per-process medians planted by cell."""
 
     def __init__(self, monkeypatch, median_ms, spread=lambda cell: 0.005, seconds=1.0, seed=0):
         self.median_ms, self.spread = median_ms, spread

@@ -14,6 +14,7 @@ PACKAGE_DIR = os.path.dirname(benchctl.__file__)
 # form layer 1; a subpackage's layer is its place here. Subpackages on one
 # layer may not import each other.
 LAYERS = {
+    "errors": -1,  # the error kinds and exit codes: every layer raises them, _validate too
     "_native": 0, "_procfs": 0, "_validate": 0, "_version": 0,
     "": 1,
     "system": 2,

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from benchctl.results import document, machines
+from benchctl.results import document, machines, manifest
 from synthetic_results import make_doc
 
 MATRIX = {"order": ["eval_only", "train_then_eval"], "alloc": ["default", "retain"]}
@@ -78,8 +78,8 @@ def _folder(tmp_path, manifest_hosts=None):
     document.save(_machine_doc(**INTEL, extra=[{**FTZ_RULE, "explains": False, "message": "no subnormals"},
                                                intel_only]), str(folder / "intel.json"))
     if manifest_hosts is not None:
-        (folder / machines.MANIFEST_NAME).write_text(json.dumps(
-            {"schema": machines.MANIFEST_SCHEMA, "version": machines.MANIFEST_VERSION, "hosts": manifest_hosts}))
+        (folder / manifest.NAME).write_text(json.dumps(
+            {"schema": manifest.SCHEMA, "version": manifest.VERSION, "hosts": manifest_hosts}))
     return folder
 
 
@@ -176,16 +176,16 @@ def test_a_verdict_with_outcomes_and_no_interval_is_written_with_its_own_words(t
 
 
 def test_bad_manifests_are_refused_with_the_reason(tmp_path):
-    path = tmp_path / machines.MANIFEST_NAME
+    path = tmp_path / manifest.NAME
     path.write_text('{"schema": "something.else"}')
     with pytest.raises(document.ResultsError, match="not a benchctl hosts manifest"):
-        machines.load_manifest(str(path))
-    path.write_text(json.dumps({"schema": machines.MANIFEST_SCHEMA, "version": 99, "hosts": []}))
+        manifest.load(str(path))
+    path.write_text(json.dumps({"schema": manifest.SCHEMA, "version": 99, "hosts": []}))
     with pytest.raises(document.ResultsError, match="upgrade benchctl"):
-        machines.load_manifest(str(path))
-    path.write_text(json.dumps({"schema": machines.MANIFEST_SCHEMA, "version": 1, "hosts": [{"label": "a"}]}))
+        manifest.load(str(path))
+    path.write_text(json.dumps({"schema": manifest.SCHEMA, "version": 1, "hosts": [{"label": "a"}]}))
     with pytest.raises(document.ResultsError, match="'label' and 'json'"):
-        machines.load_manifest(str(path))
+        manifest.load(str(path))
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(document.ResultsError, match="no results files"):

@@ -246,7 +246,7 @@ def test_progress_bar_only_on_a_terminal(monkeypatch):
 def test_worker_reports_errors_it_meets():
     result = worker.run_job({"workload": "nope", "args": {}, "settings": {}})
     assert result["status"] == "failed"
-    assert result["error"].startswith("ValueError while loading the workload: unknown workload 'nope'")
+    assert result["error"].startswith("ArgumentError while loading the workload: unknown workload 'nope'")
     usage = subprocess.run([sys.executable, "-m", "benchctl.run.worker"], capture_output=True, text=True)
     assert usage.returncode == 2 and "usage: python -m benchctl.run.worker JOB.json" in usage.stderr
 

@@ -167,7 +167,7 @@ def test_resnet_order_script_offline_imagenet_names_the_file(tmp_path, monkeypat
     monkeypatch.setenv("TORCH_HOME", str(tmp_path))
     monkeypatch.setenv("BENCHCTL_OFFLINE", "1")
     done = bench("resnet_order.py", "--weights", "imagenet")
-    assert done.returncode == 2
+    assert done.returncode == 3, done.stderr  # unavailable here, not refused: another node may have the file
     assert os.path.join(str(tmp_path), "hub", "checkpoints", "resnet50-0676ba61.pth") in done.stderr
 
 

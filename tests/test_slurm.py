@@ -16,7 +16,7 @@ import pytest
 import submitit
 
 from benchctl.cli import run as cli_run
-from benchctl.results import document, machines
+from benchctl.results import document, manifest
 from benchctl.run import slurm
 
 
@@ -236,8 +236,8 @@ def test_each_host_is_an_exclusive_slurm_job_running_the_same_matrix(tmp_path, f
     # Both cells, and the baseline again as the A/A control's second arm, exactly as a local run.
     assert {r["status"] for r in doc["runs"]} == {"ok"} and len(doc["runs"]) == 3
     assert doc["metadata"]["system"]["environment"].get(slurm.NODE_ENV) == "amd", "the run knew it was a host job"
-    manifest = machines.load_manifest(str(out / machines.MANIFEST_NAME))
-    hosts = {h["label"]: h for h in manifest["hosts"]}
+    written = manifest.load(str(out / manifest.NAME))
+    hosts = {h["label"]: h for h in written["hosts"]}
     assert hosts["amd"]["status"] == "ok" and hosts["amd"]["jobs"][0]["exit_status"] == 0
     assert "attempt 1 on" in hosts["amd"]["jobs"][0]["stderr_tail"]
     assert hosts["amd"]["sbatch"]["exclusive"] is True and hosts["amd"]["sbatch"]["partition"] == "amd"
@@ -329,7 +329,7 @@ def test_a_preempted_host_is_requeued_once_resumes_its_file_and_is_not_requeued_
     finally:
         pause.unlink(missing_ok=True)
     assert rc == 1, text
-    host = machines.load_manifest(str(out / machines.MANIFEST_NAME))["hosts"][0]
+    host = manifest.load(str(out / manifest.NAME))["hosts"][0]
     assert host["status"] == "failed" and host["requeues"] == 1
     assert len(host["jobs"]) == 1, "a job its own checkpointing requeued once is not resubmitted as well"
     assert "checkpoint function returned None" in host["jobs"][0]["error"]
@@ -357,7 +357,7 @@ def test_a_failed_host_job_is_resubmitted_once_and_finishes_its_file(tmp_path):
     finally:
         pause.unlink(missing_ok=True)
     assert rc == 0, text
-    host = machines.load_manifest(str(out / machines.MANIFEST_NAME))["hosts"][0]
+    host = manifest.load(str(out / manifest.NAME))["hosts"][0]
     assert host["status"] == "ok" and host["requeues"] == 1 and len(host["jobs"]) == 2
     assert host["jobs"][0]["exit_status"] == -signal.SIGKILL
     assert host["jobs"][1]["why"] == ("resubmitted after: the run was killed by SIGKILL; "
@@ -375,10 +375,10 @@ def test_a_command_refused_on_the_node_is_not_retried_and_its_stderr_is_kept(tmp
     controller.run()
     rc, text = controller.rc, controller.out.getvalue()
     assert rc == 1, text
-    hosts = machines.load_manifest(str(out / machines.MANIFEST_NAME))["hosts"]
+    hosts = manifest.load(str(out / manifest.NAME))["hosts"]
     assert [h["status"] for h in hosts] == ["failed", "failed"] and all(len(h["jobs"]) == 1 for h in hosts)
     assert "refused on the node (exit status 2" in hosts[0]["message"]
     assert "no_such_workload" in hosts[0]["jobs"][0]["stderr_tail"]
     assert "host-1: missing: the command was refused on the node" in text
-    assert json.loads((out / machines.MANIFEST_NAME).read_text())["command"][-4:] == \
+    assert json.loads((out / manifest.NAME).read_text())["command"][-4:] == \
         ["--hosts", "2", "--json", str(out)]

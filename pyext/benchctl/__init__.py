@@ -8,8 +8,8 @@ The package is layered; each layer imports only the ones above it in this list:
   :mod:`.placement` and :mod:`.threads` (CPU layout, thread counts, pinning),
   :mod:`.counters` (per-iteration event counters), :mod:`.alloc` (malloc
   choices), :mod:`.cuda` (GPU event timing), :mod:`.denormals` (subnormal
-  census), and :mod:`.settings` (the settings a matrix cell can have, each
-  applied with those controls and read back);
+  census), :mod:`.errors` (the error kinds and exit codes), and :mod:`.settings`
+  (the settings a matrix cell can have, each applied with those controls and read back);
 * :mod:`.system`: the machine behind a result (metadata) and what distorts it (doctor);
 * :mod:`.results` and :mod:`.workloads`: the results document and everything
   read from it; the workloads a run can measure;
@@ -33,8 +33,10 @@ from ._version import __version__
 
 # name -> (module, attribute in it; None: the module itself)
 _EXPORTS: dict[str, tuple[str, str | None]] = {
-    **{name: (f".{name}", None) for name in ("alloc", "clock", "counters", "cuda", "denormals", "fpenv", "omp",
-                                             "threads", "topology")},
+    **{name: (f".{name}", None) for name in ("alloc", "clock", "counters", "cuda", "denormals", "errors", "fpenv",
+                                             "omp", "threads", "topology")},
+    "Error": (".errors", "Error"), "UserError": (".errors", "UserError"),
+    "UnavailableError": (".errors", "UnavailableError"), "ExitCode": (".errors", "ExitCode"),
     "stats": (".results.stats", None),
     "Stopwatch": (".clock", "Stopwatch"), "time_calls": (".clock", "time_calls"), "to_ns": (".clock", "to_ns"),
     "CounterGroup": (".counters", "CounterGroup"),

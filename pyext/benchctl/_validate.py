@@ -1,7 +1,7 @@
 """Argument checks shared by the public API: one exception type, never a silent cast.
 
-Every check raises :class:`ArgumentError`, which is both a ``ValueError`` and
-a ``TypeError``: callers may catch either (a wrong type and a value out of
+Every check raises :class:`ArgumentError`, a :class:`benchctl.errors.UserError` that is both a
+``ValueError`` and a ``TypeError``: callers may catch either (a wrong type and a value out of
 range are one mistake to a user), and benchctl catches it in one place.
 """
 
@@ -11,11 +11,13 @@ import math
 import numbers
 import operator
 
+from .errors import UserError
+
 __all__ = ["ArgumentError", "count", "optional_count", "seconds", "flag"]
 
 
-class ArgumentError(ValueError, TypeError):
-    """An argument of the wrong type or out of range; the message names it and what it accepts."""
+class ArgumentError(UserError, ValueError, TypeError):
+    """An argument of the wrong type or out of range; the message names it and what it accepts (a user error)."""
 
 
 def count(name: str, value, minimum: int) -> int:

@@ -26,6 +26,9 @@ import sys
 import sysconfig
 from typing import Any
 
+from ._validate import ArgumentError
+from .errors import UnavailableError
+
 __all__ = [
     "RETAIN_TUNABLES", "GLIBC_MALLOC_ENV", "OWNED_VARIABLES", "AllocatorError", "Allocator", "GlibcDefault",
     "GlibcRetain", "PreloadedAllocator", "Jemalloc", "Tcmalloc", "ALLOCATORS", "get", "observe",
@@ -49,8 +52,8 @@ OWNED_VARIABLES = ("GLIBC_TUNABLES", "LD_PRELOAD") + GLIBC_MALLOC_ENV
 _PROBE_BYTES = 64 << 20
 
 
-class AllocatorError(ValueError):
-    """The requested allocator cannot be used here (says what to install)."""
+class AllocatorError(UnavailableError, ValueError):
+    """The requested allocator is not installed here (says what to install)."""
 
 
 def _split_tunables(text: str) -> list[tuple[str, str]]:
@@ -171,7 +174,7 @@ def get(name: str) -> Allocator:
     try:
         return ALLOCATORS[name]
     except KeyError:
-        raise ValueError(f"unknown allocator {name!r}; choose one of {', '.join(ALLOCATORS)}") from None
+        raise ArgumentError(f"unknown allocator {name!r}; choose one of {', '.join(ALLOCATORS)}") from None
 
 
 def _mapping_of(address: int) -> str:

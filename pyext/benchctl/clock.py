@@ -28,10 +28,11 @@ from typing import Any, Callable
 import numpy as np
 
 from . import _native, _procfs
-from ._validate import count
+from ._validate import ArgumentError, count
+from .errors import UnavailableError
 
 __all__ = [
-    "ENV_VAR", "cycles", "info", "to_ns", "busy_wait_cycles", "time_calls", "Stopwatch",
+    "ENV_VAR", "ClockUnavailable", "cycles", "info", "to_ns", "busy_wait_cycles", "time_calls", "Stopwatch",
 ]
 
 ENV_VAR = "BENCHCTL_CLOCK"
@@ -78,13 +79,17 @@ def _counter_invariance() -> tuple[bool, str]:
                    "CPU frequency or stop in sleep states")
 
 
+class ClockUnavailable(UnavailableError, ValueError):
+    """$BENCHCTL_CLOCK asks for a counter this build or machine cannot use; the message says why."""
+
+
 def _configure(requested: str) -> None:
     """Select the tick source; called at import with $BENCHCTL_CLOCK."""
     requested = (requested or "auto").strip().lower() or "auto"
     if requested not in _REQUESTS:
-        raise ValueError(f"{ENV_VAR}={requested!r} is not one of {', '.join(_REQUESTS)}")
+        raise ArgumentError(f"{ENV_VAR}={requested!r} is not one of {', '.join(_REQUESTS)}")
     if requested in ("rdtsc", "cntvct") and requested != _COUNTER:
-        raise ValueError(
+        raise ClockUnavailable(
             f"{ENV_VAR}={requested} but this build's counter is {_COUNTER or 'none'} "
             f"({platform.machine()})"
         )
@@ -99,7 +104,7 @@ def _configure(requested: str) -> None:
         use_counter = invariant
         reason = why if invariant else f"fell back to clock_gettime: {why}"
         if requested != "auto" and not invariant:
-            raise ValueError(f"{ENV_VAR}={requested} but the counter is unusable: {why}")
+            raise ClockUnavailable(f"{ENV_VAR}={requested} but the counter is unusable: {why}")
     _native.use_counter_ticks(use_counter)
     _state.clear()
     _state.update(

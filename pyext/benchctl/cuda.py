@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import _native, _validate
+from .errors import UnavailableError
 
 __all__ = [
     "ENV_VAR", "L2_FLUSH_FACTOR", "CudaError", "CudaUnavailable", "Diagnosis", "diagnose", "available",
@@ -50,7 +51,7 @@ _SYSTEM_MAJORS = ("13", "12", "11")
 CudaError = _native.CudaError
 
 
-class CudaUnavailable(RuntimeError):
+class CudaUnavailable(UnavailableError, RuntimeError):
     """CUDA timing cannot run here; the message says why."""
 
 

@@ -46,9 +46,10 @@ import warnings
 from typing import Optional
 
 from . import _native, _procfs, _validate, omp
+from .errors import UnavailableError
 
 __all__ = [
-    "SCOPES", "DEFAULT_DEADLINE_S", "MAX_DEADLINE_S", "supported", "is_flushed", "thread_state",
+    "FPControlUnavailable", "SCOPES", "DEFAULT_DEADLINE_S", "MAX_DEADLINE_S", "supported", "is_flushed", "thread_state",
     "set_thread_state", "Census", "census", "set_flush_denormal", "flush_denormals", "broadcast_handler",
     "signal_disposition",
 ]
@@ -78,10 +79,14 @@ def supported() -> tuple[bool, str]:
     return True, f"{machine} FPCR.FZ (bit 24) flushes subnormal inputs and results; no separate DAZ control"
 
 
+class FPControlUnavailable(UnavailableError, RuntimeError):
+    """This CPU or build has no FTZ/DAZ control benchctl can drive; the message says why."""
+
+
 def _require_supported() -> None:
     ok, reason = supported()
     if not ok:
-        raise RuntimeError(f"benchctl.fpenv is unsupported here: {reason}")
+        raise FPControlUnavailable(f"benchctl.fpenv is unsupported here: {reason}")
 
 
 def _check_scope(scope: str) -> None:

@@ -5,7 +5,7 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
 * ``canonical(value)``: validate a value (from the CLI's text or from Python)
   and return its canonical JSON form, or raise :class:`SettingError`;
 * ``check_available()``: runner side, before any worker: raise
-  :class:`SettingError` if this build or machine cannot apply it at all;
+  :class:`SettingUnavailable` if this build or machine cannot apply it at all;
 * ``environment(value, env, cell)``: runner side, before the worker starts:
   edit the worker's environment (thread-pool sizes, allocator, extra vars);
 * ``apply(value)``: worker side, after ``import torch``: change process
@@ -26,18 +26,25 @@ from typing import Any
 
 from . import _validate, contention, fpenv, threads
 from . import alloc as _alloc
+from .errors import UnavailableError
 
-__all__ = ["SettingError", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "is_setting", "split_values", "parse_assignment",
-           "canonical_value", "canonical_matrix", "check_available", "cell_environment", "format_value",
-           "cell_label", "split_cell", "ordered"]
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "is_setting", "split_values",
+           "parse_assignment", "canonical_value", "canonical_matrix", "check_available", "cell_environment",
+           "format_value", "cell_label", "split_cell", "ordered"]
 
 
 class SettingError(_validate.ArgumentError):
-    """A setting value that is invalid or cannot be applied on this machine."""
+    """A setting value that is invalid (a user error), or, as :class:`SettingUnavailable`, cannot be applied here."""
+
+
+class SettingUnavailable(UnavailableError, SettingError):
+    """A valid setting this machine or build cannot apply (no FP control, an allocator not installed):
+    the environment's kind of error, still a SettingError for callers that refuse any bad setting."""
 
 
 class Setting(abc.ABC):
     name = ""
+    #: "VALUES: what it does", the setting's one description: ``python -m benchctl run --help`` lists it.
     help = ""
     #: Worker applies settings in increasing ``order`` (threads before pin: pin pins the sized team).
     order = 0
@@ -49,7 +56,7 @@ class Setting(abc.ABC):
         """The value's canonical JSON form; SettingError when it is not one this setting takes."""
 
     def check_available(self) -> None:
-        """Raise SettingError when this machine or build cannot apply the setting at all."""
+        """Raise SettingUnavailable when this machine or build cannot apply the setting at all."""
 
     def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
         return env
@@ -122,7 +129,7 @@ class FlushDenormals(Setting):
     def check_available(self) -> None:
         ok, reason = fpenv.supported()
         if not ok:
-            raise SettingError(f"ftz cannot be applied here: {reason}")
+            raise SettingUnavailable(f"ftz cannot be applied here: {reason}")
 
     def apply(self, value: str) -> Any:
         if value == "off":
@@ -272,7 +279,7 @@ class Allocator(Setting):
         try:
             return _alloc.get(value).environment(env)
         except _alloc.AllocatorError as e:
-            raise SettingError(str(e)) from None
+            raise SettingUnavailable(str(e)) from None
 
     def owns(self, value: str) -> tuple[str, ...]:
         return _alloc.OWNED_VARIABLES

@@ -3,6 +3,10 @@
 Each command module defines ``NAME``, ``HELP``, ``configure(parser)`` and
 ``run(args) -> int``, and imports heavy dependencies (torch) inside ``run``
 so that ``--help`` stays fast. The top layer: it may import every other one.
+
+Commands do not catch errors to choose an exit status: :func:`main` maps what
+escapes a command through :func:`exit_status`, in one place (the statuses are
+:class:`benchctl.errors.ExitCode`).
 """
 
 from __future__ import annotations
@@ -10,8 +14,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
-__all__ = ["COMMAND_MODULES", "main"]
+from ..errors import ExitCode, exit_code_of
+
+__all__ = ["COMMAND_MODULES", "exit_status", "main"]
 
 # Listed explicitly (no plugin discovery): the order is the order in --help.
 COMMAND_MODULES = (
@@ -41,12 +48,30 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def exit_status(command: str, error: BaseException) -> ExitCode:
+    """Say ``error`` on stderr as the command ``command`` ends, and return its exit status.
+
+    A benchctl user or environment error is its message (status 2 or 3); Ctrl-C
+    is 130; anything else is a bug: its traceback, and a status that a Slurm
+    controller retries (a bug's ValueError must not read as "refused").
+    """
+    code = exit_code_of(error)
+    if code is ExitCode.INTERRUPTED:
+        print("interrupted", file=sys.stderr)
+    elif code is ExitCode.INTERNAL_ERROR:
+        traceback.print_exception(error)
+        print(f"{command}: internal error (exit status {int(code)}): the traceback above is a bug in benchctl "
+              "or in what it called", file=sys.stderr)
+    else:
+        print(f"{command}: {error}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _build_parser().parse_args(argv)
     args.argv = argv  # the command line as given: --executor slurm runs it again on each host
     try:
-        return int(args._run(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return int(args._run(args) or ExitCode.OK)
+    except (Exception, KeyboardInterrupt) as error:
+        return int(exit_status(args.command, error))

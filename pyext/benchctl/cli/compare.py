@@ -12,6 +12,8 @@ import argparse
 import os
 import sys
 
+from ..errors import ExitCode
+
 __all__ = ["NAME", "HELP", "configure", "run"]
 
 NAME = "compare"
@@ -45,15 +47,11 @@ def run(args: argparse.Namespace) -> int:
     if by_machine and len(paths) == 1 and not os.path.isdir(paths[0]):
         print(f"compare: one file ({paths[0]}) has nothing to compare with: give two or more files or a folder",
               file=sys.stderr)
-        return 2
-    try:
-        if not by_machine:
-            a, b = document.load(paths[0]), document.load(paths[1])
-            print(report.format_comparison(a, b, a_name=paths[0], b_name=paths[1]))
-            return 0
-        found = machines.load(paths)
-        print(machines.format_machines(found))
-    except (document.ResultsError, ValueError) as e:
-        print(f"compare: {e}", file=sys.stderr)
-        return 2
-    return 0 if all(m.complete for m in found) else 1
+        return ExitCode.USER_ERROR
+    if not by_machine:
+        a, b = document.load(paths[0]), document.load(paths[1])
+        print(report.format_comparison(a, b, a_name=paths[0], b_name=paths[1]))
+        return ExitCode.OK
+    found = machines.load(paths)
+    print(machines.format_machines(found))
+    return ExitCode.OK if all(m.complete for m in found) else ExitCode.FAILED

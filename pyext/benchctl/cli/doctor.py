@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..errors import ExitCode
+
 __all__ = ["NAME", "HELP", "configure", "run"]
 
 NAME = "doctor"
@@ -30,4 +32,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"{f.status:<5} {f.name:<{width}}  {f.summary}")
             if f.advice and f.status != doctor.OK:
                 print(f"{'':<5} {'':<{width}}  -> {f.advice}")
-    return 1 if any(f.status == doctor.ERROR for f in findings) else 0
+    return ExitCode.FAILED if any(f.status == doctor.ERROR for f in findings) else ExitCode.OK

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from ..errors import ExitCode, UserError
 from ..run import slurm
 
 __all__ = ["NAME", "HELP", "configure", "run"]
@@ -44,23 +44,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..results import document
-    from ..settings import SettingError
     from ..studies import explain, pipeline
     from .render import render
     from .run import assignments
 
+    fixed = assignments(args.args, multi=False)
     try:
-        fixed = assignments(args.args, multi=False)
         if slurm.use_slurm(args):
             explain.check_target(args.target, fixed)  # a broken target fails here, not on every host
             return slurm.run_with_executor(args, argv=args.argv)
         doc = explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
                               progress=not args.no_progress, control=args.control,
                               say=lambda line: print(line, flush=True))
-    except (SettingError, document.ResultsError, ValueError, RuntimeError, ImportError, SyntaxError) as e:
-        print(f"explain: {type(e).__name__}: {e}" if isinstance(e, (ImportError, SyntaxError)) else f"explain: {e}",
-              file=sys.stderr)
-        return 2
+    except (ImportError, SyntaxError) as e:  # the target's own file does not import: the user's to fix
+        raise UserError(f"{type(e).__name__}: {e}") from e
     print(render(doc, args.target, closing=pipeline.took_text(doc, args.json_path)))
-    return 0
+    return ExitCode.OK

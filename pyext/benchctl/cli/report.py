@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 __all__ = ["NAME", "HELP", "configure", "run"]
 
@@ -30,26 +29,22 @@ def run(args: argparse.Namespace) -> int:
     from ..studies import catalog, pipeline
     from .render import render
 
-    try:
-        doc = document.load(args.file)
-        if args.focus:
-            analysis.analyse(doc, focus=args.focus)
-        elif doc["version"] < document.VERSION:
-            print(f"{args.file}: results version {doc['version']}, answered again by this version's rules "
-                  "(the process as the unit, one rule engine)")
-            if doc["version"] < 2:
-                analysis.analyse(doc, focus=analysis.stored_focus(doc))
-            else:
-                analysis.analyse(doc, judge=lambda d: pipeline.reanswer(d, catalog.rules_of))
-        print(render(doc, (doc.get("evidence") or {}).get("target"), baseline=args.baseline))
-        if args.plot:
-            plot.plot(doc, args.plot)
-            print(f"plot written to {args.plot}")
-        if args.export == "pyperf":
-            out = args.output or os.path.splitext(args.file)[0] + ".pyperf.json"
-            pyperf_export.export(doc, out)
-            print(f"pyperf file written to {out} (python -m pyperf stats {out})")
-    except (document.ResultsError, ValueError, RuntimeError) as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 2
+    doc = document.load(args.file)
+    if args.focus:
+        analysis.analyse(doc, focus=args.focus)
+    elif doc["version"] < document.VERSION:
+        print(f"{args.file}: results version {doc['version']}, answered again by this version's rules "
+              "(the process as the unit, one rule engine)")
+        if doc["version"] < 2:
+            analysis.analyse(doc, focus=analysis.stored_focus(doc))
+        else:
+            analysis.analyse(doc, judge=lambda d: pipeline.reanswer(d, catalog.rules_of))
+    print(render(doc, (doc.get("evidence") or {}).get("target"), baseline=args.baseline))
+    if args.plot:
+        plot.plot(doc, args.plot)
+        print(f"plot written to {args.plot}")
+    if args.export == "pyperf":
+        out = args.output or os.path.splitext(args.file)[0] + ".pyperf.json"
+        pyperf_export.export(doc, out)
+        print(f"pyperf file written to {out} (python -m pyperf stats {out})")
     return 0

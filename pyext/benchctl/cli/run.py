@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
+from ..errors import ExitCode
 from ..run import slurm
 from .options import add_matrix_arguments
 
-__all__ = ["NAME", "HELP", "configure", "run", "assignments"]
+__all__ = ["NAME", "HELP", "settings_listing", "configure", "run", "assignments"]
 
 NAME = "run"
 HELP = "run a workload over a settings matrix, each cell and repetition in a fresh worker process"
 
+_EPILOG_WIDTH = 100
+
 _EPILOG = """\
 settings (--set NAME=V1,V2,...; brackets group a list value):
-  ftz      off | thread | openmp | process
-  threads  N
-  pin      off | compact | scatter | [0,1,...]
-  alloc    default | retain | jemalloc | tcmalloc
-  env      NAME=VALUE | [A=1,B=2] | none
+{settings}
 any other NAME is a workload parameter: --set init=normal,zero
 every run also repeats the baseline cell (the first value of each --set) as the
 second arm of an A/A control, unless --no-control: how far two identical arms
@@ -29,9 +29,19 @@ example: python -m benchctl run matmul --set alloc=default,retain --set n=64,128
 """
 
 
+def settings_listing() -> str:
+    """Every setting with its values and what it does, from its own ``help`` (the one place it is said)."""
+    from ..settings import SETTINGS
+
+    indent = 2 + max(map(len, SETTINGS)) + 2
+    return "\n".join(textwrap.fill(setting.help, width=_EPILOG_WIDTH, initial_indent=f"  {name:<{indent - 2}}",
+                                    subsequent_indent=" " * indent, break_on_hyphens=False)
+                      for name, setting in SETTINGS.items())
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = _EPILOG
+    parser.epilog = _EPILOG.format(settings=settings_listing())
     parser.add_argument("workload", nargs="?", help="registered workload name (--list shows them)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                         help="a matrix axis: a setting or a workload parameter and its values (repeatable)")
@@ -73,10 +83,9 @@ def assignments(items: list[str], multi: bool) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from .. import workloads
-    from ..results import document, plot, queries
+    from ..results import plot, queries
     from .render import render
     from ..run import runner
-    from ..settings import SettingError
 
     if args.list:
         for name in workloads.names():
@@ -85,34 +94,27 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.workload:
         print("run: name a workload (python -m benchctl run --list)", file=sys.stderr)
-        return 2
+        return ExitCode.USER_ERROR
+    matrix = assignments(args.sets, multi=True)
+    fixed = assignments(args.args, multi=False)
+    if slurm.use_slurm(args):
+        runner.plan_matrix(args.workload, fixed, matrix)  # a bad matrix fails here, not on every host
+        return slurm.run_with_executor(args, argv=args.argv)
+    if args.json_path is None:
+        print("note: results are not saved (no --json FILE)", file=sys.stderr)
     try:
-        matrix = assignments(args.sets, multi=True)
-        fixed = assignments(args.args, multi=False)
-        if slurm.use_slurm(args):
-            runner.plan_matrix(args.workload, fixed, matrix)  # a bad matrix fails here, not on every host
-            return slurm.run_with_executor(args, argv=args.argv)
-        if args.json_path is None:
-            print("note: results are not saved (no --json FILE)", file=sys.stderr)
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
                                 focus=args.focus, control=args.control, budget_s=args.budget)
-    except (SettingError, document.ResultsError, ValueError) as e:
-        print(f"run: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         if args.json_path:
             print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",
                   file=sys.stderr)
         raise
-    try:
-        print(render(doc, baseline=args.baseline))
-        if args.plot:
-            plot.plot(doc, args.plot)
-            print(f"plot written to {args.plot}")
-    except (ValueError, RuntimeError) as e:
-        print(f"run: {e}", file=sys.stderr)
-        return 2
-    # Non-zero when a worker failed, so scripts notice; the file still holds everything.
-    return 1 if queries.failed_runs(doc) else 0
+    print(render(doc, baseline=args.baseline))
+    if args.plot:
+        plot.plot(doc, args.plot)
+        print(f"plot written to {args.plot}")
+    # FAILED when a worker failed, so scripts notice; the file still holds everything.
+    return ExitCode.FAILED if queries.failed_runs(doc) else ExitCode.OK

@@ -15,10 +15,12 @@ import sys
 from typing import Callable
 
 from .. import settings
+from ..errors import UnavailableError
 from ..run import rounds, slurm
 from .options import add_matrix_arguments
 
-__all__ = ["RESULTS_DIR", "apply_sets", "add_output_arguments", "parse_seed_arguments", "on_slurm", "run_seed"]
+__all__ = ["RESULTS_DIR", "apply_sets", "add_output_arguments", "parse_seed_arguments", "on_slurm", "run_seed",
+           "script_exit"]
 
 RESULTS_DIR = "results"
 
@@ -65,6 +67,8 @@ def on_slurm(parser: argparse.ArgumentParser, opts: argparse.Namespace, script: 
             return None
         return slurm.run_with_executor(opts, argv=opts.argv, program=[sys.executable, "-u", os.path.abspath(script)])
     except slurm.ExecutorError as e:
+        if isinstance(e, UnavailableError):  # no submitit or no sbatch here: not a usage error
+            raise
         parser.error(str(e))
 
 
@@ -95,3 +99,14 @@ def run_seed(opts: argparse.Namespace, workload: str, args: dict, matrix: dict[s
         print(f"plot: {opts.plot}")
     print(render(doc, closing=pipeline.took_text(doc, json_path)), flush=True)
     return doc
+
+
+def script_exit(main: Callable[[], int], script: str) -> int:
+    """``main()``'s exit status, with what escapes it ended as every ``python -m benchctl`` command ends
+    (:func:`benchctl.cli.exit_status`: a user error 2, an unavailable machine or package 3, a bug 70)."""
+    from . import exit_status
+
+    try:
+        return int(main())
+    except (Exception, KeyboardInterrupt) as error:
+        return int(exit_status(os.path.basename(script), error))

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UserError
+
 __all__ = ["MARKER", "MARKER_HELP", "IN_PROCESS", "DEFAULT_REPEAT", "MarkerError", "Spec",
            "parse"]
 
@@ -30,7 +32,7 @@ MARKER_HELP = (f"{MARKER}(ftz=..., threads=N, pin=..., alloc=..., env=..., isola
                "(fresh worker processes, repeat of them)")
 
 
-class MarkerError(ValueError):
+class MarkerError(UserError, ValueError):
     """A benchctl marker that cannot be honoured; the message names the test and what to write."""
 
 

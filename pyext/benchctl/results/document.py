@@ -30,6 +30,8 @@ import os
 import tempfile
 from typing import Any
 
+from ..errors import UserError
+
 __all__ = ["SCHEMA", "VERSION", "CONTROL_ARM", "RUN_STATUSES", "ResultsError", "new_document", "dumps",
            "atomic_write_text", "save", "validate", "load", "cell_id", "matrix_cells"]
 
@@ -54,7 +56,7 @@ _TOP_LEVEL = {
 _RUN_KEYS = {"cell": dict, "repetition": int, "status": str, "phases": dict}
 
 
-class ResultsError(ValueError):
+class ResultsError(UserError, ValueError):
     """A results file that cannot be read as a benchctl results document."""
 
 

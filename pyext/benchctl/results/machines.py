@@ -1,7 +1,7 @@
 """Several machines' results side by side: which findings each machine shows, and what differs between the machines.
 
 A Slurm run (:mod:`benchctl.run.slurm`) leaves one results file per host in a
-folder, beside a manifest (:data:`MANIFEST_NAME`) of the hosts asked for and
+folder, beside a manifest (:mod:`.manifest`) of the hosts asked for and
 their jobs. :func:`load` reads such a folder, or any list of results files.
 Nothing is dropped: a host the manifest lists without a results file is
 *missing* (with its job's error and stderr tail), a file that cannot be read is
@@ -31,17 +31,11 @@ from typing import Any
 
 from .. import settings as _settings
 from ..omp import runtime_kind
-from . import wording
+from . import manifest, wording
 from .document import ResultsError, cell_id, load as load_document, matrix_cells
 from .findings import Finding
 
-__all__ = ["MANIFEST_NAME", "MANIFEST_SCHEMA", "MANIFEST_VERSION", "Machine", "progress", "file_progress",
-           "load_manifest", "load", "facts", "format_machines"]
-
-#: The manifest a multi-host run writes into its results folder.
-MANIFEST_NAME = "hosts.json"
-MANIFEST_SCHEMA = "benchctl.hosts"
-MANIFEST_VERSION = 1
+__all__ = ["Machine", "progress", "file_progress", "load", "facts", "format_machines"]
 
 _TAIL_LINES = 12
 
@@ -85,28 +79,6 @@ def file_progress(path: str) -> tuple[int, int | None] | None:
         return None
 
 
-def load_manifest(path: str) -> dict:
-    """Read a hosts manifest; :class:`ResultsError` says what is wrong with a bad one."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except OSError as e:
-        raise ResultsError(f"{path}: cannot read the hosts manifest: {e.strerror}") from None
-    except ValueError as e:
-        raise ResultsError(f"{path}: the hosts manifest is not valid JSON ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
-        raise ResultsError(f"{path}: not a benchctl hosts manifest (schema {MANIFEST_SCHEMA!r} expected)")
-    version = manifest.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version > MANIFEST_VERSION:
-        raise ResultsError(f"{path}: hosts manifest version {version!r}: this benchctl reads version "
-                           f"{MANIFEST_VERSION} and older (upgrade benchctl to read it)")
-    hosts = manifest.get("hosts")
-    if not isinstance(hosts, list) or not all(isinstance(h, dict) and isinstance(h.get("label"), str)
-                                              and isinstance(h.get("json"), str) for h in hosts):
-        raise ResultsError(f"{path}: 'hosts' must be a list of objects with 'label' and 'json'")
-    return manifest
-
-
 def _load_file(path: str, label: str, host: dict | None = None) -> Machine:
     if not os.path.exists(path):
         return Machine(label, path, None, _missing_reason(host), host)
@@ -116,9 +88,10 @@ def _load_file(path: str, label: str, host: dict | None = None) -> Machine:
         return Machine(label, path, None, f"unreadable: {e}", host)
     recorded, expected = progress(doc)
     problem = None
-    if host is not None and host.get("status") in ("submitted", "running"):
+    state = manifest.HostState.read(host.get("status")) if host is not None else None
+    if state is manifest.HostState.SUBMITTED:
         problem = f"partial: its job may still be queued or running; {recorded} worker runs recorded so far"
-    elif host is not None and host.get("status") != "ok":  # its job did not finish its run
+    elif host is not None and state is not manifest.HostState.OK:  # its job did not finish its run
         problem = f"partial: {host.get('message') or host.get('status')}"
     elif expected is not None and recorded < expected:
         problem = f"partial: {recorded} of {expected} worker runs recorded"
@@ -130,7 +103,7 @@ def _missing_reason(host: dict | None) -> str:
         return "missing: no results file"
     jobs = host.get("jobs") or []
     status = host.get("status")
-    if status in ("submitted", "running") and jobs:
+    if manifest.HostState.read(status) is manifest.HostState.SUBMITTED and jobs:
         return (f"missing: no results file yet (job {jobs[-1].get('job_id')} was submitted and may still be "
                 f"queued or running)")
     reason = host.get("message") or status or "no results file"
@@ -138,8 +111,8 @@ def _missing_reason(host: dict | None) -> str:
 
 
 def _load_folder(folder: str) -> list[Machine]:
-    manifest_path = os.path.join(folder, MANIFEST_NAME)
-    hosts = load_manifest(manifest_path)["hosts"] if os.path.exists(manifest_path) else []
+    manifest_path = os.path.join(folder, manifest.NAME)
+    hosts = manifest.load(manifest_path)["hosts"] if os.path.exists(manifest_path) else []
     machines, seen = [], set()
     for host in hosts:
         path = os.path.join(folder, host["json"])
@@ -148,10 +121,10 @@ def _load_folder(folder: str) -> list[Machine]:
     for name in sorted(os.listdir(folder)):
         # Results files the manifest does not list (or a folder without one) count too;
         # names starting with '.' are atomic-write temporaries.
-        if name.endswith(".json") and name != MANIFEST_NAME and not name.startswith(".") and name not in seen:
+        if name.endswith(".json") and name != manifest.NAME and not name.startswith(".") and name not in seen:
             machines.append(_load_file(os.path.join(folder, name), name[: -len(".json")]))
     if not machines:
-        raise ResultsError(f"{folder}: no results files and no {MANIFEST_NAME} in this folder")
+        raise ResultsError(f"{folder}: no results files and no {manifest.NAME} in this folder")
     return machines
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from .. import settings as _settings
+from .._validate import ArgumentError
+from ..errors import MissingPackage
 from . import queries
 
 __all__ = ["plot"]
@@ -13,14 +15,14 @@ def plot(doc: dict, path: str) -> None:
     try:
         import matplotlib
     except ImportError:
-        raise RuntimeError("plotting needs matplotlib: pip install 'benchctl[plot]'") from None
+        raise MissingPackage("plotting needs matplotlib: pip install 'benchctl[plot]'") from None
 
     matplotlib.use("Agg")  # files only: never needs a display
     import matplotlib.pyplot as plt
 
     phases = queries.phases(doc)
     if not phases:
-        raise ValueError("nothing to plot: the document has no successful run")
+        raise ArgumentError("nothing to plot: the document has no successful run")
     fig, axes = plt.subplots(len(phases), 2, figsize=(13, 4 * len(phases)), squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for row, phase in enumerate(phases):

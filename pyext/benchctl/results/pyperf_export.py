@@ -11,6 +11,8 @@ be carried over and is counted in the run's ``benchctl_dropped_zero_values``.
 from __future__ import annotations
 
 from .. import settings as _settings
+from .._validate import ArgumentError
+from ..errors import MissingPackage
 from . import queries
 
 __all__ = ["to_suite", "export"]
@@ -25,7 +27,7 @@ def to_suite(doc: dict):
     try:
         import pyperf
     except ImportError:
-        raise RuntimeError("exporting to pyperf needs pyperf: pip install pyperf") from None
+        raise MissingPackage("exporting to pyperf needs pyperf: pip install pyperf") from None
 
     benchmarks = []
     for phase in queries.phases(doc):
@@ -52,7 +54,7 @@ def to_suite(doc: dict):
             if runs:
                 benchmarks.append(pyperf.Benchmark(runs))
     if not benchmarks:
-        raise ValueError("nothing to export: the document has no successful run with samples")
+        raise ArgumentError("nothing to export: the document has no successful run with samples")
     return pyperf.BenchmarkSuite(benchmarks)
 
 

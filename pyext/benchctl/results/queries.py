@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings as _settings
+from .._validate import ArgumentError
 from . import processes
 from .comparison import Comparison
 from .document import CONTROL_ARM, cell_id, matrix_cells
@@ -62,12 +63,12 @@ def baseline(doc: dict, overrides: Any = None) -> dict:
         overrides = _parse_cell_text(overrides)
     for key, value in overrides.items():
         if key not in doc["matrix"]:
-            raise ValueError(f"baseline key {key!r} is not a matrix key ({', '.join(doc['matrix']) or 'none'})")
+            raise ArgumentError(f"baseline key {key!r} is not a matrix key ({', '.join(doc['matrix']) or 'none'})")
         values = doc["matrix"][key]
         # Text from the command line matches a value as the report prints it.
         match = [v for v in values if v == value or (isinstance(value, str) and _settings.format_value(v) == value)]
         if not match:
-            raise ValueError(f"baseline {key}={_settings.format_value(value)} is not among the matrix values "
+            raise ArgumentError(f"baseline {key}={_settings.format_value(value)} is not among the matrix values "
                              f"{', '.join(_settings.format_value(v) for v in values)}")
         cell[key] = match[0]
     return cell
@@ -78,7 +79,7 @@ def _parse_cell_text(text: str) -> dict[str, str]:
     for item in _settings.split_values(text):
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"baseline {text!r}: write NAME=VALUE[,NAME=VALUE...]")
+            raise ArgumentError(f"baseline {text!r}: write NAME=VALUE[,NAME=VALUE...]")
         items[key.strip()] = value
     return items
 

@@ -3,7 +3,7 @@
 * :mod:`.rounds`: which workers each round runs (``--repeat N`` or ``auto``), the budget;
 * :mod:`.recorder`: what a workload reports its iterations and notes to;
 * :mod:`.worker`: one cell in a fresh process (``python -m benchctl.run.worker``);
-* :mod:`.process`: starting one worker and turning what it left into a run record;
+* :mod:`.launch`: launching one worker process and turning what it left into a run record;
 * :mod:`.runner`: the whole matrix, written crash-safe after every worker;
 * :mod:`.slurm`: the same command on several machines, one Slurm job each (submitit).
 

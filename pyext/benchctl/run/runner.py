@@ -31,7 +31,7 @@ from ..results.analysis import Judge, analyse
 from ..results.findings import Finding
 from ..system import metadata
 from . import rounds as _rounds
-from .process import now, run_worker
+from .launch import now, run_worker
 
 __all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
 

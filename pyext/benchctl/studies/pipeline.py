@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .. import _validate, settings
+from .. import _validate, settings, workloads
 from ..results import document, rules, verdict, wording
 from ..results.facts import Facts
 from ..results.findings import Finding
@@ -78,7 +78,7 @@ def _probe(study: Study, say: Callable[[str], None]) -> Facts:
     run = doc["runs"][0]
     if run["status"] != "ok":
         tail = (run.get("traceback") or run.get("stderr_tail") or "").strip()
-        raise RuntimeError(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
+        raise workloads.WorkloadFailed(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
     return Facts.from_probe(doc)
 
 

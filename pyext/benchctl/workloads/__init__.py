@@ -18,7 +18,16 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Workload", "register", "get", "names"]
+from .._validate import ArgumentError
+from ..errors import UnavailableError, UserError
+
+__all__ = ["WorkloadFailed", "Workload", "register", "get", "names"]
+
+
+class WorkloadFailed(UserError, RuntimeError):
+    """The workload's own code failed in a worker where benchctl needed it to run (the explain probe):
+    the message holds its error and traceback, the user's code to fix (a user error, not retried)."""
+
 
 # Modules whose import registers the workloads shipped with benchctl.
 _BUILTIN_MODULES: tuple[str, ...] = (
@@ -40,20 +49,23 @@ class Workload:
     check: Callable[[dict], None] | None = None
 
     def check_args(self, args: dict[str, Any]) -> None:
-        """Raise ValueError naming the workload when resolved ``args`` hold a value it cannot run."""
+        """Raise ArgumentError naming the workload when resolved ``args`` hold a value it cannot run
+        (a check's ValueError is that, by its contract); what the machine lacks passes through."""
         if self.check is None:
             return
         try:
             self.check(args)
+        except UnavailableError:
+            raise
         except ValueError as e:
-            raise ValueError(f"workload {self.name!r}: {e}") from None
+            raise ArgumentError(f"workload {self.name!r}: {e}") from None
 
     def resolve_args(self, given: dict[str, Any] | None) -> dict[str, Any]:
-        """Defaults overlaid with ``given``; unknown names raise ValueError."""
+        """Defaults overlaid with ``given``; unknown names raise ArgumentError."""
         given = dict(given or {})
         unknown = sorted(set(given) - set(self.params))
         if unknown:
-            raise ValueError(
+            raise ArgumentError(
                 f"workload {self.name!r} has no parameter {', '.join(unknown)}; "
                 f"its parameters: {', '.join(sorted(self.params)) or '(none)'}"
             )
@@ -73,7 +85,7 @@ def register(name: str, *, params: dict[str, Any] | None = None, help: str = "",
 
     def decorate(fn):
         if name in _registry and _registry[name].fn is not fn:
-            raise ValueError(f"workload {name!r} is already registered")
+            raise ArgumentError(f"workload {name!r} is already registered")
         _registry[name] = Workload(name, fn, dict(params or {}), help, check)
         return fn
 
@@ -95,7 +107,7 @@ def get(name: str) -> Workload:
     try:
         return _registry[name]
     except KeyError:
-        raise ValueError(f"unknown workload {name!r}; known: {', '.join(names()) or '(none)'}; or name your "
+        raise ArgumentError(f"unknown workload {name!r}; known: {', '.join(names()) or '(none)'}; or name your "
                          "own code as path/to/file.py:name or package.module:name") from None
 
 

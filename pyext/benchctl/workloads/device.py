@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .._validate import ArgumentError
+
 __all__ = ["DEVICES", "check_device", "synchronizer", "cuda_event_ms", "gpu_info"]
 
 DEVICES = ("cpu", "cuda")
@@ -19,12 +21,14 @@ DEVICES = ("cpu", "cuda")
 def check_device(device: str) -> None:
     """Reject an unknown device name, or cuda where torch sees no GPU."""
     if device not in DEVICES:
-        raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {device!r}")
+        raise ArgumentError(f"device must be one of {', '.join(DEVICES)}; got {device!r}")
     if device == "cuda":
         import torch
 
+        from ..cuda import CudaUnavailable
+
         if not torch.cuda.is_available():
-            raise RuntimeError("device=cuda but torch sees no CUDA device (torch.cuda.is_available() is False)")
+            raise CudaUnavailable("device=cuda but torch sees no CUDA device (torch.cuda.is_available() is False)")
 
 
 def synchronizer(device: str) -> Callable[[], None]:

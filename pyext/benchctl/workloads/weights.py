@@ -24,6 +24,9 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
+from .._validate import ArgumentError
+from ..errors import UnavailableError
+
 __all__ = ["OFFLINE_ENV", "KINDS", "WeightsUnavailable", "parse_spec", "imagenet_cache_file", "prefetch",
            "apply_weights"]
 
@@ -36,15 +39,15 @@ _SUBNORMAL_MAX_BITS = 0x007FFFFF
 _SIGN_BIT = -0x80000000  # 0x80000000 as a signed int32
 
 
-class WeightsUnavailable(RuntimeError):
+class WeightsUnavailable(UnavailableError, RuntimeError):
     """The requested weights cannot be obtained (e.g. offline and not cached)."""
 
 
 def parse_spec(spec: str) -> tuple[str, Any]:
     """``spec`` -> (kind, value): ('auto'|'imagenet'|'random', None),
-    ('subnormal', fraction) or ('path', path). Bad specs raise ValueError."""
+    ('subnormal', fraction) or ('path', path). Bad specs raise ArgumentError (a ValueError)."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"weights must be one of {', '.join(KINDS)}; got {spec!r}")
+        raise ArgumentError(f"weights must be one of {', '.join(KINDS)}; got {spec!r}")
     spec = spec.strip()
     if spec in ("auto", "imagenet", "random"):
         return spec, None
@@ -53,13 +56,14 @@ def parse_spec(spec: str) -> tuple[str, Any]:
         try:
             fraction = float(text)
         except ValueError:
-            raise ValueError(f"weights {spec!r}: the fraction {text!r} is not a number (e.g. subnormal:0.1)") from None
+            said = f"weights {spec!r}: the fraction {text!r} is not a number (e.g. subnormal:0.1)"
+            raise ArgumentError(said) from None
         if not 0.0 < fraction <= 1.0:
-            raise ValueError(f"weights {spec!r}: the fraction must be in (0, 1], got {fraction}")
+            raise ArgumentError(f"weights {spec!r}: the fraction must be in (0, 1], got {fraction}")
         return "subnormal", fraction
     if os.path.isfile(spec):
         return "path", spec
-    raise ValueError(
+    raise ArgumentError(
         f"weights {spec!r} is neither one of auto, imagenet, random, subnormal:F "
         f"nor an existing state-dict file"
     )
@@ -72,7 +76,7 @@ def _imagenet_weights_enum(arch: str):
     try:
         enum = models.get_model_weights(arch)
     except ValueError as exc:
-        raise ValueError(f"torchvision has no weights for architecture {arch!r}: {exc}") from None
+        raise ArgumentError(f"torchvision has no weights for architecture {arch!r}: {exc}") from None
     # IMAGENET1K_V1 is the entry the deprecated pretrained=True selected.
     return getattr(enum, "IMAGENET1K_V1", None) or enum.DEFAULT
 
@@ -176,7 +180,7 @@ def apply_weights(model, arch: str, spec: str, seed: int) -> dict[str, Any]:
     elif kind == "path":
         state = torch.load(value, map_location="cpu", weights_only=True)
         if not isinstance(state, dict):
-            raise ValueError(f"{value} holds a {type(state).__name__}, not a state dict")
+            raise ArgumentError(f"{value} holds a {type(state).__name__}, not a state dict")
         model.load_state_dict(state)
         info["source"] = os.path.abspath(value)
     elif kind == "random":

@@ -1,4 +1,4 @@
-"""One worker process: start it on a job file, wait for it, and turn what it left into a run record.
+"""Launching one worker process: start it on a job file, wait for it, and turn what it left into a run record.
 
 The worker runs ``python -m benchctl.run.worker JOB.json`` with the cell's
 environment, in its own session (so it and every process it starts, such as
