@@ -532,7 +532,7 @@ def test_compare_calls_nothing_the_machine_itself_moved_by():
     assert steady.band == processes.FLOOR and "differences within ±5% are not called" in steady.text
     moved_doc = doc([1300, 1310, 1290], [6500, 6600, 6400])
     moved = reference.drift(moved_doc, saved)
-    assert moved.band > 0.3 and moved.comparison["ratio"] == pytest.approx(1.3, rel=0.01)
+    assert moved.band > 0.3 and moved.comparison.ratio == pytest.approx(1.3, rel=0.01)
     assert "ran 1.30× [95% CI" in moved.text
     assert [j.category for j in compare.judge(moved_doc, saved, moved.band)] == ["inconclusive"]
     assert [j.category for j in compare.judge(moved_doc, saved, steady.band)] == ["slower"]

@@ -217,12 +217,14 @@ def test_answer_says_each_finding_once_found_first_then_open_then_ruled_out():
     text = answer.format_answer([ruled, keeps, closes, open_gap, quiet], "resnet_order")
     lines = text.splitlines()
     assert lines[0].startswith("Answer for resnet_order (* measured, and what explains it;")
-    assert lines[1:] == [
-        " * [eval] alloc=retain closes the gap",
-        f" ? [eval] order=eval_only against order=train_then_eval is open{answer.settle_text(open_gap)}",
-        " - [eval] ftz=process does not",
+    assert lines[1:] == [  # one phase: no phase is named
+        " * alloc=retain closes the gap",
+        f" ? order=eval_only against order=train_then_eval is open{answer.settle_text(open_gap)}",
+        " - ftz=process does not",
         " - denormals: ruled out before running: no penalty",
     ]
+    train = Finding("gap", "train", Status.MEASURED, "train is slower", _cmp(1.4, 1.3, 1.5, Outcome.EFFECT))
+    assert " * [train] train is slower" in answer.format_answer([closes, train], "resnet_order").splitlines()
     assert answer.settle_text(open_gap).startswith("; about ") and "processes per cell would settle it" in lines[2]
     assert "no cell differs from the baseline" in answer.format_answer([quiet], "x")
     assert "no two cells to compare" in answer.format_answer([], "x")
