@@ -22,7 +22,8 @@ from typing import Iterator, Optional
 import pytest
 
 from .benchmark_marker import MARKER, MARKER_HELP, BenchmarkMark, parse
-from .markers import MarkerError, Spec
+from .collecting import stash_marker
+from .markers import Spec
 from .session import SESSION, SPEC, serve
 from .benchmark_options import SERVED_OPTIONS, UNSERVED
 
@@ -99,15 +100,7 @@ def benchmark_weave(benchmark):
 @pytest.hookimpl(wrapper=True)
 def pytest_pycollect_makeitem(collector, name, obj):
     """Check each collected test's benchmark marker; a bad one is a collection error naming it."""
-    result = yield
-    items = result if isinstance(result, list) else [result]
-    for item in items:
-        if isinstance(item, pytest.Function):
-            try:
-                item.stash[MARK] = parse(item.get_closest_marker(MARKER))
-            except MarkerError as e:
-                raise collector.CollectError(f"{item.nodeid}: @pytest.mark.{MARKER}: {e}") from None
-    return result
+    return stash_marker(collector, (yield), MARKER, MARK, lambda item: parse(item.get_closest_marker(MARKER)))
 
 
 def pytest_collection_modifyitems(config, items) -> None:

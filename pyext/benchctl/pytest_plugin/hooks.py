@@ -15,7 +15,8 @@ from typing import Iterator
 
 import pytest
 
-from .markers import MARKER, MARKER_HELP, MarkerError, Spec, parse
+from .collecting import stash_marker
+from .markers import MARKER, MARKER_HELP, Spec, parse
 from .options import Options, add_options
 from .session import FIXTURE, OUTCOME, PHASE, SESSION, SPEC, Session, serve, skip_here
 from .takeover import take_over
@@ -76,15 +77,7 @@ def pytest_configure(config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_pycollect_makeitem(collector, name, obj):
     """Check each collected test's benchctl markers; a bad one is a collection error naming it."""
-    result = yield
-    items = result if isinstance(result, list) else [result]
-    for item in items:
-        if isinstance(item, pytest.Function):
-            try:
-                item.stash[SPEC] = parse(item.iter_markers(MARKER))
-            except MarkerError as e:
-                raise collector.CollectError(f"{item.nodeid}: @pytest.mark.{MARKER}: {e}") from None
-    return result
+    return stash_marker(collector, (yield), MARKER, SPEC, lambda item: parse(item.iter_markers(MARKER)))
 
 
 @pytest.hookimpl(tryfirst=True)
