@@ -112,6 +112,11 @@ std::vector<TeamMember> run_on_omp_team(const OmpRuntime& runtime, int num_threa
     throw std::runtime_error("unknown OpenMP runtime kind: " + runtime.kind);
   }
 
+  // The region's join already orders every member's writes before this
+  // point, but through the runtime's own barrier, which ThreadSanitizer does
+  // not see (the runtime is not instrumented); the lock each member released
+  // after its writes orders them visibly too, at no cost outside a region.
+  std::lock_guard<std::mutex> joined(job.mutex);
   if (!job.first_error.empty()) throw std::runtime_error(job.first_error);
   std::sort(job.members.begin(), job.members.end(),
             [](const TeamMember& a, const TeamMember& b) { return a.omp_thread < b.omp_thread; });

@@ -322,10 +322,21 @@ void run_round(std::unique_ptr<Request> req, int sig, Clock::time_point deadline
   // Allocated before the request is published: a throw after publishing
   // would free a request that handlers can still find.
   std::vector<int> send_error(req->count, 0);
+  // A thread that still holds a signal of ours pending blocks it: another
+  // one would only wait behind it. Real-time signals queue, and the queue is
+  // the user's, shared by all their processes (RLIMIT_SIGPENDING): a thread
+  // that blocks them for good, broadcast to again and again, would fill it,
+  // and then no signal could be queued to anyone. Such a thread is reported
+  // unreached without a new signal.
+  std::vector<bool> still_pending(req->count, false);
+  for (size_t i = 0; i < req->count; ++i)
+    still_pending[i] = g_maybe_pending.count(req->slots[i].tid) != 0 && signal_pending_on(req->slots[i].tid, sig);
   g_open_request.store(req.get());
   for (size_t i = 0; i < req->count; ++i) {
     const Phase first = req->slots[i].target.change ? kChange : kObserve;
-    send_error[i] = queue_signal(req->pid, req->slots[i].tid, sig, encode_payload(req->generation, first, i));
+    send_error[i] = still_pending[i] ? EAGAIN
+                                     : queue_signal(req->pid, req->slots[i].tid, sig,
+                                                    encode_payload(req->generation, first, i));
     if (send_error[i] != 0) req->remaining.fetch_sub(1);  // never queued: nobody will answer
   }
   wait_for_answers(*req, deadline);
@@ -348,7 +359,7 @@ void run_round(std::unique_ptr<Request> req, int sig, Clock::time_point deadline
     }
     if (send_error[i] == ESRCH || !task_alive(s.tid)) continue;  // exited: not part of the process now
     out.tasks.push_back({s.tid, false, changed, s.before, 0, task_name(s.tid)});
-    if (send_error[i] == 0 && state != kNoFpState) g_maybe_pending.insert(s.tid);
+    if ((send_error[i] == 0 || still_pending[i]) && state != kNoFpState) g_maybe_pending.insert(s.tid);
   }
 }
 

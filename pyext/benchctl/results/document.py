@@ -51,7 +51,7 @@ _RUN_KEYS = {"cell": dict, "repetition": int, "status": str, "phases": dict}
 
 
 class ResultsError(ValueError):
-    """A results file that cannot be read as a benchctl results document."""
+    """A results file that cannot be read as a benchctl results document, or cannot be written."""
 
 
 def new_document(workload: str, args: dict, matrix: dict, repeat: int | str, metadata: dict,
@@ -119,9 +119,20 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def save(doc: dict, path: str) -> None:
-    """Validate ``doc`` and write it atomically to ``path``."""
+    """Validate ``doc`` and write it atomically to ``path``.
+
+    A write that fails (a full disk, a read-only or vanished directory)
+    raises :class:`ResultsError` naming the file and the cause; the file on
+    disk is then its previous complete version, untouched.
+    """
     validate(doc, source="document to save")
-    atomic_write_text(path, dumps(doc))
+    text = dumps(doc)
+    existed = os.path.exists(path)
+    try:
+        atomic_write_text(path, text)
+    except OSError as e:
+        kept = "it still holds its previous complete version" if existed else "no file was written"
+        raise ResultsError(f"{path}: cannot write the results: {e.strerror or e}; {kept}") from None
 
 
 def validate(doc: Any, source: str = "document") -> dict:
