@@ -417,12 +417,28 @@ void change_caller(const BroadcastPlan& plan, FpBroadcast& out) {
   entry.after = mine.after;
 }
 
+// Tasks born during the last round when no further round can run (the
+// deadline passed, or kMaxRounds ran): listed unreached and unchanged, so
+// the report still names every task (one born of a changed thread has
+// inherited the change: the caller must not count it as untouched).
+void report_unsignalled(BroadcastPlan& plan, FpBroadcast& out) {
+  try {
+    for (pid_t tid : unhandled_tasks(plan.handled, plan.wanted))
+      out.tasks.push_back({tid, false, false, 0, 0, task_name(tid)});
+  } catch (const std::exception& e) {
+    out.incomplete = std::string("tasks started during the broadcast may be missing: ") + e.what();
+  }
+}
+
 // Run `req`, then a round for the tasks born meanwhile, until none is new,
 // the deadline passes or kMaxRounds ran.
 void run_rounds(std::unique_ptr<Request> req, BroadcastPlan& plan, FpBroadcast& out) {
   for (int round = 1; req != nullptr; ++round) {
     run_round(std::move(req), out.signal, plan.deadline, out);
-    if (round >= kMaxRounds || Clock::now() >= plan.deadline) break;
+    if (round >= kMaxRounds || Clock::now() >= plan.deadline) {
+      report_unsignalled(plan, out);
+      break;
+    }
     // Threads are already changed by now, so a failure here ends the
     // broadcast with a report rather than an exception.
     try {

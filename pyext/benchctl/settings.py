@@ -83,6 +83,16 @@ class Setting:
         return text
 
 
+def _bracketed_items(name: str, value: Any, text: str) -> list[str]:
+    """The items of ``[A,B,...]`` (or ``[text]`` alone); a bracket error names the setting."""
+    if not (text.startswith("[") and text.endswith("]")):
+        return [text]
+    try:
+        return split_values(text[1:-1])
+    except SettingError as e:
+        raise SettingError(f"{name}={value!r}: {e}") from None
+
+
 class FlushDenormals(Setting):
     """``ftz``: flush denormals (FTZ+DAZ) with benchctl.fpenv, census of every thread."""
 
@@ -283,7 +293,7 @@ class ExtraEnvironment(Setting):
             text = str(value).strip()
             if text.lower() in ("", "none", "{}"):
                 return {}
-            items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
+            items = _bracketed_items(self.name, value, text)
             pairs = {}
             for item in items:
                 name, sep, val = item.partition("=")
@@ -384,7 +394,7 @@ class Combination(Setting):
             text = str(value).strip()
             if text.lower() in ("", "none", "{}"):
                 return {}
-            items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
+            items = _bracketed_items(self.name, value, text)
             pairs = {}
             for item in items:
                 name, sep, inner = item.partition("=")
@@ -396,7 +406,10 @@ class Combination(Setting):
             if name == self.name or name not in SETTINGS:
                 raise SettingError(f"with: {name!r} is not a setting that can be combined "
                                    f"({', '.join(n for n in SETTINGS if n != self.name)})")
-            out[name] = SETTINGS[name].canonical(inner)
+            try:
+                out[name] = SETTINGS[name].canonical(inner)
+            except SettingError as e:
+                raise SettingError(f"with: {e}") from None
         return dict(sorted(out.items()))
 
 

@@ -43,9 +43,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _build_parser().parse_args(argv)
-    args.argv = argv  # the command line as given: --executor slurm runs it again on each host
     try:
+        # Building the parser imports every command (torch among them): a
+        # Ctrl-C there is an interruption like any other, not a traceback.
+        args = _build_parser().parse_args(argv)
+        args.argv = argv  # the command line as given: --executor slurm runs it again on each host
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
