@@ -88,6 +88,7 @@ class Population:
         self.blocker_states: list[dict] = []
         self.born = 0
         self.left_on: dict[int, bool] = {}  # threads a restore could not reach, read back FTZ on
+        self.last_checked: set[int] = set()  # threads the last round's check read back
         self._lock = threading.Lock()
         targets = {"block": self._block, "read": self._read, "futex": self._futex, "sleep": self._sleep}
         self.threads = [threading.Thread(target=targets[kind], name=f"soak-{kind}-{i}", daemon=True)
@@ -212,14 +213,17 @@ def soak_round(pop: Population, fig: Figures, deadline_s: float) -> None:
 
     masks_after = _masks()
     fig.restore_missed_reported += len(named - blockers)
+    # Threads born in the round are the spawner's: they inherit its state, which is
+    # the one it entered with unless the restore could not reach it (and named it).
+    spawner = next((r for r in check if r["tid"] == pop.spawner.native_id and r["reached"]), None)
+    newborn = bool(spawner and spawner["ftz"])
     for r in check:
         if not r["reached"]:
             continue
         fig.restores_checked += 1
         tid = r["tid"]
-        # A thread keeps its state from the end of the last round; a thread
-        # born since inherits its creator's, off unless its creator was left on.
-        wanted = pop.left_on.get(tid, False)
+        # A thread keeps its state from the end of the last round.
+        wanted = pop.left_on.get(tid, False) if tid in pop.last_checked else newborn
         ftz_wrong = bool(r["ftz"]) != wanted and tid not in named
         mask_wrong = tid in masks_before and tid in masks_after and masks_before[tid] != masks_after[tid]
         if ftz_wrong or mask_wrong:
@@ -229,6 +233,7 @@ def soak_round(pop: Population, fig: Figures, deadline_s: float) -> None:
                         f"{sorted(masks_after.get(tid, ()))}")
     # What the next round starts from: threads left on (reported) stay on.
     pop.left_on = {r["tid"]: True for r in check if r["reached"] and r["ftz"]}
+    pop.last_checked = {r["tid"] for r in check if r["reached"]}
 
 
 def main(argv=None) -> int:

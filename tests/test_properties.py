@@ -57,8 +57,19 @@ def test_a_setting_value_is_canonical_once_and_its_text_parses_back(name, value)
     setting = settings.SETTINGS[name]
     assert setting.canonical(canon) == canon  # canonical is a fixed point
     assert json.loads(json.dumps(canon)) == canon  # it survives the results file
+    if not _has_text_form(canon):
+        return
     text = settings.format_value(canon)
     assert setting.canonical(text) == canon, f"{name}: {canon!r} is written {text!r}, read back differently"
+
+
+def _has_text_form(canon) -> bool:
+    """Whether a value can be written on the command line at all: an env value holding ',' or a
+    bracket (OMP_PLACES={0},{1}) has none inside env=[A=...,B=...]; Python callers pass a dict."""
+    if isinstance(canon, dict):
+        return all(_has_text_form(v) and not (isinstance(v, str) and any(c in v for c in ",[]"))
+                   for v in canon.values())
+    return True
 
 
 @PROPERTY

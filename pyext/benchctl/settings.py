@@ -301,8 +301,9 @@ class ExtraEnvironment(Setting):
                     raise SettingError(f"env={value!r}: write NAME=VALUE (or [A=1,B=2] for several)")
                 pairs[name.strip()] = val
         for name, val in pairs.items():
-            if not name or "=" in name or "\0" in name or not isinstance(val, str):
-                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', string values)")
+            if not name or any(c in name for c in "=\0[],") or not isinstance(val, str):
+                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', '[', ']' or ',' "
+                                   f"(the syntax of env=[A=1,B=2]), string values)")
         return dict(sorted(pairs.items()))
 
     def environment(self, value: dict, env: dict[str, str], cell: dict) -> dict[str, str]:
