@@ -1,6 +1,7 @@
 #include "omp_team.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <dlfcn.h>
 #include <link.h>
@@ -40,6 +41,11 @@ struct LoadedLibrary {
 };
 
 struct TeamJob {
+  // Set (release) once the job is filled in, read (acquire) by each member
+  // first. The runtime's fork already orders the two, through its own
+  // barrier, which ThreadSanitizer cannot see (the runtime is not
+  // instrumented); the flag orders them visibly too.
+  std::atomic<bool> published{false};
   const std::function<void(TeamMember&)>* fn;
   int (*get_thread_num)();
   std::mutex mutex;
@@ -48,6 +54,7 @@ struct TeamJob {
 };
 
 void run_member(TeamJob* job) {
+  (void)job->published.load(std::memory_order_acquire);
   TeamMember m;
   m.omp_thread = job->get_thread_num();
   m.tid = static_cast<pid_t>(syscall(SYS_gettid));
@@ -93,6 +100,7 @@ std::vector<TeamMember> run_on_omp_team(const OmpRuntime& runtime, int num_threa
   TeamJob job;
   job.fn = &fn;
   job.get_thread_num = lib.symbol<int (*)()>("omp_get_thread_num", runtime.path);
+  job.published.store(true, std::memory_order_release);
 
   if (runtime.kind == "libgomp") {
     using GompParallel = void (*)(void (*)(void*), void*, unsigned, unsigned);
@@ -112,6 +120,11 @@ std::vector<TeamMember> run_on_omp_team(const OmpRuntime& runtime, int num_threa
     throw std::runtime_error("unknown OpenMP runtime kind: " + runtime.kind);
   }
 
+  // The region's join already orders every member's writes before this
+  // point, but through the runtime's own barrier, which ThreadSanitizer does
+  // not see (the runtime is not instrumented); the lock each member released
+  // after its writes orders them visibly too, at no cost outside a region.
+  std::lock_guard<std::mutex> joined(job.mutex);
   if (!job.first_error.empty()) throw std::runtime_error(job.first_error);
   std::sort(job.members.begin(), job.members.end(),
             [](const TeamMember& a, const TeamMember& b) { return a.omp_thread < b.omp_thread; });

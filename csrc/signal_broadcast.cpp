@@ -322,10 +322,21 @@ void run_round(std::unique_ptr<Request> req, int sig, Clock::time_point deadline
   // Allocated before the request is published: a throw after publishing
   // would free a request that handlers can still find.
   std::vector<int> send_error(req->count, 0);
+  // A thread that still holds a signal of ours pending blocks it: another
+  // one would only wait behind it. Real-time signals queue, and the queue is
+  // the user's, shared by all their processes (RLIMIT_SIGPENDING): a thread
+  // that blocks them for good, broadcast to again and again, would fill it,
+  // and then no signal could be queued to anyone. Such a thread is reported
+  // unreached without a new signal.
+  std::vector<bool> still_pending(req->count, false);
+  for (size_t i = 0; i < req->count; ++i)
+    still_pending[i] = g_maybe_pending.count(req->slots[i].tid) != 0 && signal_pending_on(req->slots[i].tid, sig);
   g_open_request.store(req.get());
   for (size_t i = 0; i < req->count; ++i) {
     const Phase first = req->slots[i].target.change ? kChange : kObserve;
-    send_error[i] = queue_signal(req->pid, req->slots[i].tid, sig, encode_payload(req->generation, first, i));
+    send_error[i] = still_pending[i] ? EAGAIN
+                                     : queue_signal(req->pid, req->slots[i].tid, sig,
+                                                    encode_payload(req->generation, first, i));
     if (send_error[i] != 0) req->remaining.fetch_sub(1);  // never queued: nobody will answer
   }
   wait_for_answers(*req, deadline);
@@ -348,7 +359,7 @@ void run_round(std::unique_ptr<Request> req, int sig, Clock::time_point deadline
     }
     if (send_error[i] == ESRCH || !task_alive(s.tid)) continue;  // exited: not part of the process now
     out.tasks.push_back({s.tid, false, changed, s.before, 0, task_name(s.tid)});
-    if (send_error[i] == 0 && state != kNoFpState) g_maybe_pending.insert(s.tid);
+    if ((send_error[i] == 0 || still_pending[i]) && state != kNoFpState) g_maybe_pending.insert(s.tid);
   }
 }
 
@@ -406,12 +417,28 @@ void change_caller(const BroadcastPlan& plan, FpBroadcast& out) {
   entry.after = mine.after;
 }
 
+// Tasks born during the last round when no further round can run (the
+// deadline passed, or kMaxRounds ran): listed unreached and unchanged, so
+// the report still names every task (one born of a changed thread has
+// inherited the change: the caller must not count it as untouched).
+void report_unsignalled(BroadcastPlan& plan, FpBroadcast& out) {
+  try {
+    for (pid_t tid : unhandled_tasks(plan.handled, plan.wanted))
+      out.tasks.push_back({tid, false, false, 0, 0, task_name(tid)});
+  } catch (const std::exception& e) {
+    out.incomplete = std::string("tasks started during the broadcast may be missing: ") + e.what();
+  }
+}
+
 // Run `req`, then a round for the tasks born meanwhile, until none is new,
 // the deadline passes or kMaxRounds ran.
 void run_rounds(std::unique_ptr<Request> req, BroadcastPlan& plan, FpBroadcast& out) {
   for (int round = 1; req != nullptr; ++round) {
     run_round(std::move(req), out.signal, plan.deadline, out);
-    if (round >= kMaxRounds || Clock::now() >= plan.deadline) break;
+    if (round >= kMaxRounds || Clock::now() >= plan.deadline) {
+      report_unsignalled(plan, out);
+      break;
+    }
     // Threads are already changed by now, so a failure here ends the
     // broadcast with a report rather than an exception.
     try {

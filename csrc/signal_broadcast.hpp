@@ -9,7 +9,10 @@
 // time (it blocks the signal, or never gets scheduled) is reported
 // unreached, with `changed` telling a change that came in time but whose
 // readback did not from a thread left as it was; a change signal delivered
-// after the broadcast does nothing, so the report stays true. (The one
+// after the broadcast does nothing, so the report stays true. A thread that
+// still holds a signal of an earlier broadcast pending is reported unreached
+// without a new one: real-time signals queue, and a thread that blocks them
+// for good would otherwise fill the user's signal queue (RLIMIT_SIGPENDING). (The one
 // exception: a handler still running a second after the deadline, see
 // close_request in the .cpp.) The signal used is one whose disposition was
 // SIG_DFL, so no handler of the application is replaced. See the .cpp for

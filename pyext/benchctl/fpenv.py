@@ -299,11 +299,14 @@ class flush_denormals:
         if self._before is not None:
             raise RuntimeError("this flush_denormals is already active; use a new one to nest")
         caller = threading.get_native_id()
+        existing = set(_procfs.task_ids())
         # A change that raises has changed nothing (see set_flush_denormal).
         before, records = _apply(self.scope, (self.on, self.on), {}, self.deadline_s)
-        # Threads the change missed; a thread born since (absent from before
-        # yet reached) is not among them and gets the newborn default on exit.
-        self._missed = {r["tid"] for r in records if not r["reached"] and r["tid"] not in before}
+        # Threads the change missed, left as they were. A thread born during
+        # the change is not among them, reached or not (it may have inherited
+        # the change from its creator): it gets the newborn default on exit.
+        self._missed = {r["tid"] for r in records
+                        if not r["reached"] and r["tid"] not in before and r["tid"] in existing}
         self._caller, self._before = caller, before
         return records
 
@@ -332,7 +335,7 @@ class flush_denormals:
         else:
             _, records = _apply(self.scope, newborn_default, per_tid, self.deadline_s)
         self._before = None
-        failed = _not_restored(before, records)
+        failed = _not_restored(before, records, self._missed)
         if failed:
             warnings.warn(
                 f"flush_denormals could not restore threads {failed} (no answer within {self.deadline_s} s, "
@@ -367,10 +370,12 @@ def _restore_team(before: dict, default: _Target, per_tid: dict, deadline_s: flo
     return list(by_tid.values())
 
 
-def _not_restored(before: dict, records: list[dict]) -> list[int]:
-    """Threads in ``before`` still alive but not read back with their entry bits."""
+def _not_restored(before: dict, records: list[dict], missed: set) -> list[int]:
+    """Threads in ``before`` still alive but not read back with their entry bits, and threads born
+    in the block (neither in ``before`` nor ``missed``) the restore did not reach: they may keep the
+    state they inherited."""
     by_tid = {r["tid"]: r for r in records}
-    failed = []
+    failed = [r["tid"] for r in records if not r["reached"] and r["tid"] not in before and r["tid"] not in missed]
     for tid, raw in before.items():
         record = by_tid.get(tid)
         if record is not None and record["reached"]:

@@ -94,9 +94,8 @@ class Setting(abc.ABC):
         text = str(value).strip()
         if text.lower() in ("", "none", "{}"):
             return {}
-        items = split_values(text[1:-1]) if text.startswith("[") and text.endswith("]") else [text]
         pairs = {}
-        for item in items:
+        for item in _bracketed_items(self.name, value, text):
             name, sep, inner = item.partition("=")
             if not sep:
                 raise SettingError(f"{self.name}={value!r}: write {example}")
@@ -108,6 +107,16 @@ class Setting(abc.ABC):
         if text not in choices:
             raise SettingError(f"{self.name}={value!r}: choose one of {', '.join(choices)}")
         return text
+
+
+def _bracketed_items(name: str, value: Any, text: str) -> list[str]:
+    """The items of ``[A,B,...]`` (or ``[text]`` alone); a bracket error names the setting."""
+    if not (text.startswith("[") and text.endswith("]")):
+        return [text]
+    try:
+        return split_values(text[1:-1])
+    except SettingError as e:
+        raise SettingError(f"{name}={value!r}: {e}") from None
 
 
 class FlushDenormals(Setting):
@@ -310,8 +319,9 @@ class ExtraEnvironment(Setting):
     def canonical(self, value: Any) -> dict[str, str]:
         pairs = self._pairs(value, "NAME=VALUE (or [A=1,B=2] for several)")
         for name, val in pairs.items():
-            if not name or "=" in name or "\0" in name or not isinstance(val, str):
-                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', string values)")
+            if not name or any(c in name for c in "=\0[],") or not isinstance(val, str):
+                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', '[', ']' or ',' "
+                                   f"(the syntax of env=[A=1,B=2]), string values)")
         return dict(sorted(pairs.items()))
 
     def environment(self, value: dict, env: dict[str, str], cell: dict) -> dict[str, str]:
@@ -403,7 +413,10 @@ class Combination(Setting):
             if name == self.name or name not in SETTINGS:
                 raise SettingError(f"with: {name!r} is not a setting that can be combined "
                                    f"({', '.join(n for n in SETTINGS if n != self.name)})")
-            out[name] = SETTINGS[name].canonical(inner)
+            try:
+                out[name] = SETTINGS[name].canonical(inner)
+            except SettingError as e:
+                raise SettingError(f"with: {e}") from None
         return dict(sorted(out.items()))
 
 

@@ -69,7 +69,13 @@ def exit_status(command: str, error: BaseException) -> ExitCode:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _build_parser().parse_args(argv)
+    try:
+        # Building the parser imports every command (torch among them): a
+        # Ctrl-C there is an interruption like any other, not a traceback.
+        parser = _build_parser()
+    except KeyboardInterrupt as error:
+        return int(exit_status("benchctl", error))
+    args = parser.parse_args(argv)
     args.argv = argv  # the command line as given: --executor slurm runs it again on each host
     try:
         return int(args._run(args) or ExitCode.OK)

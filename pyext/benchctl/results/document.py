@@ -30,10 +30,10 @@ import os
 import tempfile
 from typing import Any
 
-from ..errors import UserError
+from ..errors import UnavailableError, UserError
 
-__all__ = ["SCHEMA", "VERSION", "CONTROL_ARM", "RUN_STATUSES", "ResultsError", "new_document", "dumps",
-           "atomic_write_text", "save", "validate", "load", "cell_id", "matrix_cells"]
+__all__ = ["SCHEMA", "VERSION", "CONTROL_ARM", "RUN_STATUSES", "ResultsError", "ResultsUnwritable", "new_document",
+           "dumps", "atomic_write_text", "save", "validate", "load", "cell_id", "matrix_cells"]
 
 SCHEMA = "benchctl.results"
 VERSION = 3
@@ -58,6 +58,11 @@ _RUN_KEYS = {"cell": dict, "repetition": int, "status": str, "phases": dict}
 
 class ResultsError(UserError, ValueError):
     """A results file that cannot be read as a benchctl results document."""
+
+
+class ResultsUnwritable(UnavailableError, ResultsError):
+    """A results file this machine cannot write now (a full disk, a read-only folder): its previous
+    complete version stays; another run or machine may succeed."""
 
 
 def new_document(workload: str, args: dict, matrix: dict, repeat: int | str, metadata: dict,
@@ -125,9 +130,20 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def save(doc: dict, path: str) -> None:
-    """Validate ``doc`` and write it atomically to ``path``."""
+    """Validate ``doc`` and write it atomically to ``path``.
+
+    A write that fails (a full disk, a read-only or vanished directory)
+    raises :class:`ResultsError` naming the file and the cause; the file on
+    disk is then its previous complete version, untouched.
+    """
     validate(doc, source="document to save")
-    atomic_write_text(path, dumps(doc))
+    text = dumps(doc)
+    existed = os.path.exists(path)
+    try:
+        atomic_write_text(path, text)
+    except OSError as e:
+        kept = "it still holds its previous complete version" if existed else "no file was written"
+        raise ResultsUnwritable(f"{path}: cannot write the results: {e.strerror or e}; {kept}") from None
 
 
 def validate(doc: Any, source: str = "document") -> dict:
