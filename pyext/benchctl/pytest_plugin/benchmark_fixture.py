@@ -24,6 +24,7 @@ import gc
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from ..errors import UnavailableError
 from .benchmark_marker import BenchmarkMark
 from .benchmark_stats import BenchmarkStats
 from .fixture import BenchctlFixture
@@ -72,13 +73,14 @@ class BenchmarkEntry:
     options: dict
 
 
-class NotServed(NotImplementedError):
-    """Something pytest-benchmark's fixture offers that benchctl's ``benchmark`` does not; names the call."""
+class NotServed(UnavailableError, NotImplementedError):
+    """Something pytest-benchmark's fixture offers that benchctl's ``benchmark`` does not; names the call
+    (this build cannot do it: the environment's kind of error)."""
 
     def __init__(self, name: str) -> None:
         call = f"benchmark.{name}" + ("(...)" if name in ("weave", "patch") else "")
         super().__init__(f"{call} is pytest-benchmark's and benchctl does not serve it under --benchctl-as-benchmark:"
-                         f" {NOT_SERVED[name]}; or {_RERUN}")
+                         f" {NOT_SERVED.get(name, 'benchctl has no counterpart')}; or {_RERUN}")
 
 
 class AsBenchmarkFixture(BenchctlFixture):
