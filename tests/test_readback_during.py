@@ -9,7 +9,7 @@ from benchctl import fpenv
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.findings import Status
-from benchctl.results.verdict import SettingEffect
+from benchctl.results.verdict import Gap, SettingEffect
 from benchctl.run import runner
 from benchctl.studies import causes
 from test_causes import PROBES, facts
@@ -86,3 +86,13 @@ def test_a_flush_mode_the_code_clears_is_recorded_as_not_held(tmp_path):
     doc = runner.run_matrix(f"{path}:work", {"iterations": 2}, {"ftz": ["process"]}, progress=False, control=False)
     [run] = doc["runs"]
     assert run["readback"]["ftz"]["during"] == {"held": False, "seen": "off", "samples": 2}
+
+
+def test_a_focus_gap_whose_cell_was_undone_is_not_measured():
+    doc = analyse(make_doc({"threads": [4, 1]}, factor=lambda c: 0.3 if c["threads"] == 1 else 1.0,
+                           readback=lambda c: {"threads": {"requested": c["threads"], "observed": 2,
+                                                           "during": {"held": False, "seen": 2, "samples": 16}}}
+                           if c["threads"] == 1 else {}, phase="call"))
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), focus="threads")
+    [found] = Gap().judge(ctx)
+    assert (found.status, found.message, found.a) == (Status.UNRESOLVED, UNDONE, {"threads": 1})

@@ -13,7 +13,7 @@ Three rules of the engine (:mod:`.rules`) that need nothing but the matrix:
   at baseline; values a study's cause judges are left to that cause.
 
 A comparison whose cell ran with a setting the workload's own code undid during the timed
-iterations is not judged by either: their finding says so (:class:`~.rules.Undone`).
+iterations is judged by none of them: their finding says so (:class:`~.rules.Undone`).
 
 :func:`findings` runs them (the runner's verdict when no study gives its own rules). What a
 setting contributes (the readback that proves it took effect, the counter that carries its
@@ -91,6 +91,10 @@ class Gap(Rule):
             b = ctx.cell(**{ctx.focus: value})
             cmp = ctx.compare(a, b)
             if cmp is None:
+                continue
+            undone = ctx.undone_finding(self.name, a, b)
+            if undone is not None:
+                out.append(undone)
                 continue
             status = Status.MEASURED if cmp.beyond_band else _open_status(cmp)
             out.append(Finding(self.name, ctx.phase, status, cmp.relation(_label(a, [ctx.focus]),
