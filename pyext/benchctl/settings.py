@@ -11,7 +11,14 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
 * ``apply(value)``: worker side, after ``import torch``: change process
   state and return what was observed right after the change;
 * ``readback(value)``: worker side, after the workload: the state the
-  workload actually ran under (threads created during the run included).
+  workload actually ran under (threads created during the run included);
+* ``during(value)``: worker side, at the end of every timed iteration: a cheap
+  check of what the process runs under now, in the setting's own values, so that
+  a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
+  ``setup()``) is seen and never judged. Only ``threads`` and ``ftz`` have one:
+  user code changes them in-process. ``alloc`` and ``only`` are fixed before
+  the workload starts, ``pin`` places the team at its creation and ``env``/``busy``
+  read back after the run whatever the code left (their after-run readback).
 
 Cells hold setting values and workload parameters side by side; a matrix key
 that is not a setting name is a workload parameter.
@@ -69,6 +76,11 @@ class Setting(abc.ABC):
         return None
 
     def readback(self, value: Any) -> Any:
+        return None
+
+    def during(self, value: Any) -> Any:
+        """This setting's value as the process runs now (cheap: sampled after every timed iteration), or
+        None where it has no in-run check; a value other than ``value`` means the workload changed it."""
         return None
 
     #: The value that probes this setting's cause against the unchanged workload, if any.
@@ -157,6 +169,14 @@ class FlushDenormals(Setting):
     def facts_phrase(self, facts: dict) -> str:
         return f"FTZ/DAZ read back on {facts['flushed']}/{facts['threads']} threads" if facts.get("threads") else ""
 
+    def during(self, value: str) -> str:
+        # The calling thread's MXCSR (the thread that runs the iterations): "off" once the code cleared
+        # it (torch.set_flush_denormal(False)), "thread" when it set it in an ftz=off cell.
+        flushed = fpenv.is_flushed(fpenv.thread_state())
+        if flushed == (value != "off"):
+            return value
+        return "thread" if flushed else "off"
+
     def readback(self, value: str) -> dict:
         census = fpenv.census(scope="process")
         reached = [t for t in census if t.get("reached", True)]
@@ -199,6 +219,11 @@ class ThreadCount(Setting):
 
     def readback(self, value: int) -> Any:
         return threads.get_num_threads()
+
+    def during(self, value: int) -> int:
+        import torch  # imported by the worker before any setting that needs it
+
+        return torch.get_num_threads()
 
 
 class Pinning(Setting):

@@ -26,8 +26,8 @@ from .comparison import Comparison
 from .document import CONTROL_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
-           "process_medians", "first_note", "readback_facts", "summary_entry", "per_iter_median", "Control", "control",
-           "comparison_values",
+           "process_medians", "first_note", "readback_facts", "probe_held", "summary_entry", "per_iter_median",
+           "Control", "control", "comparison_values",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
 
 #: A worker shared the CPUs when other processes (or other guests, as steal) kept
@@ -171,6 +171,16 @@ def readback_facts(doc: dict, cell: dict, name: str) -> dict | None:
     if not facts:
         return None
     return facts[0] if all(f == facts[0] for f in facts) else {"varies": facts}
+
+
+def probe_held(doc: dict, cell: dict, name: str) -> tuple[bool, Any]:
+    """(whether setting ``name`` held through the timed iterations of every successful run of ``cell``,
+    the value the workload's code set where it did not). A setting without an in-run check holds."""
+    for run in ok_runs(doc, cell):
+        during = (run.get("readback", {}).get(name) or {}).get("during")
+        if during is not None and not during["held"]:
+            return False, during["seen"]
+    return True, None
 
 
 def summary_entry(doc: dict, phase: str, cell: dict, arm: str | None = None) -> dict | None:

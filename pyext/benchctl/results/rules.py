@@ -28,7 +28,31 @@ from .document import cell_id
 from .facts import Facts
 from .findings import Finding, Status
 
-__all__ = ["Rule", "Context", "judge", "open_cells", "not_comparable"]
+__all__ = ["Rule", "Context", "Undone", "judge", "open_cells", "not_comparable"]
+
+
+@dataclass(frozen=True)
+class Undone:
+    """A probe the workload's own code undid: in ``cell``, ``setting`` was applied as ``requested`` and the
+    check after a timed iteration read ``seen``, what the code set."""
+
+    cell: dict
+    setting: str
+    requested: Any
+    seen: Any
+
+    @property
+    def text(self) -> str:
+        name = self.setting
+        return (f"the workload's own code set {name}={_settings.format_value(self.seen)} during the timed "
+                f"iterations: the {name}={_settings.format_value(self.requested)} probe was not measured")
+
+    def finding(self, rule: str, phase: str | None) -> Finding:
+        """The finding of a rule that will not judge the cell: open, and no number of processes settles it
+        (no comparison: the runner measures no more of it)."""
+        return Finding(rule, phase, Status.UNRESOLVED, self.text, a=self.cell,
+                       setting=f"{self.setting}={_settings.format_value(self.requested)}",
+                       evidence={"undone": {"setting": self.setting, "requested": self.requested, "seen": self.seen}})
 
 
 @dataclass(frozen=True)
@@ -78,6 +102,25 @@ class Context:
 
     def readback(self, cell: dict, name: str) -> dict | None:
         return queries.readback_facts(self.doc, cell, name)
+
+    def probe_held(self, cell: dict, setting: str) -> tuple[bool, Any]:
+        """(whether ``setting`` held through ``cell``'s timed iterations, what the workload's code set if not)."""
+        return queries.probe_held(self.doc, cell, setting)
+
+    def undone(self, *cells: dict) -> Undone | None:
+        """The first setting of ``cells`` the workload's own code undid during the timed iterations, or None:
+        a comparison of such a cell is not the probe's, and no rule judges it."""
+        for cell in cells:
+            for name, value in _settings.split_cell(cell)[0].items():
+                held, seen = self.probe_held(cell, name)
+                if not held:
+                    return Undone(cell, name, value, seen)
+        return None
+
+    def undone_finding(self, rule: str, *cells: dict) -> Finding | None:
+        """The finding that ``rule`` does not judge these cells because a probe in them was undone, or None."""
+        found = self.undone(*cells)
+        return None if found is None else found.finding(rule, self.phase)
 
     def band(self) -> float:
         return self.comparisons.band(self.phase)

@@ -12,6 +12,9 @@ Three rules of the engine (:mod:`.rules`) that need nothing but the matrix:
 * :class:`SettingEffect`: each setting value against the first value of its key, everything else
   at baseline; values a study's cause judges are left to that cause.
 
+A comparison whose cell ran with a setting the workload's own code undid during the timed
+iterations is judged by none of them: their finding says so (:class:`~.rules.Undone`).
+
 :func:`findings` runs them (the runner's verdict when no study gives its own rules). What a
 setting contributes (the readback that proves it took effect, the counter that carries its
 evidence, the mechanism it names) is declared by the setting (:mod:`benchctl.settings`).
@@ -89,6 +92,10 @@ class Gap(Rule):
             cmp = ctx.compare(a, b)
             if cmp is None:
                 continue
+            undone = ctx.undone_finding(self.name, a, b)
+            if undone is not None:
+                out.append(undone)
+                continue
             status = Status.MEASURED if cmp.beyond_band else _open_status(cmp)
             out.append(Finding(self.name, ctx.phase, status, cmp.relation(_label(a, [ctx.focus]),
                                                                           _label(b, [ctx.focus])),
@@ -141,8 +148,10 @@ class GapUnderSetting(Rule):
                 for value in values[1:]:
                     a1, b1 = ctx.cell(**{key: value}), ctx.cell(**{ctx.focus: f_value, key: value})
                     under = ctx.compare(a1, b1)
-                    if under is not None:
-                        out.append(self._judge(ctx, key, value, (a0, b0, base), (a1, b1, under)))
+                    if under is None:
+                        continue
+                    undone = ctx.undone_finding(self.name, a0, b0, a1, b1)
+                    out.append(undone or self._judge(ctx, key, value, (a0, b0, base), (a1, b1, under)))
         return out
 
     @staticmethod
@@ -226,6 +235,10 @@ class SettingEffect(Rule):
                 b = ctx.cell(**{key: value})
                 cmp = ctx.compare(b, a)
                 if cmp is None:
+                    continue
+                undone = ctx.undone_finding(self.name, b, a)
+                if undone is not None:
+                    out.append(undone)
                     continue
                 setting = setting_text(key, value)
                 readback = {setting: ctx.readback(b, key)} if key in _settings.SETTINGS else {}

@@ -5,7 +5,8 @@ A workload never times itself. It wraps each iteration it wants measured in
 ``rec.note("weights_census", {...})``. :class:`Recorder` is the plain
 in-process one (ticks only), used directly by tests and simple scripts;
 the worker's :class:`CountedRecorder` also reads event counters around each
-iteration.
+iteration and, after each, whether the cell's settings still hold
+(:class:`SettingWatch`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from .. import clock, counters
 from ..settings import ONLY_PHASE_ENV
 
-__all__ = ["Recorder", "CountedRecorder", "COUNTER_SCOPE", "open_counter_group"]
+__all__ = ["Recorder", "CountedRecorder", "SettingWatch", "COUNTER_SCOPE", "open_counter_group"]
 
 # All threads of the process: torch's OpenMP team may exist before the group opens.
 COUNTER_SCOPE = "process"
@@ -73,18 +75,44 @@ def open_counter_group() -> tuple[counters.CounterGroup | None, dict]:
     }
 
 
+@dataclass
+class SettingWatch:
+    """One setting's in-run check (:meth:`benchctl.settings.Setting.during`) over the timed iterations:
+    ``seen`` is the first value other than the requested one (the requested one while it holds)."""
+
+    setting: Any  # a benchctl.settings.Setting
+    value: Any
+    held: bool = True
+    seen: Any = None
+    samples: int = 0
+
+    def sample(self) -> None:
+        now = self.setting.during(self.value)
+        self.samples += 1
+        if self.held and now != self.value:
+            self.held, self.seen = False, now
+
+    def to_json(self) -> dict:
+        return {"held": self.held, "seen": self.value if self.held else self.seen, "samples": self.samples}
+
+
 class CountedRecorder(Recorder):
     """Recorder whose ``counters[phase][event]`` holds one delta per recorded iteration.
 
     The counters are read just outside each timed interval, so the reads cost
     nothing in the time they bracket. A counter that cannot be read is kept as
-    ``None`` per iteration, never as a made-up zero.
+    ``None`` per iteration, never as a made-up zero. ``plan``: the cell's
+    ``(name, setting, value)``; each that has an in-run check is sampled after
+    every iteration, outside its time (``during[name]``).
     """
 
-    def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False) -> None:
+    def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False,
+                 plan: tuple | list = ()) -> None:
         super().__init__(probe=probe)
         self.counters: dict[str, dict[str, list]] = {}
         self._group = group
+        self.during = {name: SettingWatch(setting, value) for name, setting, value in plan
+                       if setting.during(value) is not None}
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
@@ -93,6 +121,8 @@ class CountedRecorder(Recorder):
             yield
         after = self._group.read() if self._group is not None else None
         self.ticks.setdefault(phase, []).append(sw.ticks)
+        for watch in self.during.values():
+            watch.sample()
         if before is None:
             return
         per_event = self.counters.setdefault(phase, {})

@@ -13,20 +13,25 @@ Repetition ``r`` of a slot is the worker it ran in round ``r``.
 
 A budget (seconds of the whole run) trims each round to the workers that
 are expected to fit, from the durations of the workers already run; the
-control's two arms are kept together first.
+control's two arms are kept together first; and each worker is started only
+when it is still expected to fit (:meth:`Budget.fits`), so a run ends within
+its budget and one worker. :func:`iterations_for` sizes a worker's iterations
+to the budget, from one worker's iteration time.
 """
 
 from __future__ import annotations
 
 import random
 import time
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 from .. import _validate
+from ..workloads.user import MIN_ITERATIONS
 
 __all__ = ["AUTO", "AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds", "Budget",
-           "check_repeat"]
+           "check_repeat", "planned_processes", "iterations_for"]
 
 AUTO = "auto"
 #: Processes per cell before the first judgement: the fewest for which a t interval over processes
@@ -154,3 +159,29 @@ class Budget:
             kept.add(slot)
             left -= costs[slot]
         return [slot for slot in slots if slot in kept]
+
+    def fits(self, expected_s: float | None) -> bool:
+        """Whether a worker expected to take ``expected_s`` (None: not known yet) still fits what is left;
+        one that does not marks the budget exhausted."""
+        left = self.left()
+        if left is None or expected_s is None or expected_s <= left:
+            return True
+        self.exhausted = True
+        return False
+
+
+def planned_processes(cells: int, repeat: int | str, control: bool) -> int:
+    """The workers of a run's first rounds: every cell (and the control's second arm) ``repeat`` times, or
+    :data:`AUTO_START` times under ``--repeat auto`` (later rounds fit what the budget leaves)."""
+    per_slot = AUTO_START if repeat == AUTO else int(repeat)
+    return (cells + (1 if control else 0)) * per_slot
+
+
+def iterations_for(seconds: float, processes: int, iteration_s: float, start_s: float, most: int) -> int:
+    """Timed iterations per worker so that ``processes`` workers fit in ``seconds``, each ``start_s`` to start
+    and finish plus its iterations of ``iteration_s``: at most ``most``, and never under
+    :data:`~benchctl.workloads.user.MIN_ITERATIONS` (the budget then runs fewer workers, not shorter ones)."""
+    if processes < 1 or iteration_s <= 0:
+        return most
+    per_worker = seconds / processes - max(start_s, 0.0)
+    return max(MIN_ITERATIONS, min(most, math.floor(per_worker / iteration_s)))

@@ -123,10 +123,12 @@ class _Log:
         i = self._index.get(self._key(cell, arm, repetition))
         return i is not None and self.doc["runs"][i]["status"] == "ok"
 
-    def mean_duration(self, cell: dict, arm: str | None) -> float | None:
-        """Mean wall seconds of the workers of ``cell`` (any arm; the control's arms cost the same)."""
-        key = document.cell_id(cell)
-        spent = [r["duration_s"] for r in self.doc["runs"] if document.cell_id(r["cell"]) == key and "duration_s" in r]
+    def mean_duration(self, cell: dict | None, arm: str | None) -> float | None:
+        """Mean wall seconds of the workers of ``cell`` (any arm; the control's arms cost the same), or of every
+        worker with ``cell`` None."""
+        key = None if cell is None else document.cell_id(cell)
+        spent = [r["duration_s"] for r in self.doc["runs"]
+                 if (key is None or document.cell_id(r["cell"]) == key) and "duration_s" in r]
         return sum(spent) / len(spent) if spent else None
 
     def save(self) -> None:
@@ -207,7 +209,9 @@ class _Run:
         self.open_cells: set[int] | None = None
 
     def _expected(self, slot: _rounds.Slot) -> float | None:
-        return self.log.mean_duration(self.plan.cells[slot.index], slot.arm)
+        """The slot's cell's mean worker duration; before its first worker, that of any worker so far."""
+        own = self.log.mean_duration(self.plan.cells[slot.index], slot.arm)
+        return own if own is not None else self.log.mean_duration(None, None)
 
     def _judge(self) -> set[int]:
         self.open_cells = _unresolved(self.plan, self.log.doc, self.focus, self.judge)
@@ -235,7 +239,11 @@ class _Run:
             if self.policy.extra(index):
                 bar.total += len(slots)
             self._describe(bar, index)
+            ran = 0
             for slot in slots:
+                if not self.budget.fits(self._expected(slot)):  # the round's first workers had no estimate
+                    continue
+                ran += 1
                 cell = self.plan.cells[slot.index]
                 arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
                 bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
@@ -244,8 +252,8 @@ class _Run:
                 self.log.add({"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
                               **record})
                 bar.update(1)
-            if slots:
-                self.log.doc["rounds"].append({"round": index, "workers": len(slots), "ended": now()})
+            if ran:
+                self.log.doc["rounds"].append({"round": index, "workers": ran, "ended": now()})
             if self.budget.exhausted and self.policy.stopped is None:
                 self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
             index += 1

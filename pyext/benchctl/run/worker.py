@@ -3,8 +3,9 @@
 The runner writes the job (workload, its arguments, the cell's settings and
 where to put the result) to a JSON file and starts this module with its own
 interpreter, no shell. The worker applies the settings, runs the workload
-under a :class:`~benchctl.run.recorder.CountedRecorder`, reads every
-setting back, and writes one JSON result atomically to ``result_path``.
+under a :class:`~benchctl.run.recorder.CountedRecorder` (which checks after
+every timed iteration that the settings still hold), reads every setting back,
+and writes one JSON result atomically to ``result_path``.
 Exit status 0 means the result says ``"status": "ok"``; on an exception the
 worker still writes what it has (``"status": "failed"`` with the error and
 any iterations already recorded), prints the traceback to stderr and exits 1.
@@ -63,11 +64,15 @@ def _apply_settings(plan: list, stage: _Stage) -> dict[str, Any]:
     return applied
 
 
-def _read_back(plan: list, applied: dict[str, Any], stage: _Stage) -> dict[str, Any]:
+def _read_back(plan: list, applied: dict[str, Any], rec: CountedRecorder, stage: _Stage) -> dict[str, Any]:
+    """Each setting as requested, applied, observed after the run, and (where it has an in-run check)
+    ``during`` the timed iterations: ``{"held", "seen", "samples"}``."""
     out = {}
     for name, setting, value in plan:
         stage.now = f"reading back {name}={settings.format_value(value)}"
         out[name] = {"requested": value, "applied": applied[name], "observed": setting.readback(value)}
+        if name in rec.during:
+            out[name]["during"] = rec.during[name].to_json()
     return out
 
 
@@ -98,7 +103,7 @@ def run_job(job: dict) -> dict:
         applied = _apply_settings(plan, stage)
         stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
-        rec = CountedRecorder(group, probe=bool(job.get("probe")))
+        rec = CountedRecorder(group, probe=bool(job.get("probe")), plan=plan)
         stage.now = f"running workload {workload.name!r}"
         beside = BusySampler()  # what else ran on the machine while the workload did
         try:
@@ -107,7 +112,7 @@ def run_job(job: dict) -> dict:
             result["beside"] = beside.finish()
             if group is not None:
                 group.close()
-        result["readback"] = _read_back(plan, applied, stage)
+        result["readback"] = _read_back(plan, applied, rec, stage)
         if rec.probe:
             stage.now = "listing the thread pools"
             rec.note("pools", _pools())

@@ -12,7 +12,10 @@ lines, and ``cli/`` or ``bench/`` prints them, the report and the answer):
    run (a matrix axis the user chose stays as given);
 4. the matrix (the seeds' own, or the unchanged workload and each active rule's probes as a star
    of ``with=[...]`` cells), with ``--repeat auto`` guided by the same rules and the A/A control,
-   within the budget;
+   within the budget: a user workload that runs a count of iterations (``iterations``, ``seconds``:
+   :mod:`benchctl.workloads.user`) gets its probe worker a time target of :data:`PROBE_SHARE` of the
+   budget, and each matrix worker the iterations that fit the budget left over the planned workers,
+   from the probe's time per iteration and per start (:func:`benchctl.run.rounds.iterations_for`);
 5. the rules' findings, saved with the evidence in the document.
 
 :func:`reanswer` judges a saved document again by this version's rules.
@@ -34,7 +37,10 @@ from ..run import rounds, runner
 from . import penalty
 from .causes.denormals import ops_of, penalty_evidence
 
-__all__ = ["Study", "run_study", "measure_penalty", "took_text", "reanswer"]
+__all__ = ["PROBE_SHARE", "Study", "run_study", "measure_penalty", "took_text", "reanswer"]
+
+#: The share of the budget the probe worker's timed iterations aim at (it still runs the fewest steady ones).
+PROBE_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -72,14 +78,39 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _probe(study: Study, say: Callable[[str], None]) -> Facts:
+def _sized(study: Study) -> bool:
+    """Whether the budget sizes this workload's iterations: a budget, and a workload that takes a count and a
+    time target (the user's callables and setup/run objects)."""
+    params = workloads.get(study.workload).params
+    return study.budget_s is not None and {"iterations", "seconds"} <= set(params)
+
+
+def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
+    """(the facts, the probe worker's run record)."""
     say(f"probe: {study.workload} once, unchanged, in a fresh process")
-    doc = runner.run_matrix(study.workload, study.args, {}, repeat=1, control=False, progress=False, probe=True)
+    args = {**study.args, "seconds": PROBE_SHARE * study.budget_s} if _sized(study) else study.args
+    doc = runner.run_matrix(study.workload, args, {}, repeat=1, control=False, progress=False, probe=True)
     run = doc["runs"][0]
     if run["status"] != "ok":
         tail = (run.get("traceback") or run.get("stderr_tail") or "").strip()
         raise workloads.WorkloadFailed(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
-    return Facts.from_probe(doc)
+    return Facts.from_probe(doc), run
+
+
+def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> dict[str, Any]:
+    """The iterations per matrix worker that fit ``left`` seconds, from the probe worker's ``probe`` record:
+    its mean time per timed iteration, and the rest of its duration (start, import, the one untimed
+    profiled call, counted as one more iteration) as each worker's overhead."""
+    samples = [ns for phase in probe["phases"].values() for ns in phase["ns"]]
+    iteration_s = float(sum(samples)) / len(samples) / 1e9
+    start_s = max(0.0, probe["duration_s"] - (len(samples) + 1) * iteration_s)
+    cells = 1
+    for values in matrix.values():
+        cells *= len(values)
+    processes = rounds.planned_processes(cells, study.repeat, study.control)
+    iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"])
+    return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
+            "left_s": left}
 
 
 def measure_penalty(ops: tuple[str, ...], say: Callable[[str], None] = _quiet) -> dict[str, Any]:
@@ -162,6 +193,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     """Run ``study`` through every step and return its results document (saved when it has a path)."""
     started = time.perf_counter()
     budget_s = None if study.budget_s is None else _validate.seconds("budget_s", study.budget_s)
+    probe = None  # the probe worker's record, when one ran
     if study.resume and not study.json_path:
         raise _validate.ArgumentError("--resume needs --json FILE: the results file to continue")
     if study.resume:
@@ -170,9 +202,12 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
         facts = Facts.from_json(evidence.get("facts")) or Facts()
         ruled = [Finding.from_json(f) for f in evidence.get("ruled_out", [])]
         out = {f.rule for f in ruled}
-        active, matrix = [r for r in study.rules if r.rule_name not in out], saved["matrix"]
+        active, matrix, args = [r for r in study.rules if r.rule_name not in out], saved["matrix"], saved["args"]
     else:
-        facts = Facts.from_census(study.census()) if study.census is not None else _probe(study, say)
+        if study.census is not None:
+            facts = Facts.from_census(study.census())
+        else:
+            facts, probe = _probe(study, say)
         if study.phase is not None and study.phase not in facts.phases and study.census is None:
             raise _validate.ArgumentError(
                 f"phase {study.phase!r}: {study.workload} runs {', '.join(facts.phases) or 'no phase'}")
@@ -180,14 +215,21 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
         active, ruled, matrix = _plan(study, facts, evidence["penalty"])
         for f in ruled:
             say(f.message)
+        args = study.args
     left = None if budget_s is None else budget_s - (time.perf_counter() - started)
+    if probe is not None and left is not None and _sized(study):
+        evidence["sizing"] = _sizing(study, probe, matrix, left)
+        args = {**args, "iterations": evidence["sizing"]["iterations"]}
+        sizing = evidence["sizing"]
+        say(f"{sizing['iterations']} iterations per worker: {sizing['iteration_s']:.3g} s an iteration in the "
+            f"probe, {sizing['processes']} workers planned in {left:.0f} s")
     say(_header(study, matrix, left))
     if study.json_path:
         os.makedirs(os.path.dirname(os.path.abspath(study.json_path)), exist_ok=True)
         say(f"results: {study.json_path} (rewritten after every worker; after an interruption "
             f"--resume --json {study.json_path} continues it)")
     judge = _judge(study, active, facts, evidence["penalty"])
-    doc = runner.run_matrix(study.workload, study.args, matrix, repeat=study.repeat, json_path=study.json_path,
+    doc = runner.run_matrix(study.workload, args, matrix, repeat=study.repeat, json_path=study.json_path,
                             focus=study.focus, resume=study.resume, control=study.control,
                             budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge)
     doc["evidence"] = {**evidence, "study": study.name, "facts": facts.to_json(),

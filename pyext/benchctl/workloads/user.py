@@ -10,8 +10,12 @@ Three forms, recognised in this order:
   each ``run(state)`` call is one iteration of phase ``run``;
 * any callable taking no arguments: each call is one iteration of phase ``call``.
 
-The last two take one parameter, ``iterations`` (default
-:data:`DEFAULT_ITERATIONS`). The worker imports the file in its own fresh
+The last two take two parameters: ``iterations`` (default
+:data:`DEFAULT_ITERATIONS`), the most timed iterations a process runs, and
+``seconds`` (default 0: none), a time target per process: once the timed
+iterations have taken that long, and at least :data:`MIN_ITERATIONS` ran, the
+process stops (as timeit and pyperf calibrate their loops; ``benchctl explain``
+sets both from its budget). The worker imports the file in its own fresh
 process; an exception in the user's code fails that cell, with its traceback
 in the run record.
 
@@ -28,15 +32,19 @@ import importlib
 import importlib.util
 import os
 import sys
+import time
 import types
 from typing import Any, Callable
 
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
 
-__all__ = ["DEFAULT_ITERATIONS", "workload", "is_target", "load"]
+__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
 DEFAULT_ITERATIONS = 30
+#: The fewest timed iterations a time target lets a process run: a first one (often a warm-up) and steady ones.
+MIN_ITERATIONS = 3
+_PARAMS = {"iterations": DEFAULT_ITERATIONS, "seconds": 0.0}
 _MARK = "__benchctl_workload__"
 
 
@@ -132,15 +140,26 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
     })
 
 
+def _timed(rec, phase: str, call: Callable[[], Any], args: dict) -> None:
+    """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
+    (and :data:`MIN_ITERATIONS` ran)."""
+    spent = 0.0
+    for done in range(1, args["iterations"] + 1):
+        started = time.perf_counter()
+        with rec.iteration(phase):
+            call()
+        spent += time.perf_counter() - started
+        if args["seconds"] and done >= MIN_ITERATIONS and spent >= args["seconds"]:
+            return
+
+
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
-        for _ in range(args["iterations"]):
-            with rec.iteration("call"):
-                fn()
+        _timed(rec, "call", fn, args)
         if getattr(rec, "probe", False):
             _probe_call(rec, fn, fn)
 
-    return run, {"iterations": DEFAULT_ITERATIONS}
+    return run, dict(_PARAMS)
 
 
 def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
@@ -148,13 +167,11 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
 
     def run(args: dict, rec) -> None:
         state = target.setup()
-        for _ in range(args["iterations"]):
-            with rec.iteration("run"):
-                target.run(state)
+        _timed(rec, "run", lambda: target.run(state), args)
         if getattr(rec, "probe", False):
             _probe_call(rec, lambda: target.run(state), state)
 
-    return run, {"iterations": DEFAULT_ITERATIONS}
+    return run, dict(_PARAMS)
 
 
 def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
@@ -191,3 +208,5 @@ def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
 
 def _check_iterations(args: dict) -> None:
     _validate.count("iterations", args["iterations"], 1)
+    if args["seconds"]:
+        _validate.seconds("seconds", args["seconds"])

@@ -48,6 +48,14 @@ class Cause(Rule):
         return f"cause_{self.name}"
 
     def judge(self, ctx: Context) -> list[Finding]:
+        """The finding of :meth:`judge_phase`; or, where the workload's own code undid one of this cause's
+        probes during the timed iterations (its setup() called torch.set_num_threads(2) in a threads=1
+        cell), the open finding that says so: a probe that was not measured is never judged."""
+        cells = [c for c in (ctx.probe_cell(p) for p in self.probes(ctx.facts)) if c is not None]
+        undone = ctx.undone(ctx.baseline, *cells) if cells else None
+        if undone is not None:
+            found = undone.finding(self.rule_name, ctx.phase)
+            return [replace(found, message=f"{self.title}: {found.message}")]
         found = self.judge_phase(ctx)
         return [] if found is None else [found]
 

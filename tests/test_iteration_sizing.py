@@ -1,0 +1,90 @@
+"""Iterations per process sized to the budget, and a budget kept within one worker for any iteration length."""
+
+import textwrap
+
+import pytest
+
+from benchctl.run import rounds, runner
+from benchctl.studies import explain, pipeline
+from benchctl.workloads.user import MIN_ITERATIONS
+from test_control import FakeWorkers
+from test_pipeline import Probe, _study
+
+
+def write(tmp_path, name, code):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(code))
+    return str(path)
+
+
+def test_the_iterations_that_fit_the_budget_between_the_fewest_and_the_most():
+    # 1 ms an iteration: the budget buys far more than the most, which is kept.
+    assert rounds.iterations_for(100.0, 21, 0.001, 1.0, 30) == 30
+    # 1 s an iteration, 10 workers in 120 s, 2 s each to start: 10 iterations.
+    assert rounds.iterations_for(120.0, 10, 1.0, 2.0, 30) == 10
+    # 4.8 s an iteration (the issue's workload): never fewer than the steady minimum.
+    assert rounds.iterations_for(95.0, 21, 4.8, 2.0, 30) == MIN_ITERATIONS
+    # Nothing measured: the most.
+    assert rounds.iterations_for(95.0, 0, 4.8, 2.0, 30) == 30
+    assert rounds.iterations_for(95.0, 21, 0.0, 2.0, 30) == 30
+    assert rounds.planned_processes(6, rounds.AUTO, control=True) == 21
+    assert rounds.planned_processes(2, 2, control=False) == 4
+
+
+def test_a_time_target_stops_a_process_after_the_fewest_steady_iterations(tmp_path):
+    path = write(tmp_path, "nap.py", """
+        import time
+
+        def nap():
+            time.sleep(0.05)
+    """)
+    doc = runner.run_matrix(f"{path}:nap", {"iterations": 30, "seconds": 0.1}, {}, progress=False, control=False)
+    assert len(doc["runs"][0]["phases"]["call"]["ns"]) == MIN_ITERATIONS
+    doc = runner.run_matrix(f"{path}:nap", {"iterations": 5}, {}, progress=False, control=False)
+    assert len(doc["runs"][0]["phases"]["call"]["ns"]) == 5, "no target: the count"
+
+
+def test_a_worker_that_no_longer_fits_is_not_started(monkeypatch):
+    # 10 s workers, a 25 s budget: the first round's workers have no estimate, yet the third is not
+    # started once two took 20 s.
+    FakeWorkers(monkeypatch, lambda c: c["ms"], seconds=10.0)
+    doc = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [1.0, 2.0]}, repeat=3, budget_s=25.0, progress=False)
+    assert len(doc["runs"]) == 2 and doc["stopped"] == "the 25 s budget ran out"
+
+
+def test_the_probe_aims_at_a_share_of_the_budget_and_the_matrix_gets_the_iterations_that_fit(monkeypatch, tmp_path):
+    target = write(tmp_path, "slow.py", "def step():\n    pass\n") + ":step"
+    workers = FakeWorkers(monkeypatch, lambda c: 1000.0, seconds=5.0)  # 1 s an iteration
+    given = []
+
+    def worker(workload, args, *rest, **kw):
+        given.append(args)
+        return workers(workload, args, *rest, **kw)
+
+    monkeypatch.setattr(runner, "run_worker", worker)
+    said = []
+    study = _study(tmp_path, [Probe({"threads": 1})], workload=target, args=explain.check_target(target, None),
+                   matrix=None, census=None, budget_s=40.0)
+    doc = pipeline.run_study(study, say=said.append)
+    assert given[0] == {"iterations": 30, "seconds": pipeline.PROBE_SHARE * 40.0}
+    # 2 cells and the control, 3 processes each: 9 workers in about 40 s, 1 s an iteration, no start cost left
+    # over in the fake probe (5 s for 11 iterations and its profiled call): 4 iterations each.
+    sizing = doc["evidence"]["sizing"]
+    assert (sizing["processes"], sizing["iteration_s"], sizing["start_s"]) == (9, pytest.approx(1.0, rel=0.05), 0.0)
+    assert sizing["iterations"] == 4 and {a["iterations"] for a in given[1:]} == {4}
+    assert "4 iterations per worker: 1 s an iteration in the probe, 9 workers planned" in "\n".join(said)
+
+
+@pytest.mark.slow
+def test_explain_keeps_its_budget_for_an_iteration_of_a_second(tmp_path):
+    target = write(tmp_path, "second.py", """
+        import time
+
+        def second():
+            time.sleep(1.0)
+    """) + ":second"
+    budget_s = 40.0
+    doc = explain.explain(target, budget_s=budget_s, progress=False)
+    longest = max(r["duration_s"] for r in doc["runs"])
+    assert doc["metadata"]["took_s"] <= budget_s + longest, (doc["metadata"]["took_s"], longest)
+    assert doc["evidence"]["sizing"]["iterations"] >= MIN_ITERATIONS
