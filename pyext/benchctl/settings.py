@@ -200,7 +200,7 @@ class ThreadCount(Setting):
     needs_torch = True
 
     def canonical(self, value: Any) -> int:
-        text_count = isinstance(value, str) and value.strip().isdigit()
+        text_count = isinstance(value, str) and value.strip().isdecimal()  # isdigit() admits "²", int() does not
         try:
             return _validate.count("threads", int(value) if text_count else value, 1)
         except _validate.ArgumentError:
@@ -347,6 +347,10 @@ class ExtraEnvironment(Setting):
             if not name or any(c in name for c in "=\0[],") or not isinstance(val, str):
                 raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', '[', ']' or ',' "
                                    f"(the syntax of env=[A=1,B=2]), string values)")
+            if val != val.strip() or any(c in val for c in "\0[],"):
+                # --set text could not carry it back: a value is written as it is inside [A=1,B=2].
+                raise SettingError(f"env: the value of {name} ({val!r}) cannot be written in env=[A=1,B=2]: no "
+                                   "',', '[', ']' or NUL, no leading or trailing space")
         return dict(sorted(pairs.items()))
 
     def environment(self, value: dict, env: dict[str, str], cell: dict) -> dict[str, str]:
