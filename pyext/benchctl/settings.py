@@ -344,9 +344,9 @@ class ExtraEnvironment(Setting):
     def canonical(self, value: Any) -> dict[str, str]:
         pairs = self._pairs(value, "NAME=VALUE (or [A=1,B=2] for several)")
         for name, val in pairs.items():
-            if not name or any(c in name for c in "=\0[],") or not isinstance(val, str):
-                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', '[', ']' or ',' "
-                                   f"(the syntax of env=[A=1,B=2]), string values)")
+            if not name or name != name.strip() or any(c in name for c in "=\0[],") or not isinstance(val, str):
+                raise SettingError(f"env: invalid variable {name!r}={val!r} (names without '=', '[', ']', ',' or "
+                                   f"edge spaces (the syntax of env=[A=1,B=2]), string values)")
             if val != val.strip() or any(c in val for c in "\0[],"):
                 # --set text could not carry it back: a value is written as it is inside [A=1,B=2].
                 raise SettingError(f"env: the value of {name} ({val!r}) cannot be written in env=[A=1,B=2]: no "
