@@ -111,8 +111,6 @@ def test_a_job_requeued_by_scontrol_resumes_its_file_and_loses_nothing(tmp_path,
     assert len(host["jobs"]) == 2 and "resubmitted after" in host["jobs"][1]["why"], host["jobs"]
 
 
-@pytest.mark.xfail(strict=True, reason="benchctl resubmits a host whose job Slurm itself requeued (scontrol "
-                                       "requeue) without cancelling that job, which stays queued and runs again")
 def test_after_a_requeue_no_job_of_the_run_is_left_in_the_queue(tmp_path, clean_queue):
     test_a_job_requeued_by_scontrol_resumes_its_file_and_loses_nothing(tmp_path, clean_queue=None)
     assert _our_jobs() == []

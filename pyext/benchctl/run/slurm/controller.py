@@ -163,6 +163,9 @@ def _finished(plan: HostPlan, factory: Callable, host: _Host, out) -> None:
     why = _failure(exit_status, error, done)
     if exit_status not in NO_RETRY and host.requeues < MAX_REQUEUES:
         host.requeues += 1
+        # A job Slurm itself requeued (scontrol requeue, a preemption) is queued again and would run the
+        # host a second time beside its resubmission, on the same results file: it goes first.
+        _safe(lambda: job.cancel(check=False))
         print(f"{where}: failed: {why}; resubmitting once, resuming its results file:", file=out, flush=True)
         run = HostRun(host.target.label, plan.command(host.target), host.json_path, plan.cwd, host.requeues)
         _submit_one(plan, factory, host, run, f"resubmitted after: {why}", out)
