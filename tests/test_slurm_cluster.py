@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from benchctl.results import document, machines
+from benchctl.results import document
+from benchctl.results import manifest as hosts_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +53,7 @@ def _run_keys(doc: dict) -> list[tuple]:
 
 
 def _check_host_files(out, runs_each: int) -> dict:
-    manifest = machines.load_manifest(str(out / machines.MANIFEST_NAME))
+    manifest = hosts_manifest.load(str(out / hosts_manifest.NAME))
     assert [h["status"] for h in manifest["hosts"]] == ["ok", "ok"], manifest
     for host in ("host-1", "host-2"):
         doc = document.load(str(out / f"{host}.json"))
