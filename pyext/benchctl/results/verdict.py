@@ -72,8 +72,10 @@ def _log(r: float) -> float:
     return math.log(r) if r and r > 0 else 0.0
 
 
-def _open_status(cmp: Comparison) -> Status:
-    """The status of a comparison that calls no effect: open unless it rules one out."""
+def _effect_status(cmp: Comparison) -> Status:
+    """The status of a comparison no cause speaks for: an effect measured, none, or open."""
+    if cmp.beyond_band:
+        return Status.MEASURED
     return Status.NOT_CAUSE if cmp.outcome is Outcome.NO_EFFECT else Status.UNRESOLVED
 
 
@@ -96,7 +98,7 @@ class Gap(Rule):
             if undone is not None:
                 out.append(undone)
                 continue
-            status = Status.MEASURED if cmp.beyond_band else _open_status(cmp)
+            status = _effect_status(cmp)
             out.append(Finding(self.name, ctx.phase, status, cmp.relation(_label(a, [ctx.focus]),
                                                                           _label(b, [ctx.focus])),
                                cmp, a=a, b=b, evidence={"counters": _counters(ctx, {"a": a, "b": b})}))
@@ -243,7 +245,7 @@ class SettingEffect(Rule):
                 setting = setting_text(key, value)
                 readback = {setting: ctx.readback(b, key)} if key in _settings.SETTINGS else {}
                 message = cmp.relation(_label(b, [key]), _label(a, [key])) + _readback_text(key, readback.get(setting))
-                status = Status.MEASURED if cmp.beyond_band else _open_status(cmp)
+                status = _effect_status(cmp)
                 # A setting that changes nothing is the per-cell table's to show, not the answer's.
                 out.append(Finding(self.name, ctx.phase, status, message, cmp, a=b, b=a, setting=setting,
                                    evidence={"counters": _counters(ctx, {"a": b, "b": a}), "readback": readback},
