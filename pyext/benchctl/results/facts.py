@@ -13,7 +13,27 @@ from dataclasses import asdict, dataclass, field
 from . import queries
 from .summary import COUNTER_FIELDS
 
-__all__ = ["Facts"]
+__all__ = ["OpRow", "Facts"]
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One row of the probe call's op table (:mod:`benchctl.workloads.op_table`): an op in one
+    combination of input dtypes, its ``calls``, ``self_us`` (time in the op itself), ``top_us``
+    (time of its calls made from Python) and the input ``shapes`` of its first call."""
+
+    op: str
+    dtypes: tuple[str, ...] = ()
+    calls: int = 0
+    self_us: float = 0.0
+    top_us: float = 0.0
+    shapes: tuple = ()
+
+    @classmethod
+    def from_json(cls, data: dict) -> "OpRow":
+        return cls(op=data["op"], dtypes=tuple(data.get("dtypes", ())), calls=int(data.get("calls", 0)),
+                   self_us=float(data.get("self_us", 0.0)), top_us=float(data.get("top_us", 0.0)),
+                   shapes=tuple(data.get("shapes", ())))
 
 
 @dataclass(frozen=True)
@@ -22,7 +42,9 @@ class Facts:
     (per-iteration medians of faults, context switches, migrations); ``ops``: the torch ops one
     call ran (the profiler's names; empty when unknown); ``census``: subnormal counts in what it
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
-    thread pools threadpoolctl saw; ``cpus``: CPUs this process may use."""
+    thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
+    profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
+    ``call_wall_us`` that call's wall time (None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -31,6 +53,8 @@ class Facts:
     census: dict | None = None
     pools: list[dict] = field(default_factory=list)
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+    op_table: tuple[OpRow, ...] = ()
+    call_wall_us: float | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -44,7 +68,9 @@ class Facts:
         return cls(phases=phases,
                    median_ms={p: s.get("median_ms") for p, s in summaries.items()},
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
-                   ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])))
+                   ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
+                   op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
+                   call_wall_us=probe.get("call_wall_us"))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -53,10 +79,26 @@ class Facts:
 
     @classmethod
     def from_json(cls, data: dict | None) -> "Facts | None":
-        return None if data is None else cls(**data)
+        if data is None:
+            return None
+        rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
+        return cls(**{**data, "op_table": rows})
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def op_share(self, keep) -> float | None:
+        """The share of the profiled call's own op time (``self_us``) in the rows ``keep(row)`` accepts;
+        None when no op time was profiled."""
+        total = sum(r.self_us for r in self.op_table)
+        return None if total <= 0 else sum(r.self_us for r in self.op_table if keep(r)) / total
+
+    def inside_ops_share(self) -> float | None:
+        """The share of the profiled call's wall time spent inside torch ops called from Python (the rest
+        is Python, conversions and glue); None when unknown."""
+        if not self.call_wall_us or not self.op_table:
+            return None
+        return min(1.0, sum(r.top_us for r in self.op_table) / self.call_wall_us)
 
     def subnormals(self) -> int | None:
         """Subnormal values seen in what the workload computes, or None when no value was counted (it

@@ -21,8 +21,8 @@ in the run record.
 
 For :mod:`benchctl.studies.explain`, a recorder with ``probe`` set asks the
 last two forms for one more, untimed call after the timed ones: under the
-torch profiler (which ops run) and with forward hooks on the modules found in
-the state (the subnormal census of what the code produces).
+torch profiler (which ops run, in which dtypes, for how long: :mod:`.op_table`) and
+with forward hooks on the modules found in the state (the subnormal census of what the code produces).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
+from . import op_table
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
@@ -127,12 +128,16 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
     modules = _modules_in(state)
     with contextlib.ExitStack() as stack:
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+            started = time.perf_counter()
             out = call()
+            wall_us = (time.perf_counter() - started) * 1e6
     layers = [r for records in watched for r in records if r["calls"]]
     weights = [weights_census(m) for m in modules]
     rec.note("probe", {
         "ops": sorted({event.key for event in prof.key_averages()}),
+        "op_table": op_table.rows(prof.events()),
+        "call_wall_us": wall_us,
         "outputs": values_census(out),
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
@@ -178,7 +183,8 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
         out = fn(rec, **args)
         if getattr(rec, "probe", False):
-            rec.note("probe", {"ops": [], "outputs": values_census(out), "modules": 0,
+            rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "outputs": values_census(out),
+                               "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
                                "weights": {"values": 0, "subnormal": 0}})
 

@@ -1,0 +1,41 @@
+"""The op table of one profiled call: which torch ops ran, in which dtypes, for how long.
+
+The probe worker's one extra call runs under the torch profiler with ``record_shapes``; this
+folds the profiler's events into rows keyed by op name and input dtypes. Causes read it through
+:class:`benchctl.results.facts.Facts` (``op_table``, ``call_wall_us``): the share of the call's
+time each dtype takes, the share inside torch's top-level ops (the rest is Python and glue), the
+share of copies and layout conversions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+__all__ = ["rows"]
+
+
+def _dtypes(event: Any) -> list[str]:
+    """The distinct dtypes of an event's tensor inputs, in order (``[]`` when none was recorded)."""
+    seen: list[str] = []
+    for dtype in getattr(event, "input_dtypes", None) or []:
+        if dtype and dtype not in seen:
+            seen.append(str(dtype))
+    return seen
+
+
+def rows(events: Iterable[Any]) -> list[dict]:
+    """One row per (op name, input dtypes): ``calls``; ``self_us``, the time in the op itself;
+    ``top_us``, the time of its calls made from Python (no profiled parent: what the Python code
+    waits for); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
+    ``self_us``, largest first."""
+    table: dict[tuple[str, tuple[str, ...]], dict] = {}
+    for event in events:
+        dtypes = _dtypes(event)
+        row = table.setdefault((event.name, tuple(dtypes)), {
+            "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0,
+            "shapes": [list(s) for s in (getattr(event, "input_shapes", None) or [])]})
+        row["calls"] += 1
+        row["self_us"] += float(event.self_cpu_time_total)
+        if getattr(event, "cpu_parent", None) is None:
+            row["top_us"] += float(event.cpu_time_total)
+    return sorted(table.values(), key=lambda r: -r["self_us"])
