@@ -119,6 +119,27 @@ def test_a_cut_round_keeps_the_control_arms_together(monkeypatch):
     assert arms == {None: 3, "B": 3}  # the summary names arm B only; arm A is the cell itself
 
 
+def test_a_round_with_room_for_one_arm_runs_neither(monkeypatch):
+    """The last 15 s fit one 10 s worker: the other cell's runs, neither arm does (arm A alone would have
+    left the arms 3 and 2)."""
+    FakeWorkers(monkeypatch, lambda c: c["ms"], seconds=10.0)
+    doc = _run(repeat=3, budget_s=75.0)
+    assert [(r["cell"]["ms"], r.get("arm")) for r in doc["runs"] if r["repetition"] == 2] == [(2.0, None)]
+    arms = {e.get("arm"): e["processes"] for e in doc["summary"] if e["cell"] == {"ms": 1.0}}
+    assert arms == {None: 2, "B": 2} and doc["stopped"] == "the 75 s budget ran out"
+
+
+def test_an_arm_that_overran_keeps_its_partner(monkeypatch):
+    """Arm A of the last round takes 40 s instead of its 10: arm B still runs beside it (the budget is kept
+    within one worker), the cell after it no longer starts."""
+    workers = FakeWorkers(monkeypatch, lambda c: c["ms"], seconds=10.0)
+    durations = iter([10.0] * 6 + [40.0] + [10.0] * 10)
+    workers.seconds_of = lambda cell: next(durations)
+    doc = _run(repeat=3, budget_s=95.0)
+    last = [(r["cell"]["ms"], r.get("arm")) for r in doc["runs"] if r["repetition"] == 2]
+    assert last == [(1.0, "A"), (1.0, "B")]
+
+
 def test_a_cut_round_runs_what_fits_after_a_slot_that_does_not(monkeypatch):
     """Without a control: the 30 s cell does not fit the last 15 s, the 10 s cell after it still runs."""
     workers = FakeWorkers(monkeypatch, lambda c: c["ms"])

@@ -45,11 +45,13 @@ def test_a_time_target_stops_a_process_after_the_fewest_steady_iterations(tmp_pa
 
 
 def test_a_worker_that_no_longer_fits_is_not_started(monkeypatch):
-    # 10 s workers, a 25 s budget: the first round's workers have no estimate, yet the third is not
-    # started once two took 20 s.
+    # 10 s workers, a 25 s budget: the first round's workers have no estimate, yet the third cell is not
+    # started once two workers took 20 s; the control's arm B still follows its arm A (one worker over).
     FakeWorkers(monkeypatch, lambda c: c["ms"], seconds=10.0)
-    doc = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [1.0, 2.0]}, repeat=3, budget_s=25.0, progress=False)
-    assert len(doc["runs"]) == 2 and doc["stopped"] == "the 25 s budget ran out"
+    doc = runner.run_matrix("sleep", {"iterations": 1}, {"ms": [1.0, 2.0, 3.0]}, repeat=3, budget_s=25.0,
+                            progress=False)
+    assert [(r["cell"]["ms"], r.get("arm")) for r in doc["runs"]] == [(1.0, "A"), (2.0, None), (1.0, "B")]
+    assert doc["stopped"] == "the 25 s budget ran out"
 
 
 def test_the_probe_aims_at_a_share_of_the_budget_and_the_matrix_gets_the_iterations_that_fit(monkeypatch, tmp_path):

@@ -133,10 +133,10 @@ class Budget:
              together: list[Slot] = ()) -> list[Slot]:
         """The slots whose expected durations fit what is left, in their round order (all without a budget).
 
-        ``together`` (the control's two arms) go first when all of them fit: both
-        measure the run's noise, which every comparison is judged against, and
-        both count in every comparison with the baseline; a round cut short that
-        ran arm A alone left the control 3 and 2 processes.
+        ``together`` (the control's two arms) go first when all of them fit, and
+        none of them runs otherwise: both measure the run's noise, which every
+        comparison is judged against; a round cut short that ran arm A alone left
+        the control 3 and 2 processes.
         Then each other slot in round order that still fits. A slot with no
         estimate yet (never run) is let through: the first workers are what
         gives the estimates.
@@ -146,12 +146,16 @@ class Budget:
             return slots
         costs = {slot: expected_s(slot) or 0.0 for slot in slots}
         kept: set[Slot] = set()
-        grouped = [s for s in together if s in costs]
-        if len(grouped) == len(together) and sum(costs[s] for s in grouped) <= left:
-            kept.update(grouped)
-            left -= sum(costs[s] for s in grouped)
+        # Both arms owed this round: both run or neither (one alone would leave the control unpaired);
+        # an arm whose partner already ran this round (a resumed run) is a slot like any other.
+        paired = set(together) if len(together) > 1 and all(s in costs for s in together) else set()
+        if paired and sum(costs[s] for s in paired) <= left:
+            kept.update(paired)
+            left -= sum(costs[s] for s in paired)
+        elif paired:
+            self.exhausted = True
         for slot in slots:
-            if slot in kept:
+            if slot in kept or slot in paired:
                 continue
             if costs[slot] > left:
                 self.exhausted = True

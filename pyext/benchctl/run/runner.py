@@ -239,10 +239,18 @@ class _Run:
             if self.policy.extra(index):
                 bar.total += len(slots)
             self._describe(bar, index)
-            ran = 0
+            ran, control_runs = 0, None
             for slot in slots:
-                if not self.budget.fits(self._expected(slot)):  # the round's first workers had no estimate
+                # The round's first workers had no estimate, so each is checked as it comes; but the
+                # control's second arm follows its first: one arm alone leaves the A/A control unpaired
+                # (the budget is then kept within one worker).
+                if slot in self.control_slots and control_runs is not None:
+                    if not control_runs:
+                        continue
+                elif not self.budget.fits(self._expected(slot)):
+                    control_runs = False if slot in self.control_slots else control_runs
                     continue
+                control_runs = True if slot in self.control_slots else control_runs
                 ran += 1
                 cell = self.plan.cells[slot.index]
                 arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
