@@ -15,7 +15,7 @@ from benchctl.studies import causes, explain
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted")
 sys.path.insert(0, PLANTED)
-from plants import plants  # noqa: E402 - the folder's own catalogue of what each file plants
+from plants import FIX_KEYS, declarations, plants  # noqa: E402 - the folder's own catalogue of what each file plants
 BUDGET_S = 60.0  # half the default, for runs that call no effect (a fresh worker costs ~4 s here)
 
 
@@ -35,6 +35,17 @@ def _findings(doc):
 
 def _status(finding):
     return finding.status
+
+
+def test_every_plant_names_a_cause_of_the_library_and_its_reported_fix():
+    """What bench/plant_toggles.py times against each plant: a fix in one of the forms it knows; and the
+    cause it plants is one explain can name."""
+    names = {c.name for c in causes.CAUSES}
+    for name, plant in declarations():
+        if plant["cause"] is None:
+            continue
+        assert plant["cause"] in names, name
+        assert plant.get("fixed") and set(plant["fixed"]) <= set(FIX_KEYS), name
 
 
 @pytest.mark.slow

@@ -4,7 +4,9 @@ it fresh and returns it to the OS on free, so every iteration page-faults it in 
 import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
-PLANT = {"target": "realloc", "cause": "allocator"}
+# Its fix: glibc told to keep freed memory (alloc=retain's tunables), timed by bench/plant_toggles.py.
+PLANT = {"target": "realloc", "cause": "allocator", "fixed": {"env": {
+    "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=17179869184"}}}
 
 
 def realloc():

@@ -4,7 +4,7 @@ later call only reads from it."""
 import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
-PLANT = {"target": "lookup", "cause": "warmup"}
+PLANT = {"target": "lookup", "cause": "warmup", "fixed": {"warmup": 1}}
 
 _table = None
 

@@ -21,7 +21,7 @@ import threading
 import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
-PLANT = {"target": "Bench", "cause": "threads"}
+PLANT = {"target": "Bench", "cause": "threads", "fixed": {"after_setup": "torch.set_num_threads(1)"}}
 
 # Says it is ready, then spins on its CPU until its parent is gone (a killed worker leaves no
 # neighbour behind). In a session of its own it slows the team more than in the workload's

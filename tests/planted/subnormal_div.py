@@ -7,7 +7,7 @@ suite beside one) planted a second cause, oversubscription, and identical proces
 import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
-PLANT = {"target": "Bench", "cause": "denormals"}
+PLANT = {"target": "Bench", "cause": "denormals", "fixed": {"after_setup": "torch.set_flush_denormal(True)"}}
 
 SUBNORMAL_BITS = 0x00100000  # exponent bits all zero: a subnormal float32
 DIVISIONS = 8
