@@ -15,10 +15,11 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
 * ``during(value)``: worker side, at the end of every timed iteration: a cheap
   check of what the process runs under now, in the setting's own values, so that
   a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
-  ``setup()``) is seen and never judged. Only ``threads`` and ``ftz`` have one:
-  user code changes them in-process. ``alloc`` and ``only`` are fixed before
-  the workload starts, ``pin`` places the team at its creation and ``env``/``busy``
-  read back after the run whatever the code left (their after-run readback).
+  ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``cudnn_benchmark`` and
+  ``matmul_precision`` have one: user code changes them in-process. ``alloc`` and ``only`` are fixed before
+  the workload starts, ``pin`` places the team at its creation, ``sync`` is the worker's own clock,
+  ``cuda_init`` happens before the workload, and ``env``/``busy`` read back after the run whatever
+  the code left (their after-run readback).
 
 Cells hold setting values and workload parameters side by side; a matrix key
 that is not a setting name is a workload parameter.
@@ -31,7 +32,7 @@ import json
 import os
 from typing import Any
 
-from . import _validate, contention, fpenv, threads
+from . import _validate, contention, cuda_state, fpenv, threads
 from . import alloc as _alloc
 from .errors import UnavailableError
 
@@ -390,6 +391,122 @@ class BusyPool(Setting):
         return contention.busy_pool_state()
 
 
+class SyncClock(Setting):
+    """``sync``: whether the worker's clock waits for the GPU before each read (:mod:`benchctl.cuda_state`)."""
+
+    name = "sync"
+    help = "off | cuda: torch.cuda.synchronize() before each clock read of a timed iteration (once CUDA is in use)"
+    order = 60
+    needs_torch = True
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("off", "cuda"))
+
+    def apply(self, value: str) -> Any:
+        return cuda_state.synchronizing(value == "cuda")
+
+    # No counter shows it: the async-clock cause reads one call's host clock against its CUDA events.
+    probe = "cuda"
+    mechanism = ("asynchronous CUDA launches: a host clock read without waiting for the GPU measures the "
+                 "launches, not the GPU's work")
+
+    def facts(self, observed: dict) -> dict:
+        return {"synced": observed.get("synced")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        synced = facts.get("synced")
+        return f"{synced} clock reads waited for the GPU" if synced else ""
+
+    def readback(self, value: str) -> dict:
+        return cuda_state.sync_state()
+
+
+class CudnnBenchmark(Setting):
+    """``cudnn_benchmark``: cuDNN's autotuner (``torch.backends.cudnn.benchmark``) as the code sets it, or set."""
+
+    name = "cudnn_benchmark"
+    help = "code | off | on: torch.backends.cudnn.benchmark as the workload's code sets it, or set after its import"
+    order = 60
+    needs_torch = True
+
+    def canonical(self, value: Any) -> str:
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return self._choice(value, ("code", "off", "on"))
+
+    def apply(self, value: str) -> Any:
+        return cuda_state.cudnn_benchmark() if value == "code" else cuda_state.set_cudnn_benchmark(value)
+
+    probe = "off"
+    mechanism = ("cuDNN autotuning (torch.backends.cudnn.benchmark): each convolution shape not seen before "
+                 "times every algorithm before it runs")
+
+    def during(self, value: str) -> str | None:
+        # Sampled after every timed iteration: "on" once the code's own setup() or run() switched it back.
+        return None if value == "code" else cuda_state.cudnn_benchmark()
+
+    def readback(self, value: str) -> str:
+        return cuda_state.cudnn_benchmark()
+
+
+class MatmulPrecision(Setting):
+    """``matmul_precision``: torch's float32 matmul precision as the code sets it, or set after its import."""
+
+    name = "matmul_precision"
+    help = ("code | highest | high | medium: torch.set_float32_matmul_precision after the workload's import "
+            "(high: TF32 matmuls on GPUs that have it)")
+    order = 60
+    needs_torch = True
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("code",) + cuda_state.PRECISIONS)
+
+    def apply(self, value: str) -> Any:
+        return cuda_state.matmul_precision() if value == "code" else cuda_state.set_matmul_precision(value)
+
+    # The TF32 cause chooses its probe from the precision the code runs (the other one); this is the usual.
+    probe = "high"
+    mechanism = ("float32 matmuls at full float32 precision, where TF32 tensor cores run them several times "
+                 "faster with a 10-bit mantissa")
+
+    def during(self, value: str) -> str | None:
+        return None if value == "code" else cuda_state.matmul_precision()
+
+    def readback(self, value: str) -> str:
+        return cuda_state.matmul_precision()
+
+
+class CudaInit(Setting):
+    """``cuda_init``: create the CUDA context and library handles before the workload runs, or leave it lazy."""
+
+    name = "cuda_init"
+    help = "lazy | eager: create the CUDA context and cuBLAS handle (one small matmul) before the workload runs"
+    order = 60
+    needs_torch = True
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("lazy", "eager"))
+
+    def apply(self, value: str) -> Any:
+        if value == "eager":
+            return cuda_state.init_eagerly()
+        return {"initialized": cuda_state.initialized(), "reason": None}
+
+    probe = "eager"
+    mechanism = ("the first CUDA call of a process creating the context and the library handles, and loading "
+                 "its kernels, inside the first timed iteration")
+
+    def facts(self, observed: dict) -> dict:
+        return {"initialized": observed.get("initialized"), "eager": observed.get("eager")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return "the CUDA context created before the workload ran" if facts.get("eager") and facts.get(
+            "initialized") else ""
+
+    def readback(self, value: str) -> dict:
+        return {"initialized": cuda_state.initialized(), "eager": value == "eager"}
+
+
 #: The environment variable through which ``only`` tells the worker's recorder which phase runs.
 ONLY_PHASE_ENV = "BENCHCTL_ONLY_PHASE"
 
@@ -451,7 +568,7 @@ class Combination(Setting):
 
 SETTINGS: dict[str, Setting] = {
     s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
-                        OnlyPhase(), Combination())
+                        SyncClock(), CudnnBenchmark(), MatmulPrecision(), CudaInit(), OnlyPhase(), Combination())
 }
 _WITH = Combination.name
 

@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from . import queries
+from .cuda_facts import CudaFacts
 from .summary import COUNTER_FIELDS
 
 __all__ = ["OpRow", "Facts"]
@@ -44,7 +45,8 @@ class Facts:
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
-    ``call_wall_us`` that call's wall time (None when unknown)."""
+    ``call_wall_us`` that call's wall time (None when unknown); ``cuda``: what the probe learnt of its GPU
+    use (:class:`~.cuda_facts.CudaFacts`; None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -55,6 +57,7 @@ class Facts:
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
     op_table: tuple[OpRow, ...] = ()
     call_wall_us: float | None = None
+    cuda: CudaFacts | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -70,7 +73,7 @@ class Facts:
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
-                   call_wall_us=probe.get("call_wall_us"))
+                   call_wall_us=probe.get("call_wall_us"), cuda=CudaFacts.from_json(probe.get("cuda")))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -82,10 +85,16 @@ class Facts:
         if data is None:
             return None
         rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
-        return cls(**{**data, "op_table": rows})
+        return cls(**{**data, "op_table": rows, "cuda": CudaFacts.from_json(data.get("cuda"))})
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def no_cuda_reason(self) -> str | None:
+        """Why no GPU cause can apply here (see :meth:`CudaFacts.no_cuda_reason`); None: the workload used CUDA."""
+        if self.cuda is None:
+            return "nothing is known of its GPU use (no probe of it ran): no GPU cause is probed"
+        return self.cuda.no_cuda_reason()
 
     def op_share(self, keep) -> float | None:
         """The share of the profiled call's own op time (``self_us``) in the rows ``keep(row)`` accepts;

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .. import clock, counters
+from .. import clock, counters, cuda_state
 from ..settings import ONLY_PHASE_ENV
 
 __all__ = ["Recorder", "CountedRecorder", "SettingWatch", "COUNTER_SCOPE", "open_counter_group"]
@@ -47,9 +47,13 @@ class Recorder:
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
-        """Time one iteration of ``phase``. A raising iteration is not recorded."""
+        """Time one iteration of ``phase``. A raising iteration is not recorded. Under ``sync=cuda`` each clock
+        read first waits for the GPU (:func:`benchctl.cuda_state.wait`): work queued before the iteration is
+        left out of it, and work it queued is in it."""
+        cuda_state.wait()
         with clock.Stopwatch() as sw:
             yield
+            cuda_state.wait()
         self.ticks.setdefault(phase, []).append(sw.ticks)
 
     def note(self, key: str, value: Any) -> None:
@@ -116,9 +120,11 @@ class CountedRecorder(Recorder):
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
+        cuda_state.wait()
         before = self._group.read() if self._group is not None else None
         with clock.Stopwatch() as sw:
             yield
+            cuda_state.wait()
         after = self._group.read() if self._group is not None else None
         self.ticks.setdefault(phase, []).append(sw.ticks)
         for watch in self.during.values():

@@ -22,7 +22,8 @@ in the run record.
 For :mod:`benchctl.studies.explain`, a recorder with ``probe`` set asks the
 last two forms for one more, untimed call after the timed ones: under the
 torch profiler (which ops run, in which dtypes, for how long: :mod:`.op_table`) and
-with forward hooks on the modules found in the state (the subnormal census of what the code produces).
+with forward hooks on the modules found in the state (the subnormal census of what the code produces);
+where the process ran CUDA work, a few more calls give the GPU causes' evidence (:mod:`.probe_cuda`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any, Callable
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
 from . import op_table
+from .probe_cuda import cuda_census
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
@@ -142,6 +144,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
+        "cuda": cuda_census(call),
     })
 
 
@@ -186,7 +189,7 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
             rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "outputs": values_census(out),
                                "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
-                               "weights": {"values": 0, "subnormal": 0}})
+                               "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None)})
 
     return run, dict(mark["params"])
 
