@@ -114,7 +114,7 @@ run_step nvidia-smi 30 nvidia-smi --query-gpu=name,driver_version,clocks.sm,cloc
 run_step install 200 install_package
 if [ -x "$VENV/bin/python" ] && run_step probe 60 probe; then
   # BENCHCTL_REQUIRE_GPU turns the GPU tests' skip into a failure.
-  run_step pytest-cuda 180 env BENCHCTL_REQUIRE_GPU=1 "$VENV/bin/python" -m pytest -m cuda -q -rs tests
+  run_step pytest-cuda 180 env BENCHCTL_REQUIRE_GPU=1 "$VENV/bin/python" -m pytest -m "cuda and not slow" -q -rs tests
   if [ -f bench/zero_weights.py ]; then
     run_step zero_weights 240 "$VENV/bin/python" bench/zero_weights.py --device cuda
   else

@@ -12,10 +12,11 @@ from benchctl.cli.render import render
 from benchctl.results import queries
 from benchctl.results.findings import Finding, Status
 from benchctl.studies import causes, explain
+from conftest import require_gpu
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted")
 sys.path.insert(0, PLANTED)
-from plants import FIX_KEYS, declarations, plants  # noqa: E402 - the folder's own catalogue of what each file plants
+from plants import FIX_KEYS, declaration, declarations, plants  # noqa: E402 - the folder's own catalogue of each plant
 BUDGET_S = 60.0  # half the default, for runs that call no effect (a fresh worker costs ~4 s here)
 
 
@@ -49,16 +50,30 @@ def test_every_plant_names_a_cause_of_the_library_and_its_reported_fix():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target, planted", [p for p in plants() if p[1] is not None])
+@pytest.mark.parametrize("target, planted", [p for p in plants(("cpu",)) if p[1] is not None])
 def test_explain_names_the_planted_cause_and_no_other(target, planted):
     """At the default budget, as the issue's target (2 minutes each) is set: this CPU's subnormal
     penalty is at most ~2x and processes here differ by up to ~20%; the allocator plant probes 6 cells.
     On a quiet machine the planted cause must be named; when most workers shared the CPUs with other
     work, "unresolved" (said with that reason) skips the test. A wrong cause fails it either way."""
+    _names_the_planted_cause_and_no_other(target, planted)
+
+
+@pytest.mark.slow
+@pytest.mark.cuda
+@pytest.mark.parametrize("target, planted", [p for p in plants(("cuda",)) if p[1] is not None])
+def test_explain_names_the_planted_gpu_cause_and_no_other(target, planted):
+    """The same on the plants that need a GPU (``"device": "cuda"``): skipped without one."""
+    require_gpu()
+    _names_the_planted_cause_and_no_other(target, planted)
+
+
+def _names_the_planted_cause_and_no_other(target, planted):
     doc, text = _explain(target, budget_s=explain.DEFAULT_BUDGET_S)
     found = _findings(doc)
     assert set(found) == {c.name for c in causes.CAUSES}, "every cause of the library has a finding"
-    invented = [name for name, f in found.items() if name != planted and _status(f) == Status.CAUSE]
+    named_with = {planted, *declaration(target).get("also", ())}  # causes judging the same evidence
+    invented = [name for name, f in found.items() if name not in named_with and _status(f) == Status.CAUSE]
     assert not invented, text
     shared = sum(map(queries.shared_cpus, doc["runs"]))
     if _status(found[planted]) == Status.UNRESOLVED and queries.mostly_shared(doc["runs"]):
@@ -73,7 +88,7 @@ def test_explain_names_the_planted_cause_and_no_other(target, planted):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", [t for t, cause in plants() if cause is None])
+@pytest.mark.parametrize("target", [t for t, cause in plants(("cpu",)) if cause is None])
 def test_explain_invents_no_cause_where_none_is_planted(target):
     doc, text = _explain(target)
     assert not [f for f in _findings(doc).values() if _status(f) == Status.CAUSE], text
@@ -85,8 +100,11 @@ def test_causes_their_prechecks_rule_out_run_no_cells():
     doc, text = _explain("plain.py:matmul", budget_s=30.0)
     ruled = [f for f in _findings(doc).values() if _status(f) == Status.RULED_OUT]
     assert {f.rule for f in ruled} >= {"cause_denormals", "cause_order"}  # no subnormals, one phase
+    gpu = {"cause_async_clock", "cause_cudnn_autotune", "cause_cuda_first_call", "cause_tf32"}
+    assert {f.rule for f in ruled} >= gpu  # a CPU matmul: no CUDA work, whether or not a GPU is here
     probed = doc["matrix"]["with"]
     assert {"ftz": "process"} not in probed and not any("only" in p for p in probed)
+    assert not any({"sync", "cudnn_benchmark", "cuda_init", "matmul_precision"} & set(p) for p in probed)
     assert "denormals (subnormal arithmetic): ruled out before running: " in text
 
 

@@ -10,6 +10,10 @@ A plant also declares the fix its public report established, ``"fixed": {...}``,
 ``"env"`` (variables the fixed process starts with), ``"after_setup"`` (a statement run, with
 ``torch`` imported, after ``setup()`` and before the timed calls), ``"target"`` (another target of
 the same file, the code written the fixed way) and ``"warmup"`` (calls made before timing).
+
+Two more optional keys: ``"device": "cuda"``, a plant that runs only where torch sees a CUDA device
+(:func:`plants` leaves it out elsewhere), and ``"also"``, causes that judge the same evidence and are
+right to be named with the planted one.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from __future__ import annotations
 import ast
 import os
 
-__all__ = ["FOLDER", "FIX_KEYS", "declarations", "plants"]
+__all__ = ["FOLDER", "FIX_KEYS", "DEVICES", "declaration", "declarations", "plants"]
 
 #: The forms a plant's ``fixed`` may take (see the module's docstring).
 FIX_KEYS = ("env", "after_setup", "target", "warmup")
 
 FOLDER = os.path.dirname(os.path.abspath(__file__))
+#: The devices a plant can declare; one without ``"device"`` runs on the CPU.
+DEVICES = ("cpu", "cuda")
 
 
 def _declaration(path: str) -> dict | None:
@@ -47,8 +53,22 @@ def declarations() -> list[tuple[str, dict]]:
     return found
 
 
-def plants() -> list[tuple[str, str | None]]:
-    """(``file.py:target``, the cause it plants or None), for every file here that declares one;
-    the planted causes first, in file order, then those that plant nothing."""
-    found = [(f"{name}:{plant['target']}", plant["cause"]) for name, plant in declarations()]
+def declaration(target: str) -> dict:
+    """The ``PLANT`` of ``file.py:target``."""
+    return _declaration(os.path.join(FOLDER, target.split(":")[0]))
+
+
+def _here() -> tuple[str, ...]:
+    import torch
+
+    return DEVICES if torch.cuda.is_available() else ("cpu",)
+
+
+def plants(devices: tuple[str, ...] | None = None) -> list[tuple[str, str | None]]:
+    """(``file.py:target``, the cause it plants or None), for every file here that declares one and runs on
+    one of ``devices`` (None: the devices this machine has); the planted causes first, in file order, then
+    those that plant nothing."""
+    devices = _here() if devices is None else devices
+    found = [(f"{name}:{plant['target']}", plant["cause"]) for name, plant in declarations()
+             if plant.get("device", "cpu") in devices]
     return sorted(found, key=lambda p: p[1] is None)
