@@ -17,6 +17,7 @@ from benchctl.run.recorder import Recorder
 from benchctl.studies import causes
 from benchctl.studies.causes import gpu
 from benchctl.workloads.probe_cuda import cuda_census
+from benchctl.workloads.user import load
 from conftest import require_gpu
 from synthetic_results import make_doc
 
@@ -220,6 +221,18 @@ def test_the_collector_reads_one_flag_for_a_call_that_runs_no_cuda_work():
     out = cuda_census(lambda: calls.append(torch.ones(4) @ torch.ones(4)))
     assert out == {"initialized": False, "available": cuda_state.available()} and calls == []  # not called again
     assert cuda_census(None) == out
+
+
+def test_the_probe_worker_notes_the_gpu_evidence_of_a_user_workload(tmp_path):
+    if cuda_state.initialized():
+        pytest.skip("another test initialised CUDA in this process")
+    user = tmp_path / "cpu_only.py"
+    user.write_text("import torch\n\ndef fn():\n    return torch.ones(8) * 2\n")
+    fn, params, _, _ = load(f"{user}:fn")
+    rec = Recorder(probe=True)
+    fn({**params, "iterations": 3}, rec)
+    assert rec.notes["probe"]["cuda"] == {"initialized": False, "available": cuda_state.available()}
+    assert Facts(cuda=CudaFacts.from_json(rec.notes["probe"]["cuda"])).no_cuda_reason() is not None
 
 
 def test_cuda_facts_survive_the_document():
