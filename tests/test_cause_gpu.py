@@ -16,7 +16,7 @@ from benchctl.results.findings import Status
 from benchctl.run.recorder import Recorder
 from benchctl.studies import causes
 from benchctl.studies.causes import gpu
-from benchctl.workloads.probe_cuda import cuda_census
+from benchctl.workloads.probe_cuda import by_shapes, cuda_census
 from benchctl.workloads.user import load
 from conftest import require_gpu
 from synthetic_results import make_doc
@@ -233,6 +233,14 @@ def test_the_probe_worker_notes_the_gpu_evidence_of_a_user_workload(tmp_path):
     fn({**params, "iterations": 3}, rec)
     assert rec.notes["probe"]["cuda"] == {"initialized": False, "available": cuda_state.available()}
     assert Facts(cuda=CudaFacts.from_json(rec.notes["probe"]["cuda"])).no_cuda_reason() is not None
+
+
+def test_probe_calls_are_split_by_whether_their_convolution_shapes_are_new():
+    a, b, c = ((1, 3, 64, 64), (8, 3, 3, 3)), ((1, 3, 68, 64), (8, 3, 3, 3)), ((1, 3, 72, 64), (8, 3, 3, 3))
+    # The first call is the reference; a call with one new shape among seen ones is new; no convolution: neither.
+    assert by_shapes([(50.0, {a}), (40.0, {b}), (5.0, {a}), (45.0, {a, c}), (1.0, set())]) == ([40.0, 45.0], [5.0])
+    assert by_shapes([(50.0, {a}), (5.0, {a}), (5.1, {a})]) == ([], [5.0, 5.1])
+    assert by_shapes([]) == ([], [])
 
 
 def test_cuda_facts_survive_the_document():

@@ -65,7 +65,7 @@ class CudaFacts:
         text = (f"{len(new)} of {len(new) + len(seen)} probe calls after the first ran convolution shapes no "
                 "earlier one ran")
         if new:
-            text += f" (median {float(np.median(new)):.3g} ms on CUDA events)"
+            text += f" (median {float(np.median(new)):.3g} ms on CUDA events, under the profiler)"
         if seen:
             text += f", against {float(np.median(seen)):.3g} ms for the calls whose shapes were seen before"
         return text

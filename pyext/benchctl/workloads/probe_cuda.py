@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from .. import cuda_state
 
-__all__ = ["SHAPE_CALLS", "MATMUL_OPS", "CONV_OPS", "cuda_census"]
+__all__ = ["SHAPE_CALLS", "MATMUL_OPS", "CONV_OPS", "by_shapes", "cuda_census"]
 
 #: Profiled calls after the clock check: the first is the reference, each later one is new-shape or seen-shape.
 SHAPE_CALLS = 4
@@ -71,6 +71,19 @@ def _profiled(call: Callable[[], Any]) -> tuple[float, set, float, float]:
     return event_ms, shapes, matmul_us, total_us
 
 
+def by_shapes(calls: list[tuple[float, set]]) -> tuple[list[float], list[float]]:
+    """(times of the calls after the first that ran a convolution shape no earlier call ran, times of those
+    that ran only shapes seen before), from each call's (ms, convolution shapes); calls without a
+    convolution are in neither."""
+    seen: set = set()
+    new_ms, seen_ms = [], []
+    for i, (ms, shapes) in enumerate(calls):
+        if i and shapes:
+            (new_ms if shapes - seen else seen_ms).append(ms)
+        seen |= shapes
+    return new_ms, seen_ms
+
+
 def cuda_census(call: Callable[[], Any] | None) -> dict[str, Any]:
     """``{"initialized", "available"}`` alone when the process ran no CUDA work; otherwise also
     ``cudnn_benchmark``, ``matmul_precision``, ``host_ms``/``event_ms`` (one call), ``new_shape_ms``/
@@ -86,18 +99,12 @@ def cuda_census(call: Callable[[], Any] | None) -> dict[str, Any]:
         return out
     try:
         out["host_ms"], out["event_ms"] = _events_ms(call)
-        seen: set = set()
-        new_ms, seen_ms, conv_calls, matmul_us, total_us = [], [], 0, 0.0, 0.0
-        for i in range(SHAPE_CALLS):
-            ms, shapes, matmul, total = _profiled(call)
-            conv_calls += bool(shapes)
-            matmul_us, total_us = matmul_us + matmul, total_us + total
-            if i and shapes:
-                (new_ms if shapes - seen else seen_ms).append(ms)
-            seen |= shapes
+        profiled = [_profiled(call) for _ in range(SHAPE_CALLS)]
     except Exception as e:  # the call ran fine unprobed; under the probe it did not: say so, the run goes on
         out["error"] = f"{type(e).__name__}: {e}"[:300]
         return out
-    out.update(new_shape_ms=new_ms, seen_shape_ms=seen_ms, conv_calls=conv_calls,
+    new_ms, seen_ms = by_shapes([(ms, shapes) for ms, shapes, _, _ in profiled])
+    matmul_us, total_us = sum(p[2] for p in profiled), sum(p[3] for p in profiled)
+    out.update(new_shape_ms=new_ms, seen_shape_ms=seen_ms, conv_calls=sum(bool(p[1]) for p in profiled),
                matmul_fp32_share=matmul_us / total_us if total_us > 0 else None)
     return out
