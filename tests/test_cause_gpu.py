@@ -4,6 +4,7 @@ cause must rule itself out and add no cell); the tests marked ``cuda`` need a GP
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -74,6 +75,15 @@ def test_each_gpu_precheck_rules_out_on_its_own_evidence():
     assert autotune.probes(facts(cudnn_benchmark="off")) == []
     assert "take 1.0% of its GPU kernel time" in causes.Tf32().precheck(facts(matmul_fp32_share=0.01), None)
     assert causes.Tf32().precheck(facts(matmul_fp32_share=None), None) is None
+
+
+def test_cuda_first_call_is_out_where_the_probe_worker_had_no_lazy_start():
+    def with_first(extra):
+        return Facts(**{**facts().__dict__, "first_extra": {"call": extra}})
+    reason = causes.CudaFirstCall().precheck(with_first(2.0), None)
+    assert "its first iterations cost 2.0 steady iterations in the probe worker: under 10" in reason
+    assert causes.CudaFirstCall().precheck(with_first(30.0), None) is None  # a lazy start: probed
+    assert causes.CudaFirstCall().precheck(with_first(None), None) is None  # too short to say: probed
 
 
 def test_tf32_probes_the_other_precision():
@@ -249,6 +259,8 @@ def test_cuda_facts_survive_the_document():
     doc["runs"][0]["notes"] = {"probe": probe}
     found = Facts.from_probe(analyse(doc))
     assert found.cuda == CudaFacts(**{**ON_GPU.__dict__, "new_shape_ms": (90.0,), "seen_shape_ms": (5.0,)})
+    ns = doc["runs"][0]["phases"]["call"]["ns"]
+    assert found.first_extra["call"] == pytest.approx(ns[0] / float(np.median(ns[1:])) - 1)
     assert Facts.from_json(json.loads(json.dumps(found.to_json()))) == found
     assert Facts.from_json(Facts().to_json()).cuda is None
 

@@ -10,11 +10,23 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from . import queries
 from .cuda_facts import CudaFacts
 from .summary import COUNTER_FIELDS
 
-__all__ = ["OpRow", "Facts"]
+__all__ = ["OpRow", "Facts", "warmup_extra"]
+
+
+def warmup_extra(ns: list[float], warmup: int) -> float | None:
+    """What the first iterations of a series cost beyond its steady median, in steady iterations (the first
+    one at least, with ``warmup`` the iterations the runner detected); None for a series too short to say."""
+    warm = max(1, warmup or 0)
+    if len(ns) <= warm:
+        return None
+    steady = float(np.median(ns[warm:]))
+    return (sum(ns[:warm]) - warm * steady) / steady if steady > 0 else None
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,8 @@ class Facts:
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
     ``call_wall_us`` that call's wall time (None when unknown); ``cuda``: what the probe learnt of its GPU
-    use (:class:`~.cuda_facts.CudaFacts`; None when unknown)."""
+    use (:class:`~.cuda_facts.CudaFacts`; None when unknown); ``first_extra``: per phase, what the probe
+    worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -58,6 +71,7 @@ class Facts:
     op_table: tuple[OpRow, ...] = ()
     call_wall_us: float | None = None
     cuda: CudaFacts | None = None
+    first_extra: dict[str, float | None] = field(default_factory=dict)
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -65,7 +79,9 @@ class Facts:
         cell = queries.cells(doc)[0]
         phases = queries.phases(doc)
         summaries = {p: queries.summary_entry(doc, p, cell) or {} for p in phases}
-        notes = (queries.ok_runs(doc, cell) or [{}])[0].get("notes", {})
+        run = (queries.ok_runs(doc, cell) or [{}])[0]
+        notes = run.get("notes", {})
+        series = run.get("phases", {})
         probe = notes.get("probe") or {}
         census = {k: probe[k] for k in ("outputs", "activations", "weights") if k in probe} or None
         return cls(phases=phases,
@@ -73,7 +89,8 @@ class Facts:
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
-                   call_wall_us=probe.get("call_wall_us"), cuda=CudaFacts.from_json(probe.get("cuda")))
+                   call_wall_us=probe.get("call_wall_us"), cuda=CudaFacts.from_json(probe.get("cuda")),
+                   first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()})
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":

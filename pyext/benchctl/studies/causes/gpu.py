@@ -23,6 +23,7 @@ from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
 from .base import Cause, mechanism, probe_of, probe_text
+from .warmup import LAZY_MIN_ITERATIONS
 
 __all__ = ["HOST_COVERS_GPU", "MIN_MATMUL_SHARE", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
 
@@ -139,7 +140,17 @@ class CudaFirstCall(Cause):
         return [self.probe] if facts is None or facts.no_cuda_reason() is None else []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        return facts.no_cuda_reason()
+        """Out without CUDA, and where the probe worker's first iterations cost less than the warm-up cause
+        calls lazy initialisation (its threshold, one place): then there is no lazy start to remove."""
+        reason = facts.no_cuda_reason()
+        if reason is not None:
+            return reason
+        extras = [facts.first_extra.get(p) for p in facts.phases]
+        if extras and all(e is not None and e < LAZY_MIN_ITERATIONS for e in extras):
+            shown = ", ".join(f"{max(e, 0.0) + 0.0:.1f}" for e in extras)
+            return (f"its first iterations cost {shown} steady iterations in the probe worker: under "
+                    f"{LAZY_MIN_ITERATIONS:.0f}, no lazy start to remove")
+        return None
 
     def _first(self, ctx: Context, cell: dict) -> Comparison | None:
         """The first iteration of ``cell``'s processes against the unchanged workload's, as a comparison."""
