@@ -3,8 +3,9 @@ float32 matmuls on the GPU and returns without waiting, the shape of the reports
 0.1 ms" on ``time.time()`` while training is slow: the clock stops when the launches are queued, long
 before the GPU has done them.
 
-A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26). The
-toggle, in fresh processes: ``python tests/planted/gpu_async.py`` prints the host-clocked time of one call
+A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26:
+``bash bench/gpu_plants_ab.sh`` runs every GPU plant's toggle).
+The toggle, in fresh processes: ``python tests/planted/gpu_async.py`` prints the host-clocked time of one call
 without and with ``torch.cuda.synchronize()`` before the clock is read.
 """
 

@@ -3,8 +3,9 @@
 net a new input height every call (variable-size images or audio, as in the forum reports of
 benchmark=True making variable-size inputs slow): each call's convolutions are tuned again.
 
-A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26). The
-toggle, in fresh processes: ``python tests/planted/gpu_cudnn_shapes.py on`` and ``... off`` print the mean
+A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26:
+``bash bench/gpu_plants_ab.sh`` runs every GPU plant's toggle).
+The toggle, in fresh processes: ``python tests/planted/gpu_cudnn_shapes.py on`` and ``... off`` print the mean
 ms of 30 calls with benchmark on and off.
 """
 

@@ -3,8 +3,9 @@ CUDA context and the cuBLAS handle inside the first timed iteration, as in the r
 call taking a second or more; every later call is a small matmul. The warm-up cause measures the same
 first iteration (``also`` below): it says what the first iterations cost, this cause what they paid for.
 
-A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26). The
-toggle, in fresh processes: ``python tests/planted/gpu_first_call.py lazy`` and ``... eager`` print the
+A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26:
+``bash bench/gpu_plants_ab.sh`` runs every GPU plant's toggle).
+The toggle, in fresh processes: ``python tests/planted/gpu_first_call.py lazy`` and ``... eager`` print the
 first call's ms without and with the context created first.
 """
 

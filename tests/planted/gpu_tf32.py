@@ -2,8 +2,9 @@
 at torch's default precision ("highest": TF32 off for matmuls since torch 1.12), the shape of the reports
 of float32 training on an A100/H100 far below its TF32 throughput.
 
-A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26). The
-toggle, in fresh processes: ``python tests/planted/gpu_tf32.py highest`` and ``... high`` print the mean
+A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26:
+``bash bench/gpu_plants_ab.sh`` runs every GPU plant's toggle).
+The toggle, in fresh processes: ``python tests/planted/gpu_tf32.py highest`` and ``... high`` print the mean
 ms of 20 calls at each precision.
 """
 
