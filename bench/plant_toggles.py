@@ -21,7 +21,7 @@ import sys
 
 PLANTED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "planted")
 sys.path.insert(0, PLANTED_DIR)
-from plants import declarations  # noqa: E402 - each plant's PLANT, with its "fixed"
+from plants import declarations, devices_here  # noqa: E402 - each plant's PLANT, with its "fixed"
 
 # Run in a fresh interpreter: import the plant, set it up, apply the fix, time the calls.
 _CHILD = r"""
@@ -79,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no planted workload with a declared fix matches --only")
     rows = []
     for name, plant in chosen:
-        if plant.get("device") == "cuda":
-            print(f"== {name}: skipped (a GPU plant)", flush=True)
+        if plant.get("device") == "cuda" and "cuda" not in devices_here():
+            print(f"== {name}: skipped (a GPU plant, and torch sees no CUDA device here)", flush=True)
             continue
         path, fixed = os.path.join(PLANTED_DIR, name), plant["fixed"]
         stat = statistics.fmean if fixed.get("warmup") else statistics.median

@@ -1,23 +1,21 @@
 """Planted cause (GPU): cuDNN autotuning on every new shape. The script sets
 ``torch.backends.cudnn.benchmark = True`` at import, as training scripts do, and then feeds a small conv
 net a new input height every call (variable-size images or audio, as in the forum reports of
-benchmark=True making variable-size inputs slow): each call's convolutions are tuned again.
+benchmark=True making variable-size inputs slow): each call's convolutions are tuned again. The
+reported fix: benchmark off.
 
-A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26:
-``bash bench/gpu_plants_ab.sh`` runs every GPU plant's toggle).
-The toggle, in fresh processes: ``python tests/planted/gpu_cudnn_shapes.py on`` and ``... off`` print the mean
-ms of 30 calls with benchmark on and off.
+A/B outside benchctl: not measured yet (no GPU was lent to the session that wrote this; issue 26).
+``python bench/plant_toggles.py --only gpu_cudnn_shapes`` on a GPU machine measures it.
 """
 
 import itertools
-import sys
-import time
 
 import torch
 
-# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py);
+# What this file plants, for tests/test_explain.py and the bench scripts (tests/planted/plants.py);
 # "device": the plant runs only where torch sees a CUDA device.
-PLANT = {"target": "forward", "cause": "cudnn_autotune", "device": "cuda"}
+PLANT = {"target": "forward", "cause": "cudnn_autotune", "device": "cuda",
+         "fixed": {"after_setup": "torch.backends.cudnn.benchmark = False"}}
 
 torch.backends.cudnn.benchmark = True
 _heights = itertools.count()
@@ -33,11 +31,3 @@ def forward():
     height = 64 + 4 * (next(_heights) % 500)  # a shape not seen before, call after call
     with torch.no_grad():
         return NET(torch.randn(8, 3, height, 96, device="cuda")).sum().item()  # waits for the GPU
-
-
-if __name__ == "__main__":
-    torch.backends.cudnn.benchmark = sys.argv[1:] == ["on"]
-    began = time.perf_counter()
-    for _ in range(30):
-        forward()
-    print(f"benchmark {torch.backends.cudnn.benchmark}: {(time.perf_counter() - began) / 30 * 1e3:.2f} ms a call")

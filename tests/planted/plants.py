@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import os
 
-__all__ = ["FOLDER", "FIX_KEYS", "DEVICES", "declaration", "declarations", "plants"]
+__all__ = ["FOLDER", "FIX_KEYS", "DEVICES", "declaration", "declarations", "devices_here", "plants"]
 
 #: The forms a plant's ``fixed`` may take (see the module's docstring).
 FIX_KEYS = ("env", "after_setup", "target", "warmup")
@@ -58,7 +58,8 @@ def declaration(target: str) -> dict:
     return _declaration(os.path.join(FOLDER, target.split(":")[0]))
 
 
-def _here() -> tuple[str, ...]:
+def devices_here() -> tuple[str, ...]:
+    """The devices plants can run on here: the CPU, and CUDA where torch sees a device."""
     import torch
 
     return DEVICES if torch.cuda.is_available() else ("cpu",)
@@ -68,7 +69,7 @@ def plants(devices: tuple[str, ...] | None = None) -> list[tuple[str, str | None
     """(``file.py:target``, the cause it plants or None), for every file here that declares one and runs on
     one of ``devices`` (None: the devices this machine has); the planted causes first, in file order, then
     those that plant nothing."""
-    devices = _here() if devices is None else devices
+    devices = devices_here() if devices is None else devices
     found = [(f"{name}:{plant['target']}", plant["cause"]) for name, plant in declarations()
              if plant.get("device", "cpu") in devices]
     return sorted(found, key=lambda p: p[1] is None)
