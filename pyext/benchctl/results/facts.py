@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from . import queries
+from .autograd_facts import AutogradFacts
 from .summary import COUNTER_FIELDS
 
 __all__ = ["Facts"]
@@ -22,7 +23,8 @@ class Facts:
     (per-iteration medians of faults, context switches, migrations); ``ops``: the torch ops one
     call ran (the profiler's names; empty when unknown); ``census``: subnormal counts in what it
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
-    thread pools threadpoolctl saw; ``cpus``: CPUs this process may use."""
+    thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``autograd``: what autograd
+    did in one call (None when unknown: a workload that times itself)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -31,6 +33,7 @@ class Facts:
     census: dict | None = None
     pools: list[dict] = field(default_factory=list)
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+    autograd: AutogradFacts | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -44,7 +47,8 @@ class Facts:
         return cls(phases=phases,
                    median_ms={p: s.get("median_ms") for p, s in summaries.items()},
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
-                   ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])))
+                   ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
+                   autograd=AutogradFacts.from_note(probe.get("autograd")))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -53,7 +57,9 @@ class Facts:
 
     @classmethod
     def from_json(cls, data: dict | None) -> "Facts | None":
-        return None if data is None else cls(**data)
+        if data is None:
+            return None
+        return cls(**{**data, "autograd": AutogradFacts.from_note(data.get("autograd"))})
 
     def to_json(self) -> dict:
         return asdict(self)

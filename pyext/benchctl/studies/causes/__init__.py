@@ -5,12 +5,15 @@ is the order of the answer.
 """
 
 from .allocator import Allocator
+from .autograd import Anomaly, Recording
 from .base import Cause
 from .denormals import Denormals
 from .order import Order
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "Anomaly",
+           "Recording"]
 
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order())
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), Anomaly(),
+                             Recording())

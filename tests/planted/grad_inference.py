@@ -1,0 +1,27 @@
+"""Planted cause: autograd recording where no gradient is needed. A small network's parameters
+require grad (the default), and its inference runs without torch.no_grad(): every tiny op records
+a graph nobody differentiates (pytorch #41383: ~7 µs against ~5 µs per tiny op)."""
+
+import torch
+
+# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
+PLANT = {"target": "Infer", "cause": "recording"}
+
+WIDTH, DEPTH = 8, 8
+CALLS = 100  # forward passes of one sample per iteration
+
+
+class Infer:
+    @staticmethod
+    def setup():
+        torch.set_num_threads(1)  # tiny ops: a second thread only waits (and beside other work oversubscribes)
+        torch.manual_seed(0)
+        layers = [m for _ in range(DEPTH) for m in (torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU())]
+        return torch.nn.Sequential(*layers).eval(), torch.randn(1, WIDTH)
+
+    @staticmethod
+    def run(state):
+        model, x = state
+        for _ in range(CALLS):
+            out = model(x)
+        return out
