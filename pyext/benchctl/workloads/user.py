@@ -42,11 +42,13 @@ from .. import _validate, inference
 from ..denormals import layer_watch, values_census, weights_census
 from .probe_autograd import autograd_census
 
-__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
+__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
 
 DEFAULT_ITERATIONS = 30
 #: The fewest timed iterations a time target lets a process run: a first one (often a warm-up) and steady ones.
 MIN_ITERATIONS = 3
+#: The untimed calls a probe worker adds after the timed ones: the profiled one and the autograd census.
+PROBE_CALLS = 2
 _PARAMS = {"iterations": DEFAULT_ITERATIONS, "seconds": 0.0}
 _MARK = "__benchctl_workload__"
 
