@@ -10,13 +10,14 @@ import textwrap
 import pytest
 import torch
 
-from benchctl import anomaly, inference, settings
+from benchctl import ArgumentError, anomaly, inference, settings, workloads
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.autograd_facts import AutogradFacts
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
 from benchctl.run import runner
+from benchctl.run.recorder import Recorder
 from benchctl.studies import causes
 from benchctl.studies.causes.autograd import ANOMALY_FIX, RECORDING_FIX
 from benchctl.workloads.probe_autograd import autograd_census
@@ -308,3 +309,19 @@ def test_probe_worker_notes_the_census(tmp_path):
     seen = Facts.from_probe(doc).autograd
     assert (seen.calls, seen.recording, seen.anomaly, seen.gradients) == (2, 1, 0, 0), seen
     assert seen.recording_ops == {"linear": 1}
+
+
+def test_a_workload_that_times_itself_refuses_the_inference_setting():
+    @workloads.user.workload()
+    def own_loop(rec):
+        with rec.iteration("x"):
+            pass
+
+    run, _ = workloads.user._decorated_workload(own_loop, own_loop.__benchctl_workload__)
+    try:
+        inference.enable()
+        with pytest.raises(ArgumentError, match="times its own iterations"):
+            run({}, Recorder())
+    finally:
+        inference.disable()
+    run({}, Recorder())  # as written without the setting
