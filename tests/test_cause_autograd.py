@@ -204,6 +204,9 @@ def test_anomaly_not_the_cause_when_off_changes_nothing_and_unconfirmed_when_nev
     assert flat.status is Status.NOT_CAUSE and "anomaly detection off changes nothing beyond ±5%" in flat.message
     unseen = _judge(causes.Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0), None)
     assert unseen.status is Status.UNCONFIRMED and "was not seen on" in unseen.message
+    # Its call was not watched, yet the probe cell refused the code's call to turn it on: that is the evidence.
+    refused = _judge(causes.Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0, _anomaly_readback), None)
+    assert refused.status is Status.CAUSE and "the code asked to turn it on 1 time in the probe cell" in refused.message
 
 
 def test_anomaly_open_when_the_probe_is_within_reach_of_the_band():

@@ -61,7 +61,9 @@ class Anomaly(Cause):
         if seen is not None and seen.anomaly_on:
             return seen.anomaly_text()
         refused = (ctx.readback(cell, "anomaly") or {}).get("refused")
-        return f"the code asked to turn it on {refused} time(s) in the probe cell" if refused else None
+        if not refused:
+            return None
+        return f"the code asked to turn it on {refused} time{'s' * (refused != 1)} in the probe cell"
 
     def judge_phase(self, ctx: Context) -> Finding | None:
         probed = self.probed(ctx)
