@@ -19,7 +19,7 @@ from benchctl.results.findings import Status
 from benchctl.run import runner
 from benchctl.run.recorder import Recorder
 from benchctl.studies import causes
-from benchctl.studies.causes.autograd import ANOMALY_FIX, RECORDING_FIX
+from benchctl.studies.causes.autograd import ANOMALY_FIX, NOT_RUN, RECORDING_FIX
 from benchctl.workloads.probe_autograd import autograd_census
 from synthetic_results import make_doc
 from test_causes import facts
@@ -328,3 +328,13 @@ def test_a_workload_that_times_itself_refuses_the_inference_setting():
     finally:
         inference.disable()
     run({}, Recorder())  # as written without the setting
+
+
+@pytest.mark.parametrize("cause, probe, text", [(causes.Anomaly(), OFF, "anomaly=off"),
+                                                (causes.Recording(), ON, "inference=on")], ids=["anomaly", "recording"])
+def test_a_probe_cell_the_budget_left_unrun_is_said_open(cause, probe, text):
+    doc = make_doc({"with": PROBES}, factor=lambda c: 1.0, phase="call", control=True)
+    doc["runs"] = [r for r in doc["runs"] if r["cell"]["with"] != probe]  # a loaded machine: the budget ran out
+    found = _judge(cause, analyse(doc), RECORDING_SEEN)
+    assert found.status is Status.UNRESOLVED and found.mark == "?" and found.comparison is None
+    assert found.message == f"{cause.title}: " + NOT_RUN.format(probe=text)

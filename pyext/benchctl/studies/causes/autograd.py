@@ -19,19 +19,30 @@ from ...results.findings import Finding, Status
 from ...results.rules import Context
 from .base import Cause, mechanism, probe_of, probe_text
 
-__all__ = ["ANOMALY_FIX", "RECORDING_FIX", "Anomaly", "Recording"]
+__all__ = ["ANOMALY_FIX", "RECORDING_FIX", "NOT_RUN", "Anomaly", "Recording"]
 
 #: What the user changes when anomaly detection is the cause.
 ANOMALY_FIX = ("switch it on only to find where a NaN comes from (no torch.autograd.set_detect_anomaly(True) or "
                "detect_anomaly() around the step, Lightning's Trainer(detect_anomaly=False))")
 #: What the user changes when recording is the cause.
 RECORDING_FIX = "the call needs no gradient: run it under torch.inference_mode() (or torch.no_grad())"
+#: What a cause says when its probe cell ran no process (the budget ran out before it: a loaded machine).
+NOT_RUN = "not measured: its {probe} cell ran no process within the budget"
 #: How much of a failed cell's error an answer quotes.
 _ERROR_CHARS = 160
 
 
 def _autograd(facts: Facts | None) -> AutogradFacts | None:
     return facts.autograd if facts is not None else None
+
+
+def _not_run(cause: Cause, ctx: Context, cell: dict | None) -> Finding | None:
+    """The open finding of a cause whose probe cell is in the matrix yet ran no process at all, or None."""
+    if cell is None or any(cell_id(r["cell"]) == cell_id(cell) for r in ctx.doc["runs"]):
+        return None
+    probe = probe_text(settings.split_cell(cell)[0])
+    return cause.finding(ctx, None, NOT_RUN.format(probe=probe), Status.UNRESOLVED, a=cell, b=ctx.baseline,
+                         setting=probe)
 
 
 def _readback(ctx: Context, cell: dict, name: str) -> str:
@@ -68,7 +79,7 @@ class Anomaly(Cause):
     def judge_phase(self, ctx: Context) -> Finding | None:
         probed = self.probed(ctx)
         if probed is None:
-            return None
+            return _not_run(self, ctx, ctx.probe_cell(self.probe))
         cell, cmp = probed
         seen = self._seen_on(ctx, cell)
         readback = _readback(ctx, cell, "anomaly")
@@ -120,7 +131,7 @@ class Recording(Cause):
         probed = self.probed(ctx)
         cell = ctx.probe_cell(self.probe)
         if probed is None:
-            return None if cell is None else self._failed(ctx, cell)
+            return _not_run(self, ctx, cell) or (None if cell is None else self._failed(ctx, cell))
         cell, cmp = probed
         seen = _autograd(ctx.facts)
         evidence = seen.recording_text() if seen is not None and seen.records else None
