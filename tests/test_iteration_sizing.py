@@ -70,7 +70,7 @@ def test_the_probe_aims_at_a_share_of_the_budget_and_the_matrix_gets_the_iterati
     doc = pipeline.run_study(study, say=said.append)
     assert given[0] == {"iterations": 30, "seconds": pipeline.PROBE_SHARE * 40.0}
     # 2 cells and the control, 3 processes each: 9 workers in about 40 s, 1 s an iteration, no start cost left
-    # over in the fake probe (5 s for 11 iterations and its profiled call): 4 iterations each.
+    # over in the fake probe (5 s for 11 iterations and its untimed probe calls): 4 iterations each.
     sizing = doc["evidence"]["sizing"]
     assert (sizing["processes"], sizing["iteration_s"], sizing["start_s"]) == (9, pytest.approx(1.0, rel=0.05), 0.0)
     assert sizing["iterations"] == 4 and {a["iterations"] for a in given[1:]} == {4}

@@ -15,11 +15,11 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
 * ``during(value)``: worker side, at the end of every timed iteration: a cheap
   check of what the process runs under now, in the setting's own values, so that
   a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
-  ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``cudnn_benchmark`` and
-  ``matmul_precision`` have one: user code changes them in-process. ``alloc`` and ``only`` are fixed before
-  the workload starts, ``pin`` places the team at its creation, ``sync`` is the worker's own clock,
-  ``cuda_init`` happens before the workload, and ``env``/``busy`` read back after the run whatever
-  the code left (their after-run readback).
+  ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``anomaly``, ``inference``,
+  ``cudnn_benchmark`` and ``matmul_precision`` have one: user code changes them in-process. ``alloc``
+  and ``only`` are fixed before the workload starts, ``pin`` places the team at its creation, ``sync``
+  is the worker's own clock, ``cuda_init`` happens before the workload, and ``env``/``busy`` read back
+  after the run whatever the code left (their after-run readback).
 
 Cells hold setting values and workload parameters side by side; a matrix key
 that is not a setting name is a workload parameter.
@@ -32,7 +32,7 @@ import json
 import os
 from typing import Any
 
-from . import _validate, contention, cuda_state, fpenv, threads
+from . import _validate, anomaly, contention, cuda_state, fpenv, inference, threads
 from . import alloc as _alloc
 from .errors import UnavailableError
 
@@ -391,6 +391,87 @@ class BusyPool(Setting):
         return contention.busy_pool_state()
 
 
+class AnomalyDetection(Setting):
+    """``anomaly``: torch's autograd anomaly detection as the code sets it, or kept off against its calls
+    (:mod:`benchctl.anomaly`)."""
+
+    name = "anomaly"
+    help = ("code | off: autograd anomaly detection as the workload's code sets it, or kept off against "
+            "its set_detect_anomaly/detect_anomaly calls")
+    order = 50  # after torch is imported and the thread settings applied; nothing else depends on it
+    needs_torch = True
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("code", "off"))
+
+    def apply(self, value: str) -> Any:
+        return anomaly.keep_off() if value == "off" else anomaly.state()
+
+    # No counter shows it: the cause reads the mode in the probe worker's call (its evidence).
+    probe = "off"
+    mechanism = ("autograd anomaly detection, which records a Python traceback for every op autograd records "
+                 "and checks every gradient for NaN: a debugging aid left on")
+
+    def facts(self, observed: dict) -> dict:
+        return {"enabled": observed.get("enabled"), "refused": observed.get("refused")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        refused = facts.get("refused")
+        if facts.get("enabled") is not False or refused is None:
+            return ""
+        if not refused:
+            return "read back off after the run"
+        return f"kept off against {refused} call{'s' * (refused != 1)} of the code that turned it on"
+
+    def during(self, value: str) -> str | None:
+        # Sampled after every timed iteration: "on" if the code switched it on by a way around the guard.
+        if value == "code":
+            return None
+        return "on" if anomaly.is_on() else "off"
+
+    def readback(self, value: str) -> dict:
+        return anomaly.state()
+
+
+class InferenceMode(Setting):
+    """``inference``: each timed call of a user workload under ``torch.inference_mode()``
+    (:mod:`benchctl.inference`)."""
+
+    name = "inference"
+    help = ("off | on: run each timed call of a callable or setup()/run(state) workload under "
+            "torch.inference_mode()")
+    order = 50
+    needs_torch = True
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("off", "on"))
+
+    def apply(self, value: str) -> Any:
+        return inference.enable() if value == "on" else inference.state()
+
+    # No counter shows it: the cause reads what records a graph in the probe worker's call (its evidence).
+    probe = "on"
+    mechanism = ("autograd recording a graph for every op on tensors that require grad, for gradients the "
+                 "call never uses")
+
+    def facts(self, observed: dict) -> dict:
+        return {"calls": observed.get("calls"), "held": observed.get("held")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        calls = facts.get("calls")
+        return f"{facts.get('held')} of {calls} timed calls read back under it" if calls else ""
+
+    def during(self, value: str) -> str | None:
+        # Sampled after every timed iteration: "off" once a call ran without the mode holding to its end
+        # (the code turned it off, or nothing wrapped the call: a workload that times itself).
+        if value == "off":
+            return None
+        return "on" if inference.held() else "off"
+
+    def readback(self, value: str) -> dict:
+        return inference.state()
+
+
 class SyncClock(Setting):
     """``sync``: whether the worker's clock waits for the GPU before each read (:mod:`benchctl.cuda_state`)."""
 
@@ -568,7 +649,8 @@ class Combination(Setting):
 
 SETTINGS: dict[str, Setting] = {
     s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
-                        SyncClock(), CudnnBenchmark(), MatmulPrecision(), CudaInit(), OnlyPhase(), Combination())
+                        AnomalyDetection(), InferenceMode(), SyncClock(), CudnnBenchmark(), MatmulPrecision(),
+                        CudaInit(), OnlyPhase(), Combination())
 }
 _WITH = Combination.name
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import queries
 from .cuda_facts import CudaFacts
+from .autograd_facts import AutogradFacts
 from .summary import COUNTER_FIELDS
 
 __all__ = ["OpRow", "Facts", "warmup_extra"]
@@ -59,7 +60,8 @@ class Facts:
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
     ``call_wall_us`` that call's wall time (None when unknown); ``cuda``: what the probe learnt of its GPU
     use (:class:`~.cuda_facts.CudaFacts`; None when unknown); ``first_extra``: per phase, what the probe
-    worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`)."""
+    worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`);
+    ``autograd``: what autograd did in one call (None when unknown: a workload that times itself)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -72,6 +74,7 @@ class Facts:
     call_wall_us: float | None = None
     cuda: CudaFacts | None = None
     first_extra: dict[str, float | None] = field(default_factory=dict)
+    autograd: AutogradFacts | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -90,7 +93,8 @@ class Facts:
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
                    call_wall_us=probe.get("call_wall_us"), cuda=CudaFacts.from_json(probe.get("cuda")),
-                   first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()})
+                   first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()},
+                   autograd=AutogradFacts.from_note(probe.get("autograd")))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -102,7 +106,8 @@ class Facts:
         if data is None:
             return None
         rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
-        return cls(**{**data, "op_table": rows, "cuda": CudaFacts.from_json(data.get("cuda"))})
+        return cls(**{**data, "op_table": rows, "cuda": CudaFacts.from_json(data.get("cuda")),
+                      "autograd": AutogradFacts.from_note(data.get("autograd"))})
 
     def to_json(self) -> dict:
         return asdict(self)

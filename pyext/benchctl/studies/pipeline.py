@@ -34,6 +34,7 @@ from ..results.facts import Facts
 from ..results.findings import Finding
 from ..results.rules import Rule
 from ..run import rounds, runner
+from ..workloads import user
 from . import penalty
 from .causes.denormals import ops_of, penalty_evidence
 
@@ -99,11 +100,11 @@ def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
 
 def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> dict[str, Any]:
     """The iterations per matrix worker that fit ``left`` seconds, from the probe worker's ``probe`` record:
-    its mean time per timed iteration, and the rest of its duration (start, import, the one untimed
-    profiled call, counted as one more iteration) as each worker's overhead."""
+    its mean time per timed iteration, and the rest of its duration (start, import, its untimed probe
+    calls, counted as iterations) as each worker's overhead."""
     samples = [ns for phase in probe["phases"].values() for ns in phase["ns"]]
     iteration_s = float(sum(samples)) / len(samples) / 1e9
-    start_s = max(0.0, probe["duration_s"] - (len(samples) + 1) * iteration_s)
+    start_s = max(0.0, probe["duration_s"] - (len(samples) + user.PROBE_CALLS) * iteration_s)
     cells = 1
     for values in matrix.values():
         cells *= len(values)

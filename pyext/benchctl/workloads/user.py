@@ -23,7 +23,9 @@ For :mod:`benchctl.studies.explain`, a recorder with ``probe`` set asks the
 last two forms for one more, untimed call after the timed ones: under the
 torch profiler (which ops run, in which dtypes, for how long: :mod:`.op_table`) and
 with forward hooks on the modules found in the state (the subnormal census of what the code produces);
-where the process ran CUDA work, a few more calls give the GPU causes' evidence (:mod:`.probe_cuda`).
+then one more, also untimed, whose torch calls are watched for autograd's recording and anomaly
+mode (:mod:`.probe_autograd`: its interception stays out of the profile); where the process ran
+CUDA work, a few more calls give the GPU causes' evidence (:mod:`.probe_cuda`).
 """
 
 from __future__ import annotations
@@ -37,16 +39,19 @@ import time
 import types
 from typing import Any, Callable
 
-from .. import _validate
+from .. import _validate, inference
 from ..denormals import layer_watch, values_census, weights_census
 from . import op_table
 from .probe_cuda import cuda_census
+from .probe_autograd import autograd_census
 
-__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
+__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
 
 DEFAULT_ITERATIONS = 30
 #: The fewest timed iterations a time target lets a process run: a first one (often a warm-up) and steady ones.
 MIN_ITERATIONS = 3
+#: The untimed calls a probe worker adds after the timed ones: the profiled one and the autograd census.
+PROBE_CALLS = 2
 _PARAMS = {"iterations": DEFAULT_ITERATIONS, "seconds": 0.0}
 _MARK = "__benchctl_workload__"
 
@@ -124,7 +129,8 @@ def _modules_in(value: Any, depth: int = 2) -> list:
 
 def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
     """One untimed call under the torch profiler (which ops run), with the census of the values it
-    computes: the layer outputs of the modules in ``state``, the tensors it returns, the weights."""
+    computes: the layer outputs of the modules in ``state``, the tensors it returns, the weights; and one
+    more call for what autograd does in it (:func:`.probe_autograd.autograd_census`)."""
     import torch
 
     modules = _modules_in(state)
@@ -145,12 +151,15 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
         "cuda": cuda_census(call),
+        "autograd": autograd_census(call, modules),
     })
 
 
 def _timed(rec, phase: str, call: Callable[[], Any], args: dict) -> None:
     """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
-    (and :data:`MIN_ITERATIONS` ran)."""
+    (and :data:`MIN_ITERATIONS` ran). Each call runs as the cell's settings ask (``inference=on``: under
+    torch.inference_mode())."""
+    call = inference.wrapped(call)
     spent = 0.0
     for done in range(1, args["iterations"] + 1):
         started = time.perf_counter()
@@ -184,6 +193,10 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
 
 def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
+        if inference.enabled():
+            raise _validate.ArgumentError(
+                "inference=on runs each call of a callable or setup()/run(state) workload under "
+                "torch.inference_mode(); a @benchctl.workload function times its own iterations: use the mode in it")
         out = fn(rec, **args)
         if getattr(rec, "probe", False):
             rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "outputs": values_census(out),
