@@ -100,6 +100,12 @@ def test_threads_that_do_useful_work_are_not_a_cause():
     assert status(found) == Status.NOT_CAUSE and "its threads do useful work" in found.message
 
 
+def test_threads_ruled_out_where_the_code_itself_runs_one_thread():
+    assert "one thread already" in causes.Threads().precheck(facts(torch_threads=1), None)
+    assert causes.Threads().precheck(facts(torch_threads=2), None) is None
+    assert causes.Threads().precheck(facts(), None) is None  # not known: probed
+
+
 def test_placement_and_the_ruled_out_cases():
     def migrations(c):
         return {"cpu_migrations": 0.0 if c["with"] == {"pin": "compact"} else 6.0}

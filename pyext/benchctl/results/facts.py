@@ -61,7 +61,8 @@ class Facts:
     ``call_wall_us`` that call's wall time (None when unknown); ``cuda``: what the probe learnt of its GPU
     use (:class:`~.cuda_facts.CudaFacts`; None when unknown); ``first_extra``: per phase, what the probe
     worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`);
-    ``autograd``: what autograd did in one call (None when unknown: a workload that times itself)."""
+    ``autograd``: what autograd did in one call (None when unknown: a workload that times itself);
+    ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -75,6 +76,7 @@ class Facts:
     cuda: CudaFacts | None = None
     first_extra: dict[str, float | None] = field(default_factory=dict)
     autograd: AutogradFacts | None = None
+    torch_threads: int | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -94,7 +96,7 @@ class Facts:
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
                    call_wall_us=probe.get("call_wall_us"), cuda=CudaFacts.from_json(probe.get("cuda")),
                    first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()},
-                   autograd=AutogradFacts.from_note(probe.get("autograd")))
+                   autograd=AutogradFacts.from_note(probe.get("autograd")), torch_threads=probe.get("torch_threads"))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":

@@ -150,6 +150,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
+        "torch_threads": torch.get_num_threads(),  # as the code left it: its setup() may have set one
         "cuda": cuda_census(call),
         "autograd": autograd_census(call, modules),
     })

@@ -41,7 +41,11 @@ class Threads(Cause):
         return [self.one, self.busy] if facts is None or facts.cpus > 1 else []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        return "one CPU: no thread count to vary and nothing to oversubscribe" if facts.cpus <= 1 else None
+        if facts.cpus <= 1:
+            return "one CPU: no thread count to vary and nothing to oversubscribe"
+        if facts.torch_threads == 1:
+            return "it runs torch on one thread already (its own code set it): threads=1 would change nothing"
+        return None
 
     def _neighbour(self, ctx: Context) -> str:
         cell = ctx.probe_cell(self.busy)
