@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import queries
 from .summary import COUNTER_FIELDS
+from .thread_facts import CpuFit, ThreadCpu
 
 __all__ = ["OpRow", "Facts"]
 
@@ -44,7 +45,9 @@ class Facts:
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
-    ``call_wall_us`` that call's wall time (None when unknown)."""
+    ``call_wall_us`` that call's wall time (None when unknown); ``thread_cpu``: the CPU time
+    torch's team and the other threads took in the profiled call; ``cpu_fit``: torch's team against
+    the CPUs it may use (both None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -55,6 +58,8 @@ class Facts:
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
     op_table: tuple[OpRow, ...] = ()
     call_wall_us: float | None = None
+    thread_cpu: ThreadCpu | None = None
+    cpu_fit: CpuFit | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -70,7 +75,9 @@ class Facts:
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
-                   call_wall_us=probe.get("call_wall_us"))
+                   call_wall_us=probe.get("call_wall_us",
+                   thread_cpu=ThreadCpu.from_note(probe.get("thread_cpu")),
+                   cpu_fit=CpuFit.from_note(probe.get("cpu_fit")))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -82,7 +89,8 @@ class Facts:
         if data is None:
             return None
         rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
-        return cls(**{**data, "op_table": rows})
+        return cls(**{**data, "op_table": rows, "thread_cpu": ThreadCpu.from_note(data.get("thread_cpu")),
+                      "cpu_fit": CpuFit.from_note(data.get("cpu_fit"))})
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -38,7 +38,12 @@ from typing import Any, Callable
 
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
-from . import op_table
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+            # Inside the profiler: its first start (seconds) is not the call's time.
+            with ThreadCpuWatch() as thread_cpu, CpuFitWatch() as cpu_fit:
+                started = time.perf_counter()
+                out = call()
+                wall_us = (time.perf_counter() - started) * 1e6
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
@@ -129,9 +134,11 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
     with contextlib.ExitStack() as stack:
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-            started = time.perf_counter()
-            out = call()
-            wall_us = (time.perf_counter() - started) * 1e6
+            # Inside the profiler: its first start (seconds) is not the call's time.
+            with ThreadCpuWatch() as thread_cpu, CpuFitWatch() as cpu_fit:
+                started = time.perf_counter()
+                out = call()
+                wall_us = (time.perf_counter() - started) * 1e6
     layers = [r for records in watched for r in records if r["calls"]]
     weights = [weights_census(m) for m in modules]
     rec.note("probe", {
@@ -142,6 +149,8 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
+        **thread_cpu.note(),
+        **cpu_fit.note(),
     })
 
 

@@ -6,11 +6,15 @@ is the order of the answer.
 
 from .allocator import Allocator
 from .base import Cause
+from .cpu_fit import CpuFit
 from .denormals import Denormals
 from .order import Order
+from .pools import CompetingPools
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "CompetingPools",
+           "CpuFit"]
 
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order())
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), CompetingPools(),
+                             CpuFit())
