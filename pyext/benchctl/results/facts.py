@@ -75,7 +75,7 @@ class Facts:
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
-                   call_wall_us=probe.get("call_wall_us",
+                   call_wall_us=probe.get("call_wall_us"),
                    thread_cpu=ThreadCpu.from_note(probe.get("thread_cpu")),
                    cpu_fit=CpuFit.from_note(probe.get("cpu_fit")))
 

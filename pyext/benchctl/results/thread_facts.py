@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import wording
+
 __all__ = ["ThreadCpu", "CpuFit"]
 
 #: Other threads taking less CPU than this share of the profiled call's wall time: no other pool at work.
@@ -40,8 +42,8 @@ class ThreadCpu:
     @property
     def text(self) -> str:
         """``"3 threads outside torch's team took 120 ms of CPU in a 140 ms call (torch's team 150 ms)"``."""
-        return (f"{self.other_threads} thread(s) outside torch's team took {self.other_ms:.3g} ms of CPU in a "
-                f"{self.wall_ms:.3g} ms call (torch's team {self.team_ms:.3g} ms)")
+        return (f"{self.other_threads} thread(s) outside torch's team took {wording.count(self.other_ms)} ms of CPU "
+                f"in a {wording.count(self.wall_ms)} ms call (torch's team {wording.count(self.team_ms)} ms)")
 
 
 @dataclass(frozen=True)
