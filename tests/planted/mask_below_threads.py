@@ -4,7 +4,9 @@ CPUs, as code that reads os.cpu_count() does: two threads on one CPU, each 256x2
 descheduled thread at its barrier. A ``threads=1`` probe set before the workload runs is undone by that
 call; only a probe that holds the count against the code's own calls measures the fix.
 
-The reported fix toggled outside benchctl (A/B_FIGURES)
+Measured outside benchctl (`python bench/plant_toggles.py --pairs 3 --calls 20 --only mask_below_threads`,
+load average 10-12 from other sessions): median call 44.0 ms as written, 0.37 ms with the count sized to
+the mask after setup(), 112.9x (pairs 95.0-129.6x).
 """
 
 import os
@@ -12,7 +14,8 @@ import os
 import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
-PLANT = {"target": "Bench", "cause": "cpu_fit"}
+PLANT = {"target": "Bench", "cause": "cpu_fit",
+         "fixed": {"after_setup": "torch.set_num_threads(len(__import__('os').sched_getaffinity(0)))"}}
 
 
 class Bench:

@@ -38,12 +38,9 @@ from typing import Any, Callable
 
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-            # Inside the profiler: its first start (seconds) is not the call's time.
-            with ThreadCpuWatch() as thread_cpu, CpuFitWatch() as cpu_fit:
-                started = time.perf_counter()
-                out = call()
-                wall_us = (time.perf_counter() - started) * 1e6
+from . import op_table
+from .probe_mask import CpuFitWatch
+from .probe_pools import ThreadCpuWatch
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
