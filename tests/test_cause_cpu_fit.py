@@ -15,7 +15,7 @@ from benchctl.results.findings import Status
 from benchctl.results.thread_facts import CpuFit
 from benchctl.run import runner
 from benchctl.studies import causes
-from benchctl.workloads.probe_mask import CpuFitWatch
+from benchctl.workloads.probe_mask import CpuFitWatch, thread_calls
 from synthetic_results import make_doc
 from test_causes import facts
 
@@ -73,6 +73,20 @@ def test_precheck_rules_out_a_team_that_fits_and_keeps_one_that_does_not():
 def test_the_facts_survive_the_results_file():
     saved = facts(cpu_fit=TWO_ON_ONE).to_json()
     assert Facts.from_json(saved).cpu_fit == TWO_ON_ONE
+
+
+def test_the_thread_count_cause_leaves_a_count_the_code_sets_past_one_cpu_to_this_one():
+    sets_two = CpuFit(threads=2, team=2, team_cpus=[0], quota=None, asked=[2])
+    reason = causes.Threads().precheck(facts(cpu_fit=sets_two), None)
+    assert reason == ("its own code sets torch's thread count (torch.set_num_threads(2)) past the 1 CPU it may "
+                      "use: threads=1 would be undone by it, and one thread held against it is the probe of "
+                      f"{causes.CpuFit.title}")
+    assert causes.CpuFit().precheck(facts(cpu_fit=sets_two), None) is None
+    assert causes.Threads().precheck(facts(cpu_fit=TWO_ON_ONE), None) is None  # the code sets no count
+    fits = CpuFit(threads=2, team=2, team_cpus=[0, 1], quota=None, asked=[2])
+    assert causes.Threads().precheck(facts(cpu_fit=fits), None) is None
+    four_of_eight = CpuFit(threads=8, team=8, team_cpus=list(range(8)), quota=4.0, asked=[8])
+    assert causes.Threads().precheck(facts(cpu_fit=four_of_eight), None) is None  # clamp=usable is 4, not 1
 
 
 # ------------------------------------------------------------------ the judgement
@@ -205,6 +219,44 @@ def test_a_worker_holds_the_count_against_the_setup_that_cuts_the_mask_and_resiz
 
 
 # ------------------------------------------------------------------ the probe's evidence
+
+
+def test_the_codes_own_thread_counts_are_recorded_and_torchs_function_put_back():
+    before, original = torch.get_num_threads(), torch.set_num_threads
+    try:
+        with thread_calls() as calls:
+            torch.set_num_threads(1)
+            assert torch.get_num_threads() == 1  # passed on unchanged
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    finally:
+        torch.set_num_threads(before)
+    assert calls.asked == [1] and torch.set_num_threads is original
+    with thread_calls(active=False) as idle:
+        torch.set_num_threads(before)
+    assert idle.asked == []
+
+
+@two_cpus
+def test_the_probe_worker_sees_the_setup_cut_the_mask_and_size_torch_past_it(tmp_path):
+    path = tmp_path / "cuts_mask.py"
+    path.write_text(textwrap.dedent("""
+        import os
+        import torch
+
+        def setup():
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+            torch.set_num_threads(2)
+            return torch.ones(128, 128)
+
+        def run(a):
+            return torch.mm(a, a)
+    """))
+    doc = runner.run_matrix(f"{path}", {"iterations": 3}, {}, repeat=1, control=False, progress=False, probe=True)
+    fit = Facts.from_probe(doc).cpu_fit
+    assert fit.asked == [2] and fit.team_cpus == [min(os.sched_getaffinity(0))] and fit.over, fit
+    assert causes.CpuFit().precheck(Facts.from_probe(doc), None) is None
 
 
 def test_the_probe_reads_the_team_and_its_cpus():

@@ -49,7 +49,8 @@ class ThreadCpu:
 @dataclass(frozen=True)
 class CpuFit:
     """torch's thread count, its team's size and the CPUs the team's threads may use together, the tightest
-    cgroup quota (CPUs; None: none), the groups read, and the periods throttled during the profiled call."""
+    cgroup quota (CPUs; None: none), the groups read, the periods throttled during the profiled call, and
+    the counts the workload's own code gave ``torch.set_num_threads`` (``asked``)."""
 
     threads: int
     team: int
@@ -57,6 +58,7 @@ class CpuFit:
     quota: float | None
     groups: list[str] = field(default_factory=list)
     throttled: int = 0
+    asked: list = field(default_factory=list)
 
     @classmethod
     def from_note(cls, note: dict | None) -> "CpuFit | None":
@@ -72,6 +74,17 @@ class CpuFit:
     def over(self) -> bool:
         """Whether the team is larger than the CPUs it may use, or its group was throttled."""
         return max(self.threads, self.team) > self.usable or self.throttled > 0
+
+    @property
+    def sets_own_count(self) -> bool:
+        """Whether the workload's own code sets torch's thread count to more than one thread (it undoes a
+        thread-count probe applied before it)."""
+        return any(n != 1 for n in self.asked)
+
+    @property
+    def asked_text(self) -> str:
+        """``"torch.set_num_threads(2)"``: the code's own calls."""
+        return ", ".join(f"torch.set_num_threads({n})" for n in self.asked)
 
     @property
     def text(self) -> str:

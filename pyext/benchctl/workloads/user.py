@@ -39,7 +39,7 @@ from typing import Any, Callable
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
 from . import op_table
-from .probe_mask import CpuFitWatch
+from .probe_mask import CpuFitWatch, ThreadCalls, thread_calls
 from .probe_pools import ThreadCpuWatch
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
@@ -122,9 +122,10 @@ def _modules_in(value: Any, depth: int = 2) -> list:
     return [m for item in items for m in _modules_in(item, depth - 1)]
 
 
-def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
+def _probe_call(rec, call: Callable[[], Any], state: Any, calls: ThreadCalls | None = None) -> None:
     """One untimed call under the torch profiler (which ops run), with the census of the values it
-    computes: the layer outputs of the modules in ``state``, the tensors it returns, the weights."""
+    computes: the layer outputs of the modules in ``state``, the tensors it returns, the weights;
+    ``calls``: the thread counts the code set itself until then."""
     import torch
 
     modules = _modules_in(state)
@@ -132,7 +133,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
             # Inside the profiler: its first start (seconds) is not the call's time.
-            with ThreadCpuWatch() as thread_cpu, CpuFitWatch() as cpu_fit:
+            with ThreadCpuWatch() as thread_cpu, CpuFitWatch(calls) as cpu_fit:
                 started = time.perf_counter()
                 out = call()
                 wall_us = (time.perf_counter() - started) * 1e6
@@ -166,9 +167,10 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict) -> None:
 
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
-        _timed(rec, "call", fn, args)
+        with thread_calls(active=getattr(rec, "probe", False)) as calls:
+            _timed(rec, "call", fn, args)
         if getattr(rec, "probe", False):
-            _probe_call(rec, fn, fn)
+            _probe_call(rec, fn, fn, calls)
 
     return run, dict(_PARAMS)
 
@@ -177,10 +179,11 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
     target = obj() if isinstance(obj, type) else obj
 
     def run(args: dict, rec) -> None:
-        state = target.setup()
-        _timed(rec, "run", lambda: target.run(state), args)
+        with thread_calls(active=getattr(rec, "probe", False)) as calls:
+            state = target.setup()
+            _timed(rec, "run", lambda: target.run(state), args)
         if getattr(rec, "probe", False):
-            _probe_call(rec, lambda: target.run(state), state)
+            _probe_call(rec, lambda: target.run(state), state, calls)
 
     return run, dict(_PARAMS)
 

@@ -22,6 +22,7 @@ from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
 from .base import Cause, mechanism, probe_of, probe_text
+from .cpu_fit import CpuFit
 
 __all__ = ["Threads", "Placement"]
 
@@ -64,7 +65,15 @@ class Threads(Cause):
         return [self.one, self.busy] if facts is None or facts.cpus > 1 else []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        return "one CPU: no thread count to vary and nothing to oversubscribe" if facts.cpus <= 1 else None
+        if facts.cpus <= 1:
+            return "one CPU: no thread count to vary and nothing to oversubscribe"
+        fit = facts.cpu_fit
+        if fit is not None and fit.sets_own_count and fit.over and fit.usable == 1:
+            # clamp=usable is then one thread held against the code's own calls: the same measurement, kept.
+            return (f"its own code sets torch's thread count ({fit.asked_text}) past the 1 CPU it may use: "
+                    f"threads=1 would be undone by it, and one thread held against it is the probe of "
+                    f"{CpuFit.title}")
+        return None
 
     def _neighbour(self, ctx: Context) -> str:
         cell = ctx.probe_cell(self.busy)
