@@ -3,11 +3,12 @@ whether torch's team fits the CPUs it may use (the typed parts of :class:`benchc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from . import wording
 
-__all__ = ["ThreadCpu", "CpuFit"]
+__all__ = ["BUSY_SHARE", "ThreadCpu", "CpuFit"]
 
 #: Other threads taking less CPU than this share of the profiled call's wall time: no other pool at work.
 BUSY_SHARE = 0.05
@@ -68,7 +69,7 @@ class CpuFit:
     def usable(self) -> int:
         """CPUs the team can run on at once: its threads' masks together, cut to the quota."""
         mask = len(self.team_cpus) or self.team
-        return mask if self.quota is None else max(1, min(mask, -int(-self.quota // 1)))
+        return mask if self.quota is None else max(1, min(mask, math.ceil(self.quota)))
 
     @property
     def over(self) -> bool:
