@@ -44,6 +44,11 @@ def judge(doc, fit=TWO_ON_ONE):
     return causes.CpuFit().judge(ctx)
 
 
+def judge_threads(doc, fit=TWO_ON_ONE):
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=facts(cpu_fit=fit))
+    return causes.Threads().judge(ctx)
+
+
 def switches(c):
     return {"context_switches": 2.0 if c["with"] == {"clamp": "usable"} else 300.0}
 
@@ -100,6 +105,18 @@ def test_named_with_what_the_code_asked_and_what_ran_when_the_clamp_is_faster():
            "(torch.set_num_threads); torch ran 1 on the 1 CPU(s) it may use) it is 50.00× faster" in found.message
     assert "context switches/iter go from 300 to 2" in found.message
     assert "a team of 2 threads on CPUs [0]" in found.message and causes.cpu_fit.FIX in found.message
+
+
+def test_the_thread_count_is_not_named_for_what_holding_the_usable_cpus_removes():
+    doc = run_with(lambda p: 0.02 if p in ({"clamp": "usable"}, {"threads": 1}) else 1.0, counters=switches,
+                   readback=clamp_readback)
+    [threads] = judge_threads(doc)
+    assert threads.status == Status.NOT_CAUSE and not threads.explains, threads.message
+    assert "1 thread against holding torch's threads at the usable CPUs changes nothing beyond" in threads.message
+    assert ("holding torch's threads at the usable CPUs makes it 50.00× faster [95% CI" in threads.message
+            and "torch's own thread count is not the cause, its CPU mask or quota is" in threads.message)
+    [fit] = judge(doc)
+    assert fit.status == Status.CAUSE
 
 
 def test_faster_without_fewer_context_switches_is_unconfirmed():

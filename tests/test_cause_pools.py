@@ -83,7 +83,7 @@ def test_named_with_its_evidence_and_the_thread_count_is_not_when_one_thread_add
     assert causes.pools.FIX in found.message
     [threads] = judge(causes.Threads(), doc)
     assert threads.status == Status.NOT_CAUSE and not threads.explains, threads.message
-    assert "1 thread against the other pools alone capped changes nothing beyond" in threads.message
+    assert "1 thread against capping the other pools alone changes nothing beyond" in threads.message
     assert "capping the other pools alone makes it 3.33× faster" in threads.message
     assert "torch's own thread count is not the cause, the competing pools are" in threads.message
 
@@ -95,7 +95,7 @@ def test_both_named_when_one_thread_removes_more_than_the_capped_pools():
     [threads] = judge(causes.Threads(), doc)
     assert pools.status == Status.CAUSE and threads.status == Status.CAUSE, threads.message
     assert "capping the other pools alone makes it 2.00× faster [95% CI" in threads.message
-    assert "and 1 thread for torch as well is 5.00× faster [95% CI 4.94, 5.06] beyond that" in threads.message
+    assert "and 1 thread is 5.00× faster [95% CI 4.94, 5.06] beyond that" in threads.message
 
 
 def test_faster_without_fewer_context_switches_is_unconfirmed_and_no_effect_is_not_the_cause():
