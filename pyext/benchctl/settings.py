@@ -15,11 +15,12 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
 * ``during(value)``: worker side, at the end of every timed iteration: a cheap
   check of what the process runs under now, in the setting's own values, so that
   a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
-  ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``anomaly``, ``inference``,
-  ``cudnn_benchmark`` and ``matmul_precision`` have one: user code changes them in-process. ``alloc``
-  and ``only`` are fixed before the workload starts, ``pin`` places the team at its creation, ``sync``
-  is the worker's own clock, ``cuda_init`` happens before the workload, and ``env``/``busy`` read back
-  after the run whatever the code left (their after-run readback).
+  ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``pools``, ``clamp``, ``anomaly``,
+  ``inference``, ``cudnn_benchmark`` and ``matmul_precision`` have one: user code changes them
+  in-process (a pool resized by threadpoolctl, a thread count set past the usable CPUs, ...).
+  ``alloc`` and ``only`` are fixed before the workload starts, ``pin`` places the team at its
+  creation, ``sync`` is the worker's own clock, ``cuda_init`` happens before the workload, and
+  ``env``/``busy`` read back after the run whatever the code left (their after-run readback).
 
 Cells hold setting values and workload parameters side by side; a matrix key
 that is not a setting name is a workload parameter.
@@ -32,7 +33,7 @@ import json
 import os
 from typing import Any
 
-from . import _validate, anomaly, contention, cuda_state, fpenv, inference, threads
+from . import _validate, anomaly, contention, cuda_state, fpenv, inference, other_pools, thread_clamp, threads
 from . import alloc as _alloc
 from .errors import UnavailableError
 
@@ -391,6 +392,104 @@ class BusyPool(Setting):
         return contention.busy_pool_state()
 
 
+class CapOtherPools(Setting):
+    """``pools``: every thread pool other than torch's own held at one thread (:mod:`benchctl.other_pools`)."""
+
+    name = "pools"
+    help = ("off | capped: hold every pool but torch's own (numpy's OpenBLAS, BLIS, an MKL of its own) at one "
+            "thread: OPENBLAS_NUM_THREADS/BLIS_NUM_THREADS=1 at start, threadpoolctl after import")
+    order = 15  # after threads (which sizes every pool), before pin
+    needs_torch = True  # torch's own pools must be loaded to be told apart
+
+    def __init__(self) -> None:
+        self._capped: list = []  # the controllers capped at apply: read cheaply after every iteration
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("off", "capped"))
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, **other_pools.START_ENV} if value == "capped" else env
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return tuple(other_pools.START_ENV) if value == "capped" else ()
+
+    def apply(self, value: str) -> Any:
+        if value != "capped":
+            return None
+        found = other_pools.cap()
+        self._capped = other_pools.controllers(torch_own=False)
+        return [p.text for p in found]
+
+    probe = "capped"
+    evidence_counter = "context_switches_per_iter"
+    mechanism = "another library's thread pool competing with torch's for the same CPUs"
+
+    def facts(self, observed: dict) -> dict:
+        return {"others": observed.get("others"), "capped": observed.get("capped")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        others = facts.get("others")
+        return f"read back at one thread each: {', '.join(others)}" if others and facts.get("capped") else ""
+
+    def during(self, value: str) -> str | None:
+        if value != "capped":
+            return None
+        sizes = [lib.get_num_threads() for lib in self._capped]
+        return value if all(n == 1 for n in sizes) else "off"
+
+    def readback(self, value: str) -> dict:
+        others = other_pools.others()
+        return {"others": [p.text for p in others], "capped": other_pools.capped(others)}
+
+
+class ClampThreads(Setting):
+    """``clamp``: torch's thread count held at the usable CPUs, the code's own calls clamped
+    (:mod:`benchctl.thread_clamp`)."""
+
+    name = "clamp"
+    help = ("off | usable: hold torch's thread count at the CPUs it may use (its CPU mask, the cgroup quota), also "
+            "when the workload's code calls torch.set_num_threads; what the code asked for is read back")
+    order = 12  # after threads: it cuts whatever count was set
+    needs_torch = True
+
+    def __init__(self) -> None:
+        self._clamp: thread_clamp.ThreadClamp | None = None
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("off", "usable"))
+
+    def apply(self, value: str) -> Any:
+        if value != "usable":
+            return None
+        self._clamp = thread_clamp.ThreadClamp()
+        return self._clamp.install()
+
+    probe = "usable"
+    evidence_counter = "context_switches_per_iter"
+    mechanism = "more threads than the CPU mask or the cgroup quota lets it run at once"
+
+    def facts(self, observed: dict) -> dict:
+        return {k: observed.get(k) for k in ("usable", "ran", "asked")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        if not facts.get("usable"):
+            return ""
+        asked = facts.get("asked") or []
+        code = f"its code asked for {', '.join(map(str, asked))} thread(s) (torch.set_num_threads); " if asked else ""
+        return f"{code}torch ran {facts.get('ran')} on the {facts['usable']} CPU(s) it may use"
+
+    def during(self, value: str) -> str | None:
+        if value != "usable" or self._clamp is None:
+            return None
+        if self._clamp.holds():
+            return value
+        state = self._clamp.state()
+        return f"{state['ran']} threads on {state['usable']} CPUs"
+
+    def readback(self, value: str) -> dict:
+        return self._clamp.state() if value == "usable" and self._clamp is not None else {}
+
+
 class AnomalyDetection(Setting):
     """``anomaly``: torch's autograd anomaly detection as the code sets it, or kept off against its calls
     (:mod:`benchctl.anomaly`)."""
@@ -649,8 +748,8 @@ class Combination(Setting):
 
 SETTINGS: dict[str, Setting] = {
     s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
-                        AnomalyDetection(), InferenceMode(), SyncClock(), CudnnBenchmark(), MatmulPrecision(),
-                        CudaInit(), OnlyPhase(), Combination())
+                        CapOtherPools(), ClampThreads(), AnomalyDetection(), InferenceMode(), SyncClock(),
+                        CudnnBenchmark(), MatmulPrecision(), CudaInit(), OnlyPhase(), Combination())
 }
 _WITH = Combination.name
 

@@ -16,9 +16,10 @@ import atexit
 import os
 import subprocess
 import sys
-import threading
 
 import torch
+
+from benchctl import omp  # the team's thread ids, to place it (not to time anything)
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 PLANT = {"target": "Bench", "cause": "threads", "fixed": {"after_setup": "torch.set_num_threads(1)"}}
@@ -40,14 +41,11 @@ while os.getppid() == parent:
 _PRODUCTS = 10
 
 
-def _place_threads(cpus: list[int]) -> None:
-    """The calling thread on the first CPU, every other thread of this process (torch's team once it
-    has run) on the next ones in turn."""
-    main = threading.get_native_id()
-    others = sorted(tid for tid in map(int, os.listdir("/proc/self/task")) if tid != main)
-    os.sched_setaffinity(main, {cpus[0]})
-    for i, tid in enumerate(others):
-        os.sched_setaffinity(tid, {cpus[(i + 1) % len(cpus)]})
+def _place_team(cpus: list[int]) -> None:
+    """torch's OpenMP team one thread a CPU: thread 0 (the calling thread) on the first, thread i on the
+    (i+1)th in turn. Only the team: numpy's BLAS workers (loaded with torch) are left where they are."""
+    for member in omp.team_census():
+        os.sched_setaffinity(member["tid"], {cpus[member["omp_thread"] % len(cpus)]})
 
 
 class Bench:
@@ -56,7 +54,7 @@ class Bench:
         a = torch.randn(256, 256, generator=torch.Generator().manual_seed(0))
         torch.mm(a, a)  # starts torch's team, whose threads are placed next
         cpus = sorted(os.sched_getaffinity(0))
-        _place_threads(cpus)
+        _place_team(cpus)
         neighbour = subprocess.Popen([sys.executable, "-c", _NEIGHBOUR, str(cpus[-1])], start_new_session=True,
                                      stdout=subprocess.PIPE, text=True)
         atexit.register(neighbour.kill)

@@ -16,6 +16,7 @@ from . import queries
 from .cuda_facts import CudaFacts
 from .autograd_facts import AutogradFacts
 from .summary import COUNTER_FIELDS
+from .thread_facts import CpuFit, ThreadCpu
 
 __all__ = ["OpRow", "Facts", "warmup_extra"]
 
@@ -62,7 +63,9 @@ class Facts:
     use (:class:`~.cuda_facts.CudaFacts`; None when unknown); ``first_extra``: per phase, what the probe
     worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`);
     ``autograd``: what autograd did in one call (None when unknown: a workload that times itself);
-    ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it."""
+    ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it.;
+    ``thread_cpu``: the CPU time torch's team and the other threads took in the profiled call;
+    ``cpu_fit``: torch's team against the CPUs it may use (both None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -77,6 +80,8 @@ class Facts:
     first_extra: dict[str, float | None] = field(default_factory=dict)
     autograd: AutogradFacts | None = None
     torch_threads: int | None = None
+    thread_cpu: ThreadCpu | None = None
+    cpu_fit: CpuFit | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -96,7 +101,9 @@ class Facts:
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
                    call_wall_us=probe.get("call_wall_us"), cuda=CudaFacts.from_json(probe.get("cuda")),
                    first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()},
-                   autograd=AutogradFacts.from_note(probe.get("autograd")), torch_threads=probe.get("torch_threads"))
+                   autograd=AutogradFacts.from_note(probe.get("autograd")), torch_threads=probe.get("torch_threads"),
+                   thread_cpu=ThreadCpu.from_note(probe.get("thread_cpu")),
+                   cpu_fit=CpuFit.from_note(probe.get("cpu_fit")))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -109,7 +116,9 @@ class Facts:
             return None
         rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
         return cls(**{**data, "op_table": rows, "cuda": CudaFacts.from_json(data.get("cuda")),
-                      "autograd": AutogradFacts.from_note(data.get("autograd"))})
+                      "autograd": AutogradFacts.from_note(data.get("autograd")),
+                      "thread_cpu": ThreadCpu.from_note(data.get("thread_cpu")),
+                      "cpu_fit": CpuFit.from_note(data.get("cpu_fit"))})
 
     def to_json(self) -> dict:
         return asdict(self)

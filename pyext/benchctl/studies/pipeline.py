@@ -100,11 +100,14 @@ def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
 
 def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> dict[str, Any]:
     """The iterations per matrix worker that fit ``left`` seconds, from the probe worker's ``probe`` record:
-    its mean time per timed iteration, and the rest of its duration (start, import, its untimed probe
-    calls, counted as iterations) as each worker's overhead."""
+    its mean time per timed iteration, and the rest of its duration less its untimed probing (start,
+    import) as each worker's overhead."""
     samples = [ns for phase in probe["phases"].values() for ns in phase["ns"]]
     iteration_s = float(sum(samples)) / len(samples) / 1e9
-    start_s = max(0.0, probe["duration_s"] - (len(samples) + user.PROBE_CALLS) * iteration_s)
+    probing_s = (probe.get("notes", {}).get("probe") or {}).get("probe_s")
+    if probing_s is None:  # a record without it: its probe calls counted as iterations
+        probing_s = user.PROBE_CALLS * iteration_s
+    start_s = max(0.0, probe["duration_s"] - len(samples) * iteration_s - probing_s)
     cells = 1
     for values in matrix.values():
         cells *= len(values)

@@ -44,6 +44,8 @@ from ..denormals import layer_watch, values_census, weights_census
 from . import op_table
 from .probe_cuda import cuda_census
 from .probe_autograd import autograd_census
+from .probe_mask import CpuFitWatch, ThreadCalls, thread_calls
+from .probe_pools import ThreadCpuWatch
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
 
@@ -127,21 +129,26 @@ def _modules_in(value: Any, depth: int = 2) -> list:
     return [m for item in items for m in _modules_in(item, depth - 1)]
 
 
-def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
+def _probe_call(rec, call: Callable[[], Any], state: Any, calls: ThreadCalls | None = None) -> None:
     """One untimed call under the torch profiler (which ops run), with the census of the values it
     computes: the layer outputs of the modules in ``state``, the tensors it returns, the weights; and one
-    more call for what autograd does in it (:func:`.probe_autograd.autograd_census`)."""
+    more call for what autograd does in it (:func:`.probe_autograd.autograd_census`); ``calls``: the
+    thread counts the code set itself until then."""
     import torch
 
+    probe_started = time.perf_counter()
     modules = _modules_in(state)
     with contextlib.ExitStack() as stack:
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
-            started = time.perf_counter()
-            out = call()
-            wall_us = (time.perf_counter() - started) * 1e6
+            # Inside the profiler: its first start (seconds) is not the call's time.
+            with ThreadCpuWatch() as thread_cpu, CpuFitWatch(calls) as cpu_fit:
+                started = time.perf_counter()
+                out = call()
+                wall_us = (time.perf_counter() - started) * 1e6
     layers = [r for records in watched for r in records if r["calls"]]
     weights = [weights_census(m) for m in modules]
+    cuda, autograd = cuda_census(call), autograd_census(call, modules)
     rec.note("probe", {
         "ops": sorted({event.key for event in prof.key_averages()}),
         "op_table": op_table.rows(prof.events()),
@@ -151,8 +158,13 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
         "torch_threads": torch.get_num_threads(),  # as the code left it: its setup() may have set one
-        "cuda": cuda_census(call),
-        "autograd": autograd_census(call, modules),
+        "cuda": cuda,
+        "autograd": autograd,
+        **thread_cpu.note(),
+        **cpu_fit.note(),
+        # All of this untimed probing (the profiler's first start alone took ~5 s here): what explain's
+        # sizing takes out of the probe worker's duration, which would otherwise count as every worker's start.
+        "probe_s": time.perf_counter() - probe_started,
     })
 
 
@@ -173,9 +185,10 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict) -> None:
 
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
-        _timed(rec, "call", fn, args)
+        with thread_calls(active=getattr(rec, "probe", False)) as calls:
+            _timed(rec, "call", fn, args)
         if getattr(rec, "probe", False):
-            _probe_call(rec, fn, fn)
+            _probe_call(rec, fn, fn, calls)
 
     return run, dict(_PARAMS)
 
@@ -184,10 +197,11 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
     target = obj() if isinstance(obj, type) else obj
 
     def run(args: dict, rec) -> None:
-        state = target.setup()
-        _timed(rec, "run", lambda: target.run(state), args)
+        with thread_calls(active=getattr(rec, "probe", False)) as calls:
+            state = target.setup()
+            _timed(rec, "run", lambda: target.run(state), args)
         if getattr(rec, "probe", False):
-            _probe_call(rec, lambda: target.run(state), state)
+            _probe_call(rec, lambda: target.run(state), state, calls)
 
     return run, dict(_PARAMS)
 
@@ -200,8 +214,8 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
                 "torch.inference_mode(); a @benchctl.workload function times its own iterations: use the mode in it")
         out = fn(rec, **args)
         if getattr(rec, "probe", False):
-            rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "outputs": values_census(out),
-                               "modules": 0,
+            rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "probe_s": 0.0,
+                               "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
                                "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None)})
 

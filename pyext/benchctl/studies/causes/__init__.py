@@ -7,15 +7,17 @@ is the order of the answer.
 from .allocator import Allocator
 from .autograd import Anomaly, Recording
 from .base import Cause
+from .cpu_fit import CpuFit
 from .denormals import Denormals
 from .gpu import AsyncClock, CudaFirstCall, CudnnAutotune, Tf32
 from .order import Order
+from .pools import CompetingPools
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "Anomaly",
-           "Recording", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "CompetingPools",
+           "CpuFit", "Anomaly", "Recording", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
 
 # CPU causes first, then the GPU ones (ruled out at once where no CUDA work ran).
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), Anomaly(),
-                             Recording(), AsyncClock(), CudnnAutotune(), CudaFirstCall(), Tf32())
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), CompetingPools(),
+                             CpuFit(), Anomaly(), Recording(), AsyncClock(), CudnnAutotune(), CudaFirstCall(), Tf32())

@@ -1,0 +1,78 @@
+"""Cause: another library's thread pool competing with torch's for the same CPUs.
+
+numpy's OpenBLAS (loaded by ``import torch`` itself) sizes its pool to every CPU, as torch's OpenMP
+team does; a workload that alternates numpy products and torch ops runs both, and each pool's threads
+spin after their work while the other's need the CPUs (numpy #29352: ``np.dot`` 8 s -> 33 s after
+``import torch``). The probe caps every pool but torch's own at one thread (``pools=capped``: torch
+keeps its count), read back after every timed iteration; the evidence is the CPU time threads outside
+torch's team took in the probe worker's profiled call, and the context switches per iteration.
+
+Its share and the thread count's are told apart: :class:`~.threads.Threads` judges one thread for
+torch against this probe's cell when capping the other pools already made it faster, so each cause
+claims only what its own fix removes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ... import settings
+from ...results import counter_evidence
+from ...results.counter_evidence import CONTEXT_SWITCHES
+from ...results.facts import Facts
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from .base import Cause, mechanism, probe_of, probe_text
+
+__all__ = ["CompetingPools", "FIX"]
+
+#: What a user does about it, said once a probe measured it.
+FIX = ("cap numpy's pool in the code (threadpoolctl.threadpool_limits(1, user_api='blas')) or at start "
+       "(OPENBLAS_NUM_THREADS=1)")
+
+
+class CompetingPools(Cause):
+    name = "pools"
+    title = "competing thread pools (another library's pool beside torch's)"
+    probe = probe_of("pools")
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [self.probe] if facts is None or facts.cpus > 1 else []
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        if facts.cpus <= 1:
+            return "one CPU: no two pools to compete for it"
+        use = facts.thread_cpu
+        if use is None:
+            return None  # no profiled call (a decorated workload): nothing rules it out
+        if not use.others_pooled:
+            beside = ", ".join(use.others) or "none"
+            return f"no pool beside torch's own has more than one thread (beside it: {beside})"
+        if not use.others_busy:
+            return f"the pools beside torch's ({', '.join(use.others)}) are idle: {use.text}"
+        return None
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        cell = ctx.probe_cell(self.probe)
+        cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
+        if cmp is None:
+            return None
+        before, after = ctx.counter(ctx.baseline, CONTEXT_SWITCHES), ctx.counter(cell, CONTEXT_SWITCHES)
+        switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
+        use = ctx.facts.thread_cpu if ctx.facts else None
+        busy = f"; in the probe {use.text}" if use else ""
+        phrase = settings.SETTINGS["pools"].facts_phrase(ctx.readback(cell, "pools") or {})
+        held = f" ({phrase})" if phrase else ""
+        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
+                      evidence={CONTEXT_SWITCHES: {"off": before, "capped": after},
+                                "thread_cpu": None if use is None else asdict(use)})
+        if cmp.faster:
+            head = (f"with every pool but torch's own at one thread{held}, torch keeping its count, it is "
+                    f"{cmp.effect_text()}; {switches}{busy}")
+            if counter_evidence.moved_down(CONTEXT_SWITCHES, before, after):
+                return self.finding(ctx, cmp, f"{head}: {mechanism('pools')}; the fix: {FIX}", Status.CAUSE,
+                                    **fields)
+            return self.finding(ctx, cmp, f"{head}, yet context switches do not fall with it: the mechanism is "
+                                          "unconfirmed", Status.UNCONFIRMED, **fields)
+        return self.not_found(ctx, cmp, "capping the other pools", suffix=f"; {switches}{busy}", **fields)
+
