@@ -90,3 +90,14 @@ def test_explain_keeps_its_budget_for_an_iteration_of_a_second(tmp_path):
     longest = max(r["duration_s"] for r in doc["runs"])
     assert doc["metadata"]["took_s"] <= budget_s + longest, (doc["metadata"]["took_s"], longest)
     assert doc["evidence"]["sizing"]["iterations"] >= MIN_ITERATIONS
+
+
+def test_the_probes_own_untimed_probing_is_not_charged_as_every_workers_start(tmp_path):
+    """A probe worker of 20 s: 10 timed iterations of 0.1 s, and 12 s of profiling and census after them
+    (the profiler's first start alone took ~5 s here). Each matrix worker starts in the 7 s left, not 19 s."""
+    study = _study(tmp_path, [], args={"iterations": 100})
+    record = {"duration_s": 20.0, "phases": {"call": {"ns": [1e8] * 10}}, "notes": {"probe": {"probe_s": 12.0}}}
+    sizing = pipeline._sizing(study, record, {"ms": [1.0]}, 100.0)
+    assert sizing["start_s"] == pytest.approx(7.0)
+    without = {**record, "notes": {}}  # a record without it: its probe calls counted as iterations
+    assert pipeline._sizing(study, without, {"ms": [1.0]}, 100.0)["start_s"] == pytest.approx(20.0 - 1.0 - 0.2)
