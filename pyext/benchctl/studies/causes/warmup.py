@@ -21,6 +21,7 @@ import numpy as np
 
 from ...results import processes, queries
 from ...results.comparison import Comparison, Outcome, outcome_of
+from ...results.facts import warmup_extra
 from ...results.findings import Finding, Status
 from ...results.rules import Context
 from .base import Cause
@@ -42,10 +43,10 @@ def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[
             continue
         ns, warm = data["ns"], max(1, data.get("warmup") or 0)
         steady = float(np.median(ns[warm:]))
-        if steady > 0 and ns[0] > 0:
-            extra = sum(ns[:warm]) - warm * steady  # what the warm-up added beyond steady iterations
-            costs.append(max(1.0 + extra / (len(ns) * steady), 1e-9))
-            extras.append(extra / steady)
+        extra = warmup_extra(ns, data.get("warmup") or 0)  # the warm-up beyond steady iterations, in them
+        if extra is not None and ns[0] > 0:
+            costs.append(max(1.0 + extra / len(ns), 1e-9))
+            extras.append(extra)
             firsts.append(ns[0] / steady)
             warmups.append(data.get("warmup") or 0)
     return costs, extras, firsts, warmups
