@@ -11,6 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from . import queries
+from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
 
 __all__ = ["OpRow", "Facts"]
@@ -44,7 +45,10 @@ class Facts:
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
-    ``call_wall_us`` that call's wall time (None when unknown)."""
+    ``call_wall_us`` that call's wall time (None when unknown); ``op_calls``: the first call of the
+    ops that took most of its time, replayable (:class:`~.dtype_profile.OpCall`); ``dtype_profile``:
+    those in a costly dtype timed on this CPU against float32, measured in the explain process
+    before any cell ran (None: not measured)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -55,6 +59,8 @@ class Facts:
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
     op_table: tuple[OpRow, ...] = ()
     call_wall_us: float | None = None
+    op_calls: tuple[OpCall, ...] = ()
+    dtype_profile: DtypeProfile | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -70,7 +76,8 @@ class Facts:
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
-                   call_wall_us=probe.get("call_wall_us"))
+                   call_wall_us=probe.get("call_wall_us"),
+                   op_calls=tuple(OpCall.from_json(c) for c in probe.get("op_calls", [])))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -82,7 +89,9 @@ class Facts:
         if data is None:
             return None
         rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
-        return cls(**{**data, "op_table": rows})
+        calls = tuple(OpCall.from_json(c) for c in data.get("op_calls", ()))
+        return cls(**{**data, "op_table": rows, "op_calls": calls,
+                      "dtype_profile": DtypeProfile.from_json(data.get("dtype_profile"))})
 
     def to_json(self) -> dict:
         return asdict(self)

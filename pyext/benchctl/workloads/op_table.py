@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["rows"]
+__all__ = ["dtypes_of", "rows"]
 
 
-def _dtypes(event: Any) -> list[str]:
+def dtypes_of(event: Any) -> list[str]:
     """The distinct dtypes of an event's tensor inputs, in order (``[]`` when none was recorded)."""
     seen: list[str] = []
     for dtype in getattr(event, "input_dtypes", None) or []:
@@ -30,7 +30,7 @@ def rows(events: Iterable[Any]) -> list[dict]:
     ``self_us``, largest first."""
     table: dict[tuple[str, tuple[str, ...]], dict] = {}
     for event in events:
-        dtypes = _dtypes(event)
+        dtypes = dtypes_of(event)
         row = table.setdefault((event.name, tuple(dtypes)), {
             "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0,
             "shapes": [list(s) for s in (getattr(event, "input_shapes", None) or [])]})

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
-from . import op_table
+from . import op_calls, op_table
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
@@ -137,6 +137,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
     rec.note("probe", {
         "ops": sorted({event.key for event in prof.key_averages()}),
         "op_table": op_table.rows(prof.events()),
+        "op_calls": op_calls.first_calls(prof.events()),
         "call_wall_us": wall_us,
         "outputs": values_census(out),
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
