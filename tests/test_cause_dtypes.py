@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from benchctl.denormals import CENSUS_SCOPE, layer_watch
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.dtype_profile import DtypeProfile, DtypeTiming, OpCall, OpInput
@@ -155,3 +156,18 @@ def test_measure_times_each_call_against_float32_and_keeps_failures():
     assert done.ratio is not None and done.low <= done.ratio <= done.high
     assert done.repeats >= dtype_profile.MIN_ROUNDS and failed.error == "not an aten op" and failed.ratio is None
     assert profile.threads == 1 and profile.cpu_flags == dtype_profile.cpu_flags()
+
+
+def test_the_census_hooks_own_ops_are_not_the_workloads():
+    """The probe call runs with the census's forward hooks (they compute in float64): none of their ops may
+    land in the op table, or a float32 model would show float64 time."""
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
+    x = torch.randn(4, 16)
+    with layer_watch(model):
+        events = _profiled(lambda: model(x))
+    assert any(e.name == CENSUS_SCOPE for e in events)  # the hooks ran, in their scope
+    rows = op_table.rows(events)
+    assert not [r for r in rows if DOUBLE in r["dtypes"] or r["op"] == CENSUS_SCOPE], rows
+    assert {"aten::addmm", "aten::relu"} <= {r["op"] for r in rows}
+    assert not [c for c in op_calls.first_calls(events) if DOUBLE in c["dtypes"]]
+    assert 0 < op_table.census_us(events)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from .op_table import dtypes_of
+from .op_table import dtypes_of, in_census
 
 __all__ = ["TOP_OPS", "first_calls"]
 
@@ -34,10 +34,12 @@ def _jsonable(value: Any) -> Any:
 def first_calls(events: Iterable[Any], top: int = TOP_OPS) -> list[dict]:
     """For the ``top`` (op name, input dtypes) keys with the most self time: ``op``, ``dtypes`` (as in
     the op table) and ``inputs`` of their first call, each ``{"type", "shape", "strides", "value"}``
-    (``strides`` None where the profiler recorded none)."""
+    (``strides`` None where the profiler recorded none). The census's own ops are left out."""
     first: dict[tuple[str, tuple[str, ...]], Any] = {}
     self_us: dict[tuple[str, tuple[str, ...]], float] = {}
     for event in events:
+        if in_census(event):
+            continue
         key = (event.name, tuple(dtypes_of(event)))
         first.setdefault(key, event)
         self_us[key] = self_us.get(key, 0.0) + float(event.self_cpu_time_total)

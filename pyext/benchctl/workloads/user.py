@@ -138,7 +138,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "ops": sorted({event.key for event in prof.key_averages()}),
         "op_table": op_table.rows(prof.events()),
         "op_calls": op_calls.first_calls(prof.events()),
-        "call_wall_us": wall_us,
+        "call_wall_us": wall_us - op_table.census_us(prof.events()),
         "outputs": values_census(out),
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
