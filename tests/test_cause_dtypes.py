@@ -91,6 +91,15 @@ def test_open_where_the_profile_or_the_share_is_weak():
     assert failed.status is Status.UNCONFIRMED and "aten::addmm not replayed (not an aten op)" in failed.message
 
 
+def test_several_slower_ops_are_named_together_with_their_ratios():
+    both = [timing(2.7, 2.0, 3.0, share=0.8, dtype=DOUBLE), timing(1.9, 1.8, 2.0, share=0.15, dtype=DOUBLE,
+                                                                    op="aten::tanh")]
+    found = judge(dtypes.Float64(), facts_with(both, dtype=DOUBLE))
+    assert found.status is Status.CAUSE
+    assert ("95% of its op time is aten::addmm and aten::tanh in float64, which run slower than in float32 on this "
+            "CPU (measured: aten::addmm 2.7× [2.0, 3.0], aten::tanh 1.9× [1.8, 2.0])") in found.message
+
+
 def test_each_cause_reads_only_its_own_dtypes():
     facts = facts_with([timing(2.5, 2.2, 2.8, dtype=DOUBLE)], dtype=DOUBLE)
     assert judge(dtypes.Float64(), facts).status is Status.CAUSE

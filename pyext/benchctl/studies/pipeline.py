@@ -6,8 +6,9 @@ lines, and ``cli/`` or ``bench/`` prints them, the report and the answer):
 
 1. the facts from before any cell runs: a probe worker that runs the workload unchanged in a
    fresh process (explain), or the census of the model's values taken here (the seeds);
-2. the penalty profile of the ops that matter, in this process, before any worker runs (so it
-   never competes with a cell);
+2. the penalty profile of the ops that matter, and the dtype profile of the ops in a costly dtype
+   (:mod:`.dtype_profile`, kept in the facts), in this process, before any worker runs (so they
+   never compete with a cell);
 3. each rule's pre-check on that evidence: a rule ruled out is said so and its probes are not
    run (a matrix axis the user chose stays as given);
 4. the matrix (the seeds' own, or the unchanged workload and each active rule's probes as a star

@@ -42,6 +42,10 @@ def _in(dtypes: tuple[str, ...]):
     return lambda row: bool(set(row.dtypes) & set(dtypes))
 
 
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def _percent(share: float) -> str:
     return f"{share:.0%}" if share >= 0.01 else "under 1%"
 
@@ -153,8 +157,11 @@ class _CostlyDtype(Cause):
         return f"which run slower than in float32 on this CPU (measured: {ops})"
 
     def _ops(self, timings: list[DtypeTiming]) -> str:
-        """``"aten::addmm in float16"``."""
-        return ", ".join(f"{t.op} in {DTYPE_WORDS[t.dtype]}" for t in timings)
+        """``"aten::addmm and aten::tanh in float64"``, the ops grouped by dtype."""
+        by_dtype: dict[str, list[str]] = {}
+        for t in timings:
+            by_dtype.setdefault(DTYPE_WORDS[t.dtype], []).append(t.op)
+        return ", ".join(f"{_and(ops)} in {word}" for word, ops in by_dtype.items())
 
 
 class HalfPrecision(_CostlyDtype):
