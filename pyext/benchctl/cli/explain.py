@@ -20,8 +20,9 @@ TARGET is path/to/file.py:name or package.module:name, one of:
   a callable taking no arguments: each call is one iteration.
 causes probed: denormals (ftz), the allocator (alloc), thread count and oversubscription (threads, a busy
 pool), placement (pin), warm-up and lazy initialisation, the state earlier phases leave (only=PHASE),
-autograd anomaly detection left on (anomaly=off) and autograd recording where no gradient is needed
-(inference=on: each timed call under torch.inference_mode()).
+autograd anomaly detection left on (anomaly=off), autograd recording where no gradient is needed
+(inference=on: each timed call under torch.inference_mode()), and a dtype costlier than float32 here
+(float16/bfloat16, float64: no probe; judged on the dtype profile).
 A cause that cheap evidence rules out (a probe worker, the penalty profile) is said so and not run.
 example: python -m benchctl explain my_model.py:inference --budget 180 --json explain.json
 """

@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import queries
-from .cuda_facts import CudaFacts
 from .autograd_facts import AutogradFacts
+from .cuda_facts import CudaFacts
+from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
 from .thread_facts import CpuFit, ThreadCpu
 
@@ -63,9 +64,12 @@ class Facts:
     use (:class:`~.cuda_facts.CudaFacts`; None when unknown); ``first_extra``: per phase, what the probe
     worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`);
     ``autograd``: what autograd did in one call (None when unknown: a workload that times itself);
-    ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it.;
+    ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it;
     ``thread_cpu``: the CPU time torch's team and the other threads took in the profiled call;
-    ``cpu_fit``: torch's team against the CPUs it may use (both None when unknown)."""
+    ``cpu_fit``: torch's team against the CPUs it may use (both None when unknown).;
+    ``op_calls``: the first call of the ops that took most of its time, replayable
+    (:class:`~.dtype_profile.OpCall`); ``dtype_profile``: those in a costly dtype timed on this CPU
+    against float32, measured in the explain process before any cell ran (None: not measured)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -82,6 +86,8 @@ class Facts:
     torch_threads: int | None = None
     thread_cpu: ThreadCpu | None = None
     cpu_fit: CpuFit | None = None
+    op_calls: tuple[OpCall, ...] = ()
+    dtype_profile: DtypeProfile | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -103,7 +109,8 @@ class Facts:
                    first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()},
                    autograd=AutogradFacts.from_note(probe.get("autograd")), torch_threads=probe.get("torch_threads"),
                    thread_cpu=ThreadCpu.from_note(probe.get("thread_cpu")),
-                   cpu_fit=CpuFit.from_note(probe.get("cpu_fit")))
+                   cpu_fit=CpuFit.from_note(probe.get("cpu_fit")),
+                   op_calls=tuple(OpCall.from_json(c) for c in probe.get("op_calls", [])))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -115,10 +122,12 @@ class Facts:
         if data is None:
             return None
         rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
+        calls = tuple(OpCall.from_json(c) for c in data.get("op_calls", ()))
         return cls(**{**data, "op_table": rows, "cuda": CudaFacts.from_json(data.get("cuda")),
                       "autograd": AutogradFacts.from_note(data.get("autograd")),
                       "thread_cpu": ThreadCpu.from_note(data.get("thread_cpu")),
-                      "cpu_fit": CpuFit.from_note(data.get("cpu_fit"))})
+                      "cpu_fit": CpuFit.from_note(data.get("cpu_fit")), "op_calls": calls,
+                      "dtype_profile": DtypeProfile.from_json(data.get("dtype_profile"))})
 
     def to_json(self) -> dict:
         return asdict(self)

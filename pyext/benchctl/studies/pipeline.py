@@ -6,8 +6,9 @@ lines, and ``cli/`` or ``bench/`` prints them, the report and the answer):
 
 1. the facts from before any cell runs: a probe worker that runs the workload unchanged in a
    fresh process (explain), or the census of the model's values taken here (the seeds);
-2. the penalty profile of the ops that matter, in this process, before any worker runs (so it
-   never competes with a cell);
+2. the penalty profile of the ops that matter, and the dtype profile of the ops in a costly dtype
+   (:mod:`.dtype_profile`, kept in the facts), in this process, before any worker runs (so they
+   never compete with a cell);
 3. each rule's pre-check on that evidence: a rule ruled out is said so and its probes are not
    run (a matrix axis the user chose stays as given);
 4. the matrix (the seeds' own, or the unchanged workload and each active rule's probes as a star
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .. import _validate, settings, workloads
@@ -35,10 +36,11 @@ from ..results.findings import Finding
 from ..results.rules import Rule
 from ..run import rounds, runner
 from ..workloads import user
-from . import penalty
+from . import dtype_profile, penalty
+from .causes import dtypes
 from .causes.denormals import ops_of, penalty_evidence
 
-__all__ = ["PROBE_SHARE", "Study", "run_study", "measure_penalty", "took_text", "reanswer"]
+__all__ = ["PROBE_SHARE", "Study", "run_study", "measure_penalty", "measure_dtype_profile", "took_text", "reanswer"]
 
 #: The share of the budget the probe worker's timed iterations aim at (it still runs the fewest steady ones).
 PROBE_SHARE = 0.05
@@ -139,6 +141,15 @@ def _penalty(study: Study, facts: Facts, say: Callable[[str], None]) -> dict[str
     return measure_penalty(ops_of(facts.ops), say)
 
 
+def measure_dtype_profile(facts: Facts, say: Callable[[str], None] = _quiet) -> Facts:
+    """``facts`` with the dtype profile of the ops the dtype causes would judge (unchanged when none)."""
+    calls = dtypes.calls_to_profile(facts)
+    if not calls:
+        return facts
+    say(f"dtype profile of {', '.join(f'{c.op} ({d})' for c, d, _ in calls)} against float32 on this CPU")
+    return replace(facts, dtype_profile=dtype_profile.measure(calls))
+
+
 def _axes(rule: Rule, facts: Facts) -> set[str]:
     return {k for probe in rule.probes(facts) for k in probe}
 
@@ -212,6 +223,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
             facts = Facts.from_census(study.census())
         else:
             facts, probe = _probe(study, say)
+            facts = measure_dtype_profile(facts, say)
         if study.phase is not None and study.phase not in facts.phases and study.census is None:
             raise _validate.ArgumentError(
                 f"phase {study.phase!r}: {study.workload} runs {', '.join(facts.phases) or 'no phase'}")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["rows"]
+from ..denormals import CENSUS_SCOPE
+
+__all__ = ["dtypes_of", "in_census", "census_us", "rows"]
 
 
-def _dtypes(event: Any) -> list[str]:
+def dtypes_of(event: Any) -> list[str]:
     """The distinct dtypes of an event's tensor inputs, in order (``[]`` when none was recorded)."""
     seen: list[str] = []
     for dtype in getattr(event, "input_dtypes", None) or []:
@@ -23,14 +25,31 @@ def _dtypes(event: Any) -> list[str]:
     return seen
 
 
+def in_census(event: Any) -> bool:
+    """Whether ``event`` is the subnormal census's own work (:data:`benchctl.denormals.CENSUS_SCOPE`), which
+    forward hooks run inside the profiled call: the workload did not ask for it."""
+    while event is not None:
+        if event.name == CENSUS_SCOPE:
+            return True
+        event = getattr(event, "cpu_parent", None)
+    return False
+
+
+def census_us(events: Iterable[Any]) -> float:
+    """The time the census's scopes took inside the profiled call (to leave out of its wall time)."""
+    return sum(float(e.cpu_time_total) for e in events if e.name == CENSUS_SCOPE)
+
+
 def rows(events: Iterable[Any]) -> list[dict]:
     """One row per (op name, input dtypes): ``calls``; ``self_us``, the time in the op itself;
     ``top_us``, the time of its calls made from Python (no profiled parent: what the Python code
     waits for); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
-    ``self_us``, largest first."""
+    ``self_us``, largest first. The census's own ops (:func:`in_census`) are left out."""
     table: dict[tuple[str, tuple[str, ...]], dict] = {}
     for event in events:
-        dtypes = _dtypes(event)
+        if in_census(event):
+            continue
+        dtypes = dtypes_of(event)
         row = table.setdefault((event.name, tuple(dtypes)), {
             "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0,
             "shapes": [list(s) for s in (getattr(event, "input_shapes", None) or [])]})

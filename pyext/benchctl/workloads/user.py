@@ -41,7 +41,7 @@ from typing import Any, Callable
 
 from .. import _validate, inference
 from ..denormals import layer_watch, values_census, weights_census
-from . import op_table
+from . import op_calls, op_table
 from .probe_cuda import cuda_census
 from .probe_autograd import autograd_census
 from .probe_mask import CpuFitWatch, ThreadCalls, thread_calls
@@ -152,7 +152,8 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, calls: ThreadCalls | N
     rec.note("probe", {
         "ops": sorted({event.key for event in prof.key_averages()}),
         "op_table": op_table.rows(prof.events()),
-        "call_wall_us": wall_us,
+        "op_calls": op_calls.first_calls(prof.events()),
+        "call_wall_us": wall_us - op_table.census_us(prof.events()),
         "outputs": values_census(out),
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},

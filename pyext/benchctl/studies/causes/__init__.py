@@ -9,6 +9,7 @@ from .autograd import Anomaly, Recording
 from .base import Cause
 from .cpu_fit import CpuFit
 from .denormals import Denormals
+from .dtypes import Float64, HalfPrecision
 from .gpu import AsyncClock, CudaFirstCall, CudnnAutotune, Tf32
 from .order import Order
 from .pools import CompetingPools
@@ -16,8 +17,10 @@ from .threads import Placement, Threads
 from .warmup import Warmup
 
 __all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "CompetingPools",
-           "CpuFit", "Anomaly", "Recording", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
+           "CpuFit", "Anomaly", "Recording", "HalfPrecision", "Float64", "AsyncClock", "CudnnAutotune",
+           "CudaFirstCall", "Tf32"]
 
 # CPU causes first, then the GPU ones (ruled out at once where no CUDA work ran).
 CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), CompetingPools(),
-                             CpuFit(), Anomaly(), Recording(), AsyncClock(), CudnnAutotune(), CudaFirstCall(), Tf32())
+                             CpuFit(), Anomaly(), Recording(), HalfPrecision(), Float64(), AsyncClock(),
+                             CudnnAutotune(), CudaFirstCall(), Tf32())
