@@ -60,6 +60,10 @@ def test_precheck_rules_out_idle_or_single_thread_pools_and_keeps_busy_ones():
                        others=["libscipy_openblas blas x1"], others_threads=1)
     assert "no pool beside torch's own has more than one thread" in cause.precheck(facts(thread_cpu=single), None)
     assert cause.precheck(facts(thread_cpu=BUSY), None) is None
+    # What the profiler's own thread took of short calls here (plain.py: 0.24 ms of 2.4): not a pool at work.
+    profiler = ThreadCpu(wall_ms=2.4, team_ms=3.8, other_ms=0.24, other_threads=1, others=BUSY.others,
+                         others_threads=2)
+    assert "are idle" in cause.precheck(facts(thread_cpu=profiler), None)
     assert "one CPU" in cause.precheck(facts(thread_cpu=BUSY, cpus=1), None)
     assert cause.precheck(facts(thread_cpu=None), None) is None  # no profiled call: nothing rules it out
 
