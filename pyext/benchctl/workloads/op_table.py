@@ -11,7 +11,28 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-__all__ = ["rows"]
+from ..denormals import CENSUS_REGION
+
+__all__ = ["workload_events", "census_us", "rows"]
+
+
+def _in_census(event: Any) -> bool:
+    while event is not None:
+        if event.name == CENSUS_REGION:
+            return True
+        event = getattr(event, "cpu_parent", None)
+    return False
+
+
+def workload_events(events: Iterable[Any]) -> list[Any]:
+    """The profiler's events of the workload's own code: without benchctl's census hooks and their ops
+    (:data:`benchctl.denormals.CENSUS_REGION`)."""
+    return [event for event in events if not _in_census(event)]
+
+
+def census_us(events: Iterable[Any]) -> float:
+    """The time the census hooks took inside the profiled call (to leave out of its wall time)."""
+    return sum(float(e.cpu_time_total) for e in events if e.name == CENSUS_REGION and e.cpu_parent is None)
 
 
 def _dtypes(event: Any) -> list[str]:
@@ -27,9 +48,9 @@ def rows(events: Iterable[Any]) -> list[dict]:
     """One row per (op name, input dtypes): ``calls``; ``self_us``, the time in the op itself;
     ``top_us``, the time of its calls made from Python (no profiled parent: what the Python code
     waits for); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
-    ``self_us``, largest first."""
+    ``self_us``, largest first. The census hooks' events are left out."""
     table: dict[tuple[str, tuple[str, ...]], dict] = {}
-    for event in events:
+    for event in workload_events(events):
         dtypes = _dtypes(event)
         row = table.setdefault((event.name, tuple(dtypes)), {
             "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0,

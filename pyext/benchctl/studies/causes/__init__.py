@@ -7,10 +7,15 @@ is the order of the answer.
 from .allocator import Allocator
 from .base import Cause
 from .denormals import Denormals
+from .memory_format import MemoryFormat
 from .order import Order
+from .python_time import PythonTime
+from .recompiles import Recompiles
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "PythonTime",
+           "MemoryFormat", "Recompiles"]
 
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order())
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(),
+                              PythonTime(), MemoryFormat(), Recompiles())

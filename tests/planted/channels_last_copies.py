@@ -1,0 +1,32 @@
+"""Planted cause: memory-format conversions. A convolution converted to channels_last (as the
+memory-format tutorial converts a model) is fed the loader's contiguous batch, so it copies its
+input to channels_last every call, and its output is made ``.contiguous()`` again for the code
+after it: pytorch #172205 (``tensor.contiguous()`` of a channels_last tensor, "100x slower due to
+the cache misses") and #26812 (13-27 ms a conversion). One thread, as a data-loader worker runs.
+
+Measured outside benchctl (/tmp/ev_ab_layout.py: each variant 5 fresh processes, 20 calls each,
+median per process): FILLED_IN_BELOW
+"""
+
+import torch
+
+# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
+PLANT = {"target": "Net", "cause": "memory_format"}
+
+BATCH, CHANNELS, SIZE = 4, 16, 56
+
+
+class Net:
+    @staticmethod
+    def setup():
+        torch.set_num_threads(1)
+        torch.manual_seed(0)
+        conv = torch.nn.Conv2d(CHANNELS, CHANNELS, 3, padding=1).to(memory_format=torch.channels_last)
+        batch = torch.randn(BATCH, CHANNELS, SIZE, SIZE)  # contiguous, as a loader makes it
+        return conv, batch
+
+    @staticmethod
+    @torch.no_grad()
+    def run(state):
+        conv, batch = state
+        return conv(batch).contiguous()

@@ -1,0 +1,39 @@
+"""Planted cause: torch.compile recompiling every step. As in pytorch #114293, a compiled function
+loops ``for i in range(start + 1, end)`` with ``start`` the step number: dynamo unrolls the loop and
+guards on ``start``'s value, so every step fails the guard and compiles again (2.3 s each there).
+The recompile limit is raised, as dynamo's warning on reaching it suggests, so it keeps compiling
+rather than falling back to eager. The ``eager`` backend keeps dynamo's tracing and guards (what
+recompiles) without inductor's code generation (FILLED_IN_BELOW), so a step stays short.
+
+Measured outside benchctl (/tmp/ev_ab_compile.py: each variant 5 fresh processes, 20 steps each,
+median per process): FILLED_IN_BELOW
+"""
+
+import torch
+import torch._dynamo
+
+# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
+PLANT = {"target": "Steps", "cause": "recompiles"}
+
+ROWS, WIDTH, WINDOW = 256, 8, 4
+torch._dynamo.config.recompile_limit = ROWS  # "consider increasing torch._dynamo.config.recompile_limit"
+
+
+@torch.compile(backend="eager")
+def accumulate(x, start, end):
+    for i in range(start + 1, end):
+        x[i] = x[i] + x[i - 1]
+    return x
+
+
+class Steps:
+    @staticmethod
+    def setup():
+        torch.set_num_threads(1)
+        return {"x": torch.zeros(ROWS, WIDTH), "step": 0}
+
+    @staticmethod
+    def run(state):
+        state["step"] += 1
+        start = state["step"] % (ROWS - WINDOW)
+        return accumulate(state["x"], start, start + WINDOW)

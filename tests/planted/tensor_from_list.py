@@ -1,0 +1,33 @@
+"""Planted cause: time outside torch's ops. Each call builds a batch with ``torch.tensor`` from a
+list of 1,000 NumPy rows, as in pytorch #13918 (6.0 s against 0.9 s from one array): torch walks
+the list element by element outside any op, and warns "Creating a tensor from a list of
+numpy.ndarrays is extremely slow". Then one small product, the model's share of the call.
+
+Measured outside benchctl (/tmp/ev_ab_python.py: each variant 5 fresh processes, 20 calls each,
+median per process): the list 23.9-31.6 ms a call, the fix (``torch.from_numpy(np.stack(rows))``)
+1.6-2.6 ms: 12x.
+"""
+
+import numpy as np
+import torch
+
+# What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
+PLANT = {"target": "Batches", "cause": "python"}
+
+ROWS, WIDTH = 1000, 64
+
+
+class Batches:
+    @staticmethod
+    def setup():
+        torch.set_num_threads(1)  # a data-loader worker's one thread
+        rng = np.random.default_rng(0)
+        rows = [rng.standard_normal(WIDTH).astype(np.float32) for _ in range(ROWS)]
+        weight = torch.randn(WIDTH, 16, generator=torch.Generator().manual_seed(0))
+        return rows, weight
+
+    @staticmethod
+    def run(state):
+        rows, weight = state
+        batch = torch.tensor(rows)
+        return batch @ weight
