@@ -15,7 +15,7 @@ import torch._dynamo
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 PLANT = {"target": "Steps", "cause": "recompiles"}
 
-ROWS, WIDTH, WINDOW = 256, 8, 4
+ROWS, WIDTH, WINDOW = 256, 8, 3
 torch._dynamo.config.recompile_limit = ROWS  # "consider increasing torch._dynamo.config.recompile_limit"
 
 

@@ -10,6 +10,7 @@ nothing was compiled in them (the profiler of the probe call loads dynamo later,
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -18,6 +19,14 @@ __all__ = ["MAX_GUARDS", "CompileWatch"]
 #: The most distinct failed guards a probe note keeps (the latest).
 MAX_GUARDS = 3
 _COMPILE_TIMER = "_compile.compile_inner"  # dynamo's timer around each frame's compile
+# A reason starts with the compile id of the cache entry whose guard failed: "0/7: start == 7 ...".
+_ENTRY = re.compile(r"^\s*(\d+)/(\d+):")
+
+
+def _entry(reason: str) -> int:
+    """The cache entry a guard failure is about (later entries are the latest compiles); -1 if unsaid."""
+    found = _ENTRY.match(reason)
+    return int(found.group(2)) if found else -1
 
 
 def _dynamo_utils() -> Any | None:
@@ -78,8 +87,8 @@ class CompileWatch:
 
     def note(self) -> dict:
         """``compiles`` (frames compiled in each timed iteration), ``compile_s`` (their compile time),
-        ``iteration_s`` and ``guards`` (the latest distinct guard failures that made dynamo recompile
-        during them, each its first line); {} when dynamo was not loaded during them."""
+        ``iteration_s`` and ``guards`` (distinct guard failures that made dynamo recompile during them,
+        each its first line, those of its latest cache entries first); {} when dynamo was not loaded during them."""
         utils = _dynamo_utils()
         if utils is None or not self.loaded:
             return {}
@@ -87,7 +96,7 @@ class CompileWatch:
         reasons = [reason for code, upto in self._guards_after.items()
                    for reason in failures.get(code, [])[self._guards_before.get(code, 0):upto]]
         guards: list[str] = []
-        for reason in reversed(reasons):
+        for reason in sorted(reasons, key=_entry, reverse=True):  # the latest cache entries' failures first
             first = reason.strip().splitlines()[0] if reason.strip() else ""
             if first and first not in guards:
                 guards.append(first)
