@@ -85,3 +85,14 @@ def test_top_frames_name_the_users_function_and_the_builtin_it_calls():
     tensor = [f for f in frames if f.function == "torch.tensor"]
     assert tensor and tensor[0].called_from.startswith("convert_rows (") and __file__ in tensor[0].called_from
     assert not any("benchctl" in f.where for f in frames)  # its own frames are not the user's
+
+
+def test_the_evidence_facts_survive_the_results_file():
+    import json
+
+    from benchctl.results.facts import CompileLog, LayoutCopy
+
+    f = facts(5_000.0, call_compile_us=10.0, python_frames=(FRAME,), warnings=(SLOW_LIST,),
+              layout_copies=(LayoutCopy((2, 4, 8, 8), "contiguous", "channels_last", "aten::conv2d", 2, 30.0),),
+              compile=CompileLog((1, 1), (0.1, 0.2), (0.2, 0.3), ("0/1: start == 1",)))
+    assert Facts.from_json(json.loads(json.dumps(f.to_json()))) == f
