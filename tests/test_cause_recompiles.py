@@ -40,7 +40,7 @@ def test_judged_a_cause_with_the_share_and_the_guard_that_failed():
     assert found.status is Status.CAUSE and found.comparison is None
     assert ("dynamo compiled again in 4 of its 4 timed iterations after the first; compiling took 90% of the timed "
             "time (90 ms a compile, median); the guard that failed: 0/7: start == 7 # for i in range(start + 1, "
-            "end):") in found.message
+            "end): a guard on a value") in found.message
     assert "evidence.py" not in found.message and "_dynamo/variables" not in found.message
     assert recompiles.MECHANISM in found.message and "evidence only" in found.message
 

@@ -62,7 +62,8 @@ class PythonTime(Cause):
             return ("no profiled call of its ops (a @benchctl.workload function times its own phases): the share "
                     "outside torch's ops is not measured")
         if outside < OUTSIDE_SHARE:
-            return f"{1 - outside:.0%} of its profiled call is in torch's ops{warnings_text(facts)}"
+            compiling = " or compiling (torch.compile)" if facts.call_compile_us else ""
+            return f"{1 - outside:.0%} of its profiled call is in torch's ops{compiling}{warnings_text(facts)}"
         return None
 
     def judge_phase(self, ctx: Context) -> Finding | None:

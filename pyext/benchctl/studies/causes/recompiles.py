@@ -37,7 +37,7 @@ def guard_text(guard: str) -> str:
     """A guard failure as dynamo words it, on one line, without the location of dynamo's own source:
     ``"0/7: start == 7 # for i in range(start + 1, end)"``."""
     parts = " ".join(guard.split()).split(" # ")
-    return " # ".join(parts[:2])
+    return " # ".join(parts[:2]).rstrip(":")
 
 
 def _recompiled(log: CompileLog) -> int:
