@@ -4,12 +4,13 @@ guards on ``start``'s value, so every step fails the guard and compiles again (2
 The recompile limit is raised, as dynamo's warning on reaching it suggests, so it keeps compiling
 rather than falling back to eager. The ``eager`` backend keeps dynamo's tracing and guards (what
 recompiles) without inductor's code generation, so a step stays short: inductor works here with the installed
-gcc, but its first compile of a two-op function took 67 s on this loaded machine
-(/tmp/ev_inductor.py, 2026-12-02).
+gcc, but its first compile of a two-op function (``x * 2 + 1``) took 67 s on this loaded machine
+(2026-12-02).
 
-Measured outside benchctl (/tmp/ev_ab_compile.py: each variant 5 fresh processes, 20 steps each,
-median per process; 2026-12-02, this 2-CPU machine loaded by other work): compiled, 239-613 ms a
-step; the fix (the loop left uncompiled, ``accumulate._torchdynamo_orig_callable``) 0.01-0.02 ms.
+Measured outside benchctl (``python bench/planted_toggles.py recompile_each_step``: each variant 5
+fresh processes, 20 steps each; 2026-12-02, this 2-CPU machine loaded by other work): process medians
+of 77-126 ms a step compiled, 0.011-0.020 ms with the fix (the loop left uncompiled,
+``accumulate._torchdynamo_orig_callable``).
 """
 
 import torch

@@ -3,9 +3,9 @@ list of 1,000 NumPy rows, as in pytorch #13918 (6.0 s against 0.9 s from one arr
 the list element by element outside any op, and warns "Creating a tensor from a list of
 numpy.ndarrays is extremely slow". Then one small product, the model's share of the call.
 
-Measured outside benchctl (/tmp/ev_ab_python.py: each variant 5 fresh processes, 20 calls each,
-median per process; 2026-12-02, this 2-CPU machine loaded by other work): the list 28.6-47.4 ms a
-call, the fix (``torch.from_numpy(np.stack(rows))``) 0.36-0.66 ms: about 70x.
+Measured outside benchctl (``python bench/planted_toggles.py tensor_from_list``: each variant 5 fresh
+processes, 20 calls each; 2026-12-02, this 2-CPU machine loaded by other work): process medians of
+19.5-27.4 ms from the list, 0.52-0.66 ms with the fix (``torch.from_numpy(np.stack(rows))``): about 40x.
 """
 
 import numpy as np
