@@ -148,10 +148,10 @@ def layer_watch(model) -> Iterator[list[dict[str, Any]]]:
 
     def hook_for(tally: _LayerTally):
         def hook(module, inputs, output):
-            if not tally.calls:
-                order.append(tally.name)
-            tally.calls += 1
             with torch.profiler.record_function(CENSUS_SCOPE):
+                if not tally.calls:
+                    order.append(tally.name)
+                tally.calls += 1
                 for t in tensors_in(output):
                     tally.add(t)
 

@@ -19,7 +19,7 @@ from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
 from .thread_facts import CpuFit, ThreadCpu
 
-__all__ = ["OpRow", "Facts", "warmup_extra"]
+__all__ = ["OpRow", "WarningSeen", "PyFrame", "LayoutCopy", "CompileLog", "Facts", "warmup_extra"]
 
 
 def warmup_extra(ns: list[float], warmup: int) -> float | None:
@@ -53,6 +53,121 @@ class OpRow:
 
 
 @dataclass(frozen=True)
+class WarningSeen:
+    """A warning the probe worker's workload raised (:mod:`benchctl.workloads.probe_python`): its
+    ``category`` and ``message``, ``where`` the first was raised, how many times (``count``)."""
+
+    category: str
+    message: str
+    where: str = ""
+    count: int = 1
+
+    @classmethod
+    def from_json(cls, data: dict) -> "WarningSeen":
+        return cls(data["category"], data["message"], data.get("where", ""), int(data.get("count", 1)))
+
+    @property
+    def from_torch(self) -> bool:
+        """Whether torch raised it (its message says where in torch's sources it was triggered)."""
+        return "Triggered internally at" in self.message or "/torch/" in self.where.replace("\\", "/")
+
+    @property
+    def text(self) -> str:
+        """The message's first sentence, with its category: ``UserWarning: Creating a tensor ... slow``."""
+        first = self.message.strip().split(". ")[0].rstrip(".")
+        return f"{self.category}: {first}"
+
+
+@dataclass(frozen=True)
+class PyFrame:
+    """A Python-side function of the probe's cProfile call: ``function``, ``where`` (``file:line`` or
+    built-in), ``own_us`` (time in it, not in what it calls), ``calls``, ``user`` (in the user's
+    files) and ``called_from`` (the user's function that called it, or None)."""
+
+    function: str
+    where: str
+    own_us: float
+    calls: int = 1
+    user: bool = False
+    called_from: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PyFrame":
+        return cls(data["function"], data["where"], float(data["own_us"]), int(data.get("calls", 1)),
+                   bool(data.get("user", False)), data.get("called_from"))
+
+    @property
+    def text(self) -> str:
+        """``"torch.tensor 41 ms (called from slow_batch (plant.py:12))"``."""
+        called = f" (called from {self.called_from})" if self.called_from and not self.user else ""
+        where = f" ({self.where})" if self.user else ""
+        return f"{self.function}{where} {self.own_us / 1e3:.3g} ms{called}"
+
+
+@dataclass(frozen=True)
+class LayoutCopy:
+    """Copies of the profiled call that change a tensor's layout (:mod:`benchctl.workloads.layout_copies`):
+    ``shape``, the ``source`` and ``to`` layouts, ``via`` (the op called from Python that made them),
+    their ``calls`` and own time ``self_us``."""
+
+    shape: tuple[int, ...]
+    source: str
+    to: str
+    via: str
+    calls: int = 1
+    self_us: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: dict) -> "LayoutCopy":
+        return cls(tuple(data["shape"]), data["source"], data["to"], data["via"], int(data.get("calls", 1)),
+                   float(data.get("self_us", 0.0)))
+
+    @property
+    def text(self) -> str:
+        """``"2× 8x16x56x56 channels_last → contiguous in aten::contiguous"``."""
+        return (f"{self.calls}× {'x'.join(map(str, self.shape))} {self.source} → {self.to} in {self.via} "
+                f"({self.self_us / 1e3:.3g} ms)")
+
+
+@dataclass(frozen=True)
+class CompileLog:
+    """What ``torch.compile`` did in each of the probe worker's timed iterations
+    (:mod:`benchctl.workloads.probe_compile`): frames compiled (``compiles``), their compile time
+    (``compile_s``), each iteration's time (``iteration_s``) and the latest guard failures that made
+    dynamo compile again (``guards``)."""
+
+    compiles: tuple[int, ...] = ()
+    compile_s: tuple[float, ...] = ()
+    iteration_s: tuple[float, ...] = ()
+    guards: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> "CompileLog | None":
+        if not data:
+            return None
+        return cls(tuple(int(c) for c in data.get("compiles", ())), tuple(map(float, data.get("compile_s", ()))),
+                   tuple(map(float, data.get("iteration_s", ()))), tuple(data.get("guards", ())))
+
+    @property
+    def compiling_iterations(self) -> int:
+        """Timed iterations in which dynamo compiled a frame."""
+        return sum(1 for c in self.compiles if c)
+
+    def compile_share(self) -> float | None:
+        """The share of the timed iterations' time spent compiling (dynamo's own timer); None when
+        no iteration was timed, or frames were compiled and the timer recorded nothing (it is private
+        to dynamo and may be gone)."""
+        total, spent = sum(self.iteration_s), sum(self.compile_s)
+        if total <= 0 or (spent <= 0 and self.compiling_iterations):
+            return None
+        return min(1.0, spent / total)
+
+
+def _typed(rows, kind) -> tuple:
+    return tuple(kind.from_json(r) for r in rows or ())
+
+
+@dataclass(frozen=True)
 class Facts:
     """``phases``: in the order they first ran; ``median_ms`` and ``counters`` per phase
     (per-iteration medians of faults, context switches, migrations); ``ops``: the torch ops one
@@ -66,10 +181,16 @@ class Facts:
     ``autograd``: what autograd did in one call (None when unknown: a workload that times itself);
     ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it;
     ``thread_cpu``: the CPU time torch's team and the other threads took in the profiled call;
-    ``cpu_fit``: torch's team against the CPUs it may use (both None when unknown).;
+    ``cpu_fit``: torch's team against the CPUs it may use (both None when unknown);
     ``op_calls``: the first call of the ops that took most of its time, replayable
     (:class:`~.dtype_profile.OpCall`); ``dtype_profile``: those in a costly dtype timed on this CPU
-    against float32, measured in the explain process before any cell ran (None: not measured)."""
+    against float32, measured in the explain process before any cell ran (None: not measured).;
+    ``call_compile_us`` the part of it
+    torch.compile spent compiling; ``layout_copies``: its copies that
+    change a layout (:class:`LayoutCopy`); ``python_frames``: its top Python-side functions
+    (:class:`PyFrame`, empty when not profiled); ``warnings``: those raised from setup on
+    (:class:`WarningSeen`); ``compile``: what torch.compile did in the timed iterations
+    (:class:`CompileLog`, None when dynamo was never loaded)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -88,6 +209,11 @@ class Facts:
     cpu_fit: CpuFit | None = None
     op_calls: tuple[OpCall, ...] = ()
     dtype_profile: DtypeProfile | None = None
+    call_compile_us: float = 0.0
+    layout_copies: tuple[LayoutCopy, ...] = ()
+    python_frames: tuple[PyFrame, ...] = ()
+    warnings: tuple[WarningSeen, ...] = ()
+    compile: CompileLog | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -104,13 +230,18 @@ class Facts:
                    median_ms={p: s.get("median_ms") for p, s in summaries.items()},
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
-                   op_table=tuple(OpRow.from_json(r) for r in probe.get("op_table", [])),
-                   call_wall_us=probe.get("call_wall_us"), cuda=CudaFacts.from_json(probe.get("cuda")),
+                   op_table=_typed(probe.get("op_table"), OpRow), call_wall_us=probe.get("call_wall_us"),
+                   cuda=CudaFacts.from_json(probe.get("cuda")),
                    first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()},
                    autograd=AutogradFacts.from_note(probe.get("autograd")), torch_threads=probe.get("torch_threads"),
                    thread_cpu=ThreadCpu.from_note(probe.get("thread_cpu")),
                    cpu_fit=CpuFit.from_note(probe.get("cpu_fit")),
-                   op_calls=tuple(OpCall.from_json(c) for c in probe.get("op_calls", [])))
+                   op_calls=tuple(OpCall.from_json(c) for c in probe.get("op_calls", [])),
+                   call_compile_us=float(probe.get("call_compile_us") or 0.0),
+                   layout_copies=_typed(probe.get("layout_copies"), LayoutCopy),
+                   python_frames=_typed(probe.get("python_frames"), PyFrame),
+                   warnings=_typed(probe.get("warnings"), WarningSeen),
+                   compile=CompileLog.from_json(probe.get("compile")))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -121,13 +252,18 @@ class Facts:
     def from_json(cls, data: dict | None) -> "Facts | None":
         if data is None:
             return None
-        rows = tuple(OpRow.from_json(r) for r in data.get("op_table", ()))
-        calls = tuple(OpCall.from_json(c) for c in data.get("op_calls", ()))
-        return cls(**{**data, "op_table": rows, "cuda": CudaFacts.from_json(data.get("cuda")),
-                      "autograd": AutogradFacts.from_note(data.get("autograd")),
-                      "thread_cpu": ThreadCpu.from_note(data.get("thread_cpu")),
-                      "cpu_fit": CpuFit.from_note(data.get("cpu_fit")), "op_calls": calls,
-                      "dtype_profile": DtypeProfile.from_json(data.get("dtype_profile"))})
+        typed = {"op_table": _typed(data.get("op_table"), OpRow),
+                 "op_calls": tuple(OpCall.from_json(c) for c in data.get("op_calls", ())),
+                 "cuda": CudaFacts.from_json(data.get("cuda")),
+                 "autograd": AutogradFacts.from_note(data.get("autograd")),
+                 "thread_cpu": ThreadCpu.from_note(data.get("thread_cpu")),
+                 "cpu_fit": CpuFit.from_note(data.get("cpu_fit")),
+                 "dtype_profile": DtypeProfile.from_json(data.get("dtype_profile")),
+                 "layout_copies": _typed(data.get("layout_copies"), LayoutCopy),
+                 "python_frames": _typed(data.get("python_frames"), PyFrame),
+                 "warnings": _typed(data.get("warnings"), WarningSeen),
+                 "compile": CompileLog.from_json(data.get("compile"))}
+        return cls(**{**data, **typed})
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -150,6 +286,20 @@ class Facts:
         if not self.call_wall_us or not self.op_table:
             return None
         return min(1.0, sum(r.top_us for r in self.op_table) / self.call_wall_us)
+
+    def outside_share(self) -> float | None:
+        """The share of the profiled call's wall time outside torch's ops called from Python and outside
+        torch.compile's compiling: Python, conversions and glue; None when unknown."""
+        inside = self.inside_ops_share()
+        if inside is None:
+            return None
+        return max(0.0, 1.0 - inside - self.call_compile_us / self.call_wall_us)
+
+    def layout_copy_share(self) -> float | None:
+        """The share of the profiled call's own op time in copies that change a layout; None when no op
+        time was profiled."""
+        total = sum(r.self_us for r in self.op_table)
+        return None if total <= 0 else min(1.0, sum(c.self_us for c in self.layout_copies) / total)
 
     def subnormals(self) -> int | None:
         """Subnormal values seen in what the workload computes, or None when no value was counted (it

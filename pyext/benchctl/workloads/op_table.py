@@ -13,7 +13,12 @@ from typing import Any, Iterable
 
 from ..denormals import CENSUS_SCOPE
 
-__all__ = ["dtypes_of", "in_census", "census_us", "rows"]
+__all__ = ["dtypes_of", "in_census", "workload_events", "census_us", "rows"]
+
+
+def workload_events(events: Iterable[Any]) -> list[Any]:
+    """The profiler's events of the workload's own code: without the census's (:func:`in_census`)."""
+    return [event for event in events if not in_census(event)]
 
 
 def dtypes_of(event: Any) -> list[str]:

@@ -21,11 +21,14 @@ in the run record.
 
 For :mod:`benchctl.studies.explain`, a recorder with ``probe`` set asks the
 last two forms for one more, untimed call after the timed ones: under the
-torch profiler (which ops run, in which dtypes, for how long: :mod:`.op_table`) and
-with forward hooks on the modules found in the state (the subnormal census of what the code produces);
-then one more, also untimed, whose torch calls are watched for autograd's recording and anomaly
-mode (:mod:`.probe_autograd`: its interception stays out of the profile); where the process ran
-CUDA work, a few more calls give the GPU causes' evidence (:mod:`.probe_cuda`).
+torch profiler (which ops run, in which dtypes, for how long: :mod:`.op_table`; the copies that change a
+tensor's layout: :mod:`.layout_copies`) and with forward hooks on the modules found in the state (the
+subnormal census of what the code produces); when much of that call is outside torch's ops, one more
+under cProfile (:mod:`.probe_python`); then one more, also untimed, whose torch calls are watched for
+autograd's recording and anomaly mode (:mod:`.probe_autograd`: its interception stays out of the
+profile); where the process ran CUDA work, a few more calls give the GPU causes' evidence
+(:mod:`.probe_cuda`). The probe worker also records the warnings raised from setup on, and what
+``torch.compile`` compiled in each timed iteration (:mod:`.probe_compile`).
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from typing import Any, Callable
 
 from .. import _validate, inference
 from ..denormals import layer_watch, values_census, weights_census
-from . import op_calls, op_table
+from . import layout_copies, op_calls, op_table, probe_python
+from .probe_compile import CompileWatch
 from .probe_cuda import cuda_census
 from .probe_autograd import autograd_census
 from .probe_mask import CpuFitWatch, ThreadCalls, thread_calls
@@ -129,10 +133,25 @@ def _modules_in(value: Any, depth: int = 2) -> list:
     return [m for item in items for m in _modules_in(item, depth - 1)]
 
 
-def _probe_call(rec, call: Callable[[], Any], state: Any, calls: ThreadCalls | None = None) -> None:
-    """One untimed call under the torch profiler (which ops run), with the census of the values it
-    computes: the layer outputs of the modules in ``state``, the tensors it returns, the weights; and one
-    more call for what autograd does in it (:func:`.probe_autograd.autograd_census`); ``calls``: the
+@contextlib.contextmanager
+def _probe_evidence(rec) -> Any:
+    """In a probe worker, what the whole run shows beside its profiled call: the warnings raised from
+    setup on (torch warns of a slow conversion once per process, often on the first call) and a
+    :class:`CompileWatch` for the timed iterations; yields (warnings, watch), (None, None) elsewhere."""
+    if not getattr(rec, "probe", False):
+        yield None, None
+        return
+    with probe_python.recorded_warnings() as seen:
+        yield seen, CompileWatch()
+
+
+def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: CompileWatch,
+                calls: ThreadCalls | None = None) -> None:
+    """One untimed call under the torch profiler (which ops run, the copies that change a layout),
+    with the census of the values it computes: the layer outputs of the modules in ``state``, the
+    tensors it returns, the weights; then, when much of it was outside torch's ops, one more under
+    cProfile (its top Python-side functions); one more for what autograd does in it
+    (:func:`.probe_autograd.autograd_census`); and what ``seen`` and ``watch`` recorded. ``calls``: the
     thread counts the code set itself until then."""
     import torch
 
@@ -143,17 +162,30 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, calls: ThreadCalls | N
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
             # Inside the profiler: its first start (seconds) is not the call's time.
             with ThreadCpuWatch() as thread_cpu, CpuFitWatch(calls) as cpu_fit:
+                compiled_s = watch.compile_seconds()
                 started = time.perf_counter()
                 out = call()
                 wall_us = (time.perf_counter() - started) * 1e6
+                compile_us = (watch.compile_seconds() - compiled_s) * 1e6
     layers = [r for records in watched for r in records if r["calls"]]
     weights = [weights_census(m) for m in modules]
+    events = prof.events()
+    wall_us -= op_table.census_us(events)  # the census hooks' time is benchctl's, not the call's
+    table = op_table.rows(events)
+    inside_us = sum(row["top_us"] for row in table) + compile_us
+    outside = 1.0 - min(1.0, inside_us / wall_us) if table and wall_us > 0 else 0.0
+    frames = probe_python.top_frames(call) if outside >= probe_python.FRAMES_FROM_OUTSIDE_SHARE else []
     cuda, autograd = cuda_census(call), autograd_census(call, modules)
     rec.note("probe", {
-        "ops": sorted({event.key for event in prof.key_averages()}),
-        "op_table": op_table.rows(prof.events()),
-        "op_calls": op_calls.first_calls(prof.events()),
-        "call_wall_us": wall_us - op_table.census_us(prof.events()),
+        "ops": sorted({event.name for event in op_table.workload_events(events)}),
+        "op_table": table,
+        "op_calls": op_calls.first_calls(events),
+        "call_wall_us": wall_us,
+        "call_compile_us": compile_us,
+        "layout_copies": layout_copies.rows(events),
+        "python_frames": frames,
+        "warnings": probe_python.warning_rows(seen),
+        "compile": watch.note(),
         "outputs": values_census(out),
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
@@ -169,27 +201,33 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, calls: ThreadCalls | N
     })
 
 
-def _timed(rec, phase: str, call: Callable[[], Any], args: dict) -> None:
+def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> None:
     """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
     (and :data:`MIN_ITERATIONS` ran). Each call runs as the cell's settings ask (``inference=on``: under
-    torch.inference_mode())."""
+    torch.inference_mode()); ``watch`` reads dynamo's counters after each, outside its timing."""
     call = inference.wrapped(call)
     spent = 0.0
+    if watch is not None:
+        watch.start()
     for done in range(1, args["iterations"] + 1):
         started = time.perf_counter()
         with rec.iteration(phase):
             call()
-        spent += time.perf_counter() - started
+        took = time.perf_counter() - started
+        spent += took
+        if watch is not None:
+            watch.after_iteration(took)
         if args["seconds"] and done >= MIN_ITERATIONS and spent >= args["seconds"]:
             return
 
 
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
-        with thread_calls(active=getattr(rec, "probe", False)) as calls:
-            _timed(rec, "call", fn, args)
-        if getattr(rec, "probe", False):
-            _probe_call(rec, fn, fn, calls)
+        with _probe_evidence(rec) as (seen, watch):
+            with thread_calls(active=watch is not None) as calls:
+                _timed(rec, "call", fn, args, watch)
+            if watch is not None:
+                _probe_call(rec, fn, fn, seen, watch, calls)
 
     return run, dict(_PARAMS)
 
@@ -198,11 +236,12 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
     target = obj() if isinstance(obj, type) else obj
 
     def run(args: dict, rec) -> None:
-        with thread_calls(active=getattr(rec, "probe", False)) as calls:
-            state = target.setup()
-            _timed(rec, "run", lambda: target.run(state), args)
-        if getattr(rec, "probe", False):
-            _probe_call(rec, lambda: target.run(state), state, calls)
+        with _probe_evidence(rec) as (seen, watch):
+            with thread_calls(active=watch is not None) as calls:
+                state = target.setup()
+                _timed(rec, "run", lambda: target.run(state), args, watch)
+            if watch is not None:
+                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls)
 
     return run, dict(_PARAMS)
 
@@ -215,7 +254,8 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
                 "torch.inference_mode(); a @benchctl.workload function times its own iterations: use the mode in it")
         out = fn(rec, **args)
         if getattr(rec, "probe", False):
-            rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "probe_s": 0.0,
+            rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "probe_s": 0.0, "call_compile_us": 0.0,
+                               "layout_copies": [], "python_frames": [], "warnings": [], "compile": {},
                                "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
                                "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None)})

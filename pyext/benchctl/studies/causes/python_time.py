@@ -1,0 +1,90 @@
+"""Cause: time outside torch's ops (Python, and conversions torch runs outside its ops).
+
+No setting can change the user's code, so this cause has no probe: its finding rests on what the
+probe worker measured in its one profiled call. The torch profiler gives the time of the ops
+called from Python; the rest of the call's wall time (less what torch.compile spent compiling,
+the recompile cause's) is Python, glue and conversions such as ``torch.tensor`` of a list of
+NumPy arrays (pytorch #13918: 6.0 s against 0.9 s from one array). Its evidence: that share,
+the top Python-side functions by own time (a second, cProfile call) and the warnings the
+workload raised (torch warns of that conversion). The profiler's own overhead is charged to
+each op it records: where the profiled call took far longer than the unprofiled iterations,
+the share is not measured and the finding stays open.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ...results.facts import Facts
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from .base import Cause
+from .evidence import EVIDENCE_ONLY, probe_phase
+
+__all__ = ["OUTSIDE_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "warnings_text"]
+
+#: At least this share of a call outside torch's ops: that time, not the ops, is what to speed up.
+OUTSIDE_SHARE = 0.5
+#: A profiled call longer than this many times the unprofiled median was slowed by the profiler
+#: itself (its cost per recorded op): the share outside the ops is then not measured.
+PROFILER_TRUSTED = 3.0
+MECHANISM = ("the time goes to Python and to conversions outside torch's ops (building tensors from Python "
+             "objects, per-element loops): convert once from one array (torch.from_numpy(np.stack(...))), "
+             "batch the work into fewer, larger ops")
+
+
+def warnings_text(facts: Facts) -> str:
+    """``"; torch warned: UserWarning: Creating a tensor ... slow (at plant.py:12)"``; "" when torch
+    raised no warning."""
+    said = [f"{w.text} (at {w.where}{f', {w.count}×' if w.count > 1 else ''})" for w in facts.warnings
+            if w.from_torch]
+    return f"; torch warned: {'; '.join(said)}" if said else ""
+
+
+def _share_text(facts: Facts, outside: float) -> str:
+    wall_ms = (facts.call_wall_us or 0.0) / 1e3
+    compiling = f", {facts.call_compile_us / 1e3:.3g} ms compiling" if facts.call_compile_us else ""
+    inside_ms = wall_ms * (facts.inside_ops_share() or 0.0)
+    return (f"{outside:.0%} of its profiled call ({wall_ms:.3g} ms) is outside torch's ops called from Python "
+            f"({inside_ms:.3g} ms in them{compiling})")
+
+
+class PythonTime(Cause):
+    name = "python"
+    title = "time outside torch's ops (Python, conversions)"
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return []
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        outside = facts.outside_share()
+        if outside is None:
+            return ("no profiled call of its ops (a @benchctl.workload function times its own phases): the share "
+                    "outside torch's ops is not measured")
+        if outside < OUTSIDE_SHARE:
+            compiling = " or compiling (torch.compile)" if facts.call_compile_us else ""
+            return f"{1 - outside:.0%} of its profiled call is in torch's ops{compiling}{warnings_text(facts)}"
+        return None
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        facts = ctx.facts
+        if ctx.phase != probe_phase(facts):
+            return None
+        outside = facts.outside_share()
+        if outside is None:
+            return None
+        frames = ", ".join(f.text for f in facts.python_frames[:3])
+        said = _share_text(facts, outside) + (f"; top Python-side functions by own time: {frames}" if frames else "")
+        said += warnings_text(facts)
+        median_ms = facts.median_ms.get(ctx.phase)
+        slowed = None if not median_ms else (facts.call_wall_us or 0.0) / 1e3 / median_ms
+        evidence = {"outside_share": outside, "call_wall_us": facts.call_wall_us, "median_ms": median_ms,
+                    "profiled_over_timed": slowed, "python_frames": [asdict(f) for f in facts.python_frames],
+                    "warnings": [asdict(w) for w in facts.warnings]}
+        if outside < OUTSIDE_SHARE:
+            return self.finding(ctx, None, f"{said}: under {OUTSIDE_SHARE:.0%}", Status.NOT_CAUSE, evidence=evidence)
+        if slowed is not None and slowed > PROFILER_TRUSTED:
+            return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
+                                           f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
+                                           "outside", Status.UNCONFIRMED, evidence=evidence)
+        return self.finding(ctx, None, f"{said}: {MECHANISM}; {EVIDENCE_ONLY}", Status.CAUSE, evidence=evidence)

@@ -1,0 +1,74 @@
+"""The cause "memory-format conversions": the layout-changing copies of a profiled call, its pre-check and
+its evidence-only judgement on synthetic facts."""
+
+import torch
+
+from benchctl.results import queries, rules
+from benchctl.results.analysis import analyse
+from benchctl.results.facts import Facts, LayoutCopy, OpRow
+from benchctl.results.findings import Status
+from benchctl.studies import causes
+from benchctl.studies.causes import memory_format
+from benchctl.workloads import layout_copies
+from synthetic_results import make_doc
+
+BACK = LayoutCopy((8, 16, 56, 56), "channels_last", "contiguous", "aten::contiguous", 1, 3_000.0)
+
+
+def facts(copy_us, copies=(BACK,)):
+    table = (OpRow("aten::mkldnn_convolution", ("float",), 1, 10_000.0 - copy_us),
+             OpRow("aten::copy_", ("float",), 1, copy_us))
+    copies = tuple(LayoutCopy(c.shape, c.source, c.to, c.via, c.calls, copy_us) for c in copies)
+    return Facts(phases=["run"], median_ms={"run": 10.0}, op_table=table, call_wall_us=10_000.0,
+                 layout_copies=copies)
+
+
+def judge(f):
+    doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="run", control=True))
+    return causes.MemoryFormat().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
+
+
+def test_layouts_from_strides():
+    assert layout_copies.layout([2, 3, 4, 5], [60, 20, 5, 1]) == layout_copies.CONTIGUOUS
+    assert layout_copies.layout([2, 3, 4, 5], [60, 1, 15, 3]) == layout_copies.CHANNELS_LAST
+    assert layout_copies.layout([3, 4], [1, 3]) == layout_copies.STRIDED
+    assert layout_copies.layout([1, 3, 1, 1], [3, 1, 3, 3]) == layout_copies.CONTIGUOUS  # size-1 dims: any stride
+
+
+def _profiled(call):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        call()
+    return [LayoutCopy.from_json(r) for r in layout_copies.rows(prof.events())]
+
+
+def test_a_channels_last_conv_fed_contiguous_input_and_made_contiguous_again_copies_twice():
+    conv = torch.nn.Conv2d(4, 4, 3, padding=1).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 4, 16, 16)
+    with torch.no_grad():
+        found = _profiled(lambda: conv(x).contiguous())
+    pairs = {(c.source, c.to, c.via) for c in found}
+    assert ("contiguous", "channels_last", "aten::conv2d") in pairs
+    assert ("channels_last", "contiguous", "aten::contiguous") in pairs
+    assert all(c.shape == (2, 4, 16, 16) and c.calls == 1 for c in found)
+
+
+def test_copies_that_keep_the_layout_are_not_conversions():
+    x, out = torch.randn(2, 4, 16, 16), torch.empty(2, 4, 16, 16)
+    assert _profiled(lambda: (out.copy_(x), x.clone(), x.to(torch.float64))) == []
+
+
+def test_precheck_rules_out_no_or_negligible_copies_and_keeps_a_large_share():
+    assert "no copy in its profiled call changes" in causes.MemoryFormat().precheck(facts(0.0, copies=()), None)
+    assert "take 1.0% of its op time" in causes.MemoryFormat().precheck(facts(100.0), None)
+    assert causes.MemoryFormat().precheck(facts(3_000.0), None) is None
+    assert "not known" in causes.MemoryFormat().precheck(Facts(phases=["run"]), None)
+
+
+def test_judged_a_cause_with_the_share_and_the_copies_open_below_its_share():
+    found = judge(facts(3_000.0))
+    assert found.status is Status.CAUSE and found.comparison is None
+    assert ("30% of its profiled op time is copies that change a tensor's memory layout: 1× 8x16x56x56 "
+            "channels_last → contiguous in aten::contiguous (3 ms)") in found.message
+    assert memory_format.MECHANISM in found.message and "evidence only" in found.message
+    assert judge(facts(1_000.0)).status is Status.UNCONFIRMED
+    assert judge(facts(100.0)).status is Status.NOT_CAUSE

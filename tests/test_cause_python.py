@@ -1,0 +1,98 @@
+"""The cause "time outside torch's ops": its collectors (warnings, cProfile frames) on tiny in-process
+calls, its pre-check and its evidence-only judgement on synthetic facts."""
+
+import warnings
+
+import numpy as np
+import torch
+
+from benchctl.results import queries, rules
+from benchctl.results.analysis import analyse
+from benchctl.results.facts import Facts, OpRow, PyFrame, WarningSeen
+from benchctl.results.findings import Status
+from benchctl.studies import causes
+from benchctl.studies.causes import python_time
+from benchctl.workloads import probe_python
+from synthetic_results import make_doc
+
+SLOW_LIST = WarningSeen("UserWarning", "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+                        "consider converting the list to a single numpy.ndarray with numpy.array() before "
+                        "converting to a tensor. (Triggered internally at tensor_new.cpp:252.)", "plant.py:12", 1)
+FRAME = PyFrame("torch.tensor", "built-in", 41_000.0, 1, False, "run (plant.py:12)")
+
+
+def facts(inside_us, wall_us=50_000.0, median_ms=45.0, **changes):
+    table = (OpRow("aten::mm", ("float",), 1, inside_us, inside_us),)
+    return Facts(**{"phases": ["run"], "median_ms": {"run": median_ms}, "op_table": table, "call_wall_us": wall_us,
+                    **changes})
+
+
+def judge(f):
+    doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="run", control=True))
+    return causes.PythonTime().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
+
+
+def test_precheck_rules_out_a_call_spent_in_torchs_ops_and_keeps_one_spent_outside():
+    assert "90% of its profiled call is in torch's ops" in causes.PythonTime().precheck(facts(45_000.0), None)
+    assert causes.PythonTime().precheck(facts(5_000.0), None) is None
+    assert "not measured" in causes.PythonTime().precheck(Facts(phases=["run"]), None)  # no profiled call
+
+
+def test_compiling_is_not_counted_as_python_time():
+    compiled = facts(5_000.0, call_compile_us=40_000.0)
+    assert abs(compiled.outside_share() - 0.1) < 1e-9
+    assert "90% of its profiled call is in torch's ops or compiling" in causes.PythonTime().precheck(compiled, None)
+
+
+def test_judged_a_cause_with_the_share_the_frames_and_torchs_warning():
+    found = judge(facts(5_000.0, python_frames=(FRAME,), warnings=(SLOW_LIST,)))
+    assert found.status is Status.CAUSE and found.comparison is None
+    assert "90% of its profiled call (50 ms) is outside torch's ops called from Python (5 ms in them)" in found.message
+    assert "torch.tensor 41 ms (called from run (plant.py:12))" in found.message
+    assert ("torch warned: UserWarning: Creating a tensor from a list of numpy.ndarrays is extremely slow "
+            "(at plant.py:12)") in found.message
+    assert python_time.MECHANISM in found.message and "evidence only" in found.message
+    assert found.evidence["outside_share"] == 0.9
+
+
+def test_open_when_the_profiler_made_the_call_much_longer_and_not_a_cause_under_the_share():
+    slowed = judge(facts(5_000.0, median_ms=50.0 / (python_time.PROFILER_TRUSTED + 1)))
+    assert slowed.status is Status.UNCONFIRMED and "the profiler's own cost may be what is outside" in slowed.message
+    assert judge(facts(45_000.0)).status is Status.NOT_CAUSE
+    assert judge(Facts(phases=["run"])) is None
+
+
+def test_warnings_are_recorded_with_their_count_and_place_and_the_filters_restored():
+    before = list(warnings.filters)
+    with probe_python.recorded_warnings() as seen:
+        rows = [np.zeros(3, dtype=np.float32) for _ in range(4)]
+        torch.tensor(rows)
+        for _ in range(3):
+            warnings.warn("planted", RuntimeWarning)
+    found = [WarningSeen.from_json(r) for r in probe_python.warning_rows(seen)]
+    assert warnings.filters == before
+    planted = [w for w in found if w.message == "planted"]
+    assert planted and planted[0].category == "RuntimeWarning" and __file__ in planted[0].where
+    assert not planted[0].from_torch
+
+
+def test_top_frames_name_the_users_function_and_the_builtin_it_calls():
+    def convert_rows():
+        return torch.tensor([[float(i)] * 64 for i in range(2_000)])
+
+    frames = [PyFrame.from_json(r) for r in probe_python.top_frames(convert_rows)]
+    assert frames and len(frames) <= probe_python.MAX_FRAMES
+    tensor = [f for f in frames if f.function == "torch.tensor"]
+    assert tensor and tensor[0].called_from.startswith("convert_rows (") and __file__ in tensor[0].called_from
+    assert not any("benchctl" in f.where for f in frames)  # its own frames are not the user's
+
+
+def test_the_evidence_facts_survive_the_results_file():
+    import json
+
+    from benchctl.results.facts import CompileLog, LayoutCopy
+
+    f = facts(5_000.0, call_compile_us=10.0, python_frames=(FRAME,), warnings=(SLOW_LIST,),
+              layout_copies=(LayoutCopy((2, 4, 8, 8), "contiguous", "channels_last", "aten::conv2d", 2, 30.0),),
+              compile=CompileLog((1, 1), (0.1, 0.2), (0.2, 0.3), ("0/1: start == 1",)))
+    assert Facts.from_json(json.loads(json.dumps(f.to_json()))) == f
