@@ -6,7 +6,8 @@ A workload never times itself. It wraps each iteration it wants measured in
 in-process one (ticks only), used directly by tests and simple scripts;
 the worker's :class:`CountedRecorder` also reads event counters around each
 iteration and, after each, whether the cell's settings still hold
-(:class:`SettingWatch`).
+(:class:`SettingWatch`), and glibc malloc's state at the end of each phase
+(:class:`benchctl.malloc_state.MallocState`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .. import clock, counters
+from .. import clock, counters, malloc_state
 from ..settings import ONLY_PHASE_ENV
 
 __all__ = ["Recorder", "CountedRecorder", "SettingWatch", "COUNTER_SCOPE", "open_counter_group"]
@@ -104,6 +105,11 @@ class CountedRecorder(Recorder):
     ``None`` per iteration, never as a made-up zero. ``plan``: the cell's
     ``(name, setting, value)``; each that has an in-run check is sampled after
     every iteration, outside its time (``during[name]``).
+
+    ``malloc[phase]``: glibc malloc's state where ``phase`` ended: read when the first
+    iteration of another phase starts (outside its time) the first time the phase ends,
+    and for the last phase by :meth:`finish`. A phase that ends again later keeps its
+    first reading: one probe per phase, not per alternation.
     """
 
     def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False,
@@ -113,9 +119,28 @@ class CountedRecorder(Recorder):
         self._group = group
         self.during = {name: SettingWatch(setting, value) for name, setting, value in plan
                        if setting.during(value) is not None}
+        self.malloc: dict[str, malloc_state.MallocState] = {}
+        self.malloc_errors: dict[str, str] = {}
+        self._phase: str | None = None
+
+    def _read_malloc(self, phase: str) -> None:
+        if phase in self.malloc or phase in self.malloc_errors:
+            return
+        try:
+            self.malloc[phase] = malloc_state.read()
+        except Exception as e:  # a readback never fails the measurement: the result says why it is missing
+            self.malloc_errors[phase] = f"{type(e).__name__}: {e}"
+
+    def finish(self) -> None:
+        """Read malloc's state where the last phase ended (the workload returned)."""
+        if self._phase is not None:
+            self._read_malloc(self._phase)
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
+        if self._phase is not None and phase != self._phase:
+            self._read_malloc(self._phase)
+        self._phase = phase
         before = self._group.read() if self._group is not None else None
         with clock.Stopwatch() as sw:
             yield

@@ -1,0 +1,248 @@
+"""glibc malloc's state in this process, read back: where its big blocks would come from now.
+
+glibc serves a request of at least its *mmap threshold* with a mapping of its own, which
+``free`` unmaps again; smaller requests come from the heap, whose free top is given back
+once it exceeds the *trim threshold*. Both move: freeing a mapped block larger than the
+threshold (up to :data:`DYNAMIC_THRESHOLD_MAX`) raises the mmap threshold to that block's
+size and the trim threshold to twice it, unless a tunable or ``MALLOC_*_`` variable fixed
+them (any of :data:`FIXING_TUNABLES` turns the adjustment off). A process that has freed
+big tensors therefore maps fewer of its next ones, and memory returned to the OS has to be
+faulted in again on every reuse.
+
+:func:`read` reports that state (:class:`MallocState`): ``mallinfo2()``'s totals, the
+largest free block of the main arena (``malloc_info``), and the smallest request glibc
+serves by ``mmap`` now, found by allocating blocks and watching ``mallinfo2``'s mapped-block
+count. The allocations happen in a forked child, so the probe itself changes nothing here
+(freeing a probe block would raise the very threshold it measures); glibc exposes the
+threshold through no call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["DEFAULT_MMAP_THRESHOLD", "DYNAMIC_THRESHOLD_MAX", "PROBE_MAX_BYTES", "FIXING_TUNABLES",
+           "MallocState", "fixed_by", "read", "size_text"]
+
+#: glibc's initial mmap threshold (DEFAULT_MMAP_THRESHOLD_MIN).
+DEFAULT_MMAP_THRESHOLD = 128 << 10
+#: The dynamic threshold never rises above this on 64-bit glibc (DEFAULT_MMAP_THRESHOLD_MAX).
+DYNAMIC_THRESHOLD_MAX = 32 << 20
+#: The probe's largest request: above the dynamic maximum, so a fixed higher threshold shows as "above".
+PROBE_MAX_BYTES = 64 << 20
+#: Tunables whose setting turns glibc's dynamic threshold off (mallopt's do_set_* set no_dyn_threshold),
+#: each with its environment spelling.
+FIXING_TUNABLES = {
+    "glibc.malloc.mmap_threshold": "MALLOC_MMAP_THRESHOLD_",
+    "glibc.malloc.trim_threshold": "MALLOC_TRIM_THRESHOLD_",
+    "glibc.malloc.top_pad": "MALLOC_TOP_PAD_",
+    "glibc.malloc.mmap_max": "MALLOC_MMAP_MAX_",
+}
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def size_text(nbytes: int | None) -> str:
+    """``"128 KiB"``, ``"25.7 MiB"``: a block size as the sentences give it."""
+    if nbytes is None:
+        return "unknown"
+    if nbytes < 1 << 20:
+        return f"{nbytes / 1024:.0f} KiB"
+    if nbytes < 1 << 30:
+        return f"{nbytes / (1 << 20):.3g} MiB"
+    return f"{nbytes / (1 << 30):.3g} GiB"
+
+
+@dataclass(frozen=True)
+class MallocState:
+    """One readback of glibc malloc in a process.
+
+    ``library``: the file that defines the ``malloc`` this process calls (another allocator
+    preloaded: the glibc fields below are then None). From ``mallinfo2()``: ``heap_bytes``
+    (arena: heap memory obtained from the OS), ``free_bytes`` (fordblks: free inside it),
+    ``top_bytes`` (keepcost: the releasable top of the main arena), ``mapped_blocks`` and
+    ``mapped_bytes`` (hblks, hblkhd: blocks that have their own mmap). ``largest_free_bytes``:
+    the largest free block of the main arena, its top included (``malloc_info``).
+    ``mmap_from_bytes``: the smallest request served by mmap now (None: none up to
+    ``probe_max_bytes``); ``heap_below_bytes``: the largest probe below it the heap served.
+    ``fixed``: the tunables/variables set in this process that fixed the thresholds.
+    """
+
+    library: str
+    heap_bytes: int | None = None
+    free_bytes: int | None = None
+    top_bytes: int | None = None
+    mapped_blocks: int | None = None
+    mapped_bytes: int | None = None
+    largest_free_bytes: int | None = None
+    mmap_from_bytes: int | None = None
+    heap_below_bytes: int | None = None
+    probe_max_bytes: int = PROBE_MAX_BYTES
+    fixed: tuple[str, ...] = ()
+
+    @property
+    def is_glibc(self) -> bool:
+        return self.heap_bytes is not None
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether glibc still adjusts its thresholds here (no tunable fixed them)."""
+        return not self.fixed
+
+    @property
+    def threshold_bytes(self) -> int | None:
+        """glibc's mmap threshold, where the probe pins it down to a page: the heap served a probe
+        bigger than any free block it had (so by growing, below the threshold) and mapped the next
+        size up. None where free heap blocks served the probes (the threshold is then at most
+        ``mmap_from_bytes``) or nothing up to the probe's maximum was mapped."""
+        if self.mmap_from_bytes is None or self.heap_below_bytes is None or self.largest_free_bytes is None:
+            return None
+        if self.mmap_from_bytes <= DEFAULT_MMAP_THRESHOLD:
+            return self.mmap_from_bytes  # nothing below the initial value is ever mapped
+        return self.mmap_from_bytes if self.heap_below_bytes > self.largest_free_bytes else None
+
+    def mmap_from_text(self) -> str:
+        """``"128 KiB"``, or ``"above 64 MiB"`` where no probe was mapped."""
+        if self.mmap_from_bytes is None:
+            return f"above {size_text(self.probe_max_bytes)}"
+        return size_text(self.mmap_from_bytes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "fixed": list(self.fixed)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "MallocState":
+        return cls(**{**data, "fixed": tuple(data.get("fixed", ()))})
+
+
+def fixed_by(env: dict[str, str] | os._Environ = os.environ) -> tuple[str, ...]:
+    """``NAME=VALUE`` of each tunable or ``MALLOC_*_`` variable in ``env`` that fixes glibc's thresholds."""
+    found = []
+    for item in filter(None, env.get("GLIBC_TUNABLES", "").split(":")):
+        name, _, value = item.partition("=")
+        if name in FIXING_TUNABLES:
+            found.append(f"{name}={value}")
+    found += [f"{var}={env[var]}" for var in FIXING_TUNABLES.values() if var in env]
+    return tuple(found)
+
+
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.mallinfo2.restype = _Mallinfo2
+    libc.mallinfo2.argtypes = []
+    return libc
+
+
+def _malloc_library(libc: ctypes.CDLL) -> str:
+    """The shared object whose ``malloc`` this process calls (dladdr of the symbol)."""
+    info = _DlInfo()
+    address = ctypes.cast(libc.malloc, ctypes.c_void_p)
+    if not libc.dladdr(address, ctypes.byref(info)) or not info.dli_fname:
+        return "unknown"
+    return os.path.basename(info.dli_fname.decode(errors="replace"))
+
+
+def _malloc_info(libc: ctypes.CDLL) -> str:
+    """``malloc_info(0, ...)``'s XML, through an in-memory stream."""
+    buf, size = ctypes.c_void_p(), ctypes.c_size_t()
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+    if not stream:
+        return ""
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    return ctypes.string_at(buf, size.value).decode(errors="replace") if buf.value else ""
+
+
+def _largest_free(xml: str, top: int) -> int:
+    """The main arena's largest free block: the biggest bin's ``to`` in its ``<heap nr="0">``, or its top."""
+    main = re.search(r'<heap nr="0">(.*?)</heap>', xml, re.S)
+    sizes = [int(m) for m in re.findall(r'<(?:size|unsorted) from="\d+" to="(\d+)"', main.group(1))] if main else []
+    return max(sizes + [top])
+
+
+def _mapped(libc: ctypes.CDLL, nbytes: int) -> bool:
+    """Whether ``malloc(nbytes)`` got its own mapping. The block is kept: the child that probes exits."""
+    before = libc.mallinfo2().hblks
+    if not libc.malloc(nbytes):
+        raise MemoryError(nbytes)
+    return libc.mallinfo2().hblks > before
+
+
+def _probe_mmap_from(libc: ctypes.CDLL) -> tuple[int | None, int | None]:
+    """(smallest request served by mmap, the largest probe below it the heap served), to a page:
+    doubling from the initial threshold, then bisecting. Never frees: run it where that is harmless."""
+    below, size = 0, DEFAULT_MMAP_THRESHOLD
+    while not _mapped(libc, size):
+        below = size
+        if size >= PROBE_MAX_BYTES:
+            return None, below
+        size = min(size * 2, PROBE_MAX_BYTES)
+    above = size
+    while above - below > _PAGE:
+        mid = (below + above) // 2 // _PAGE * _PAGE
+        if _mapped(libc, mid):
+            above = mid
+        else:
+            below = mid
+    return above, below
+
+
+def _read_here(libc: ctypes.CDLL) -> MallocState:
+    library = _malloc_library(libc)
+    fixed = fixed_by()
+    if not library.startswith("libc."):
+        return MallocState(library=library, fixed=fixed)
+    info = libc.mallinfo2()  # first, before anything here allocates
+    largest = _largest_free(_malloc_info(libc), info.keepcost)
+    mmap_from, below = _probe_mmap_from(libc)
+    return MallocState(library=library, heap_bytes=info.arena, free_bytes=info.fordblks, top_bytes=info.keepcost,
+                       mapped_blocks=info.hblks, mapped_bytes=info.hblkhd, largest_free_bytes=largest,
+                       mmap_from_bytes=mmap_from, heap_below_bytes=below, fixed=fixed)
+
+
+def read() -> MallocState:
+    """This process's malloc state now, probed in a forked child so that nothing here changes.
+
+    The child inherits the heap and the thresholds as they are; it allocates, reports and exits
+    without cleanup (``os._exit``). Raises OSError when the child cannot be started or reports nothing.
+    """
+    libc = _libc()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: probe, report, exit at once (no atexit, no flush of the parent's buffers)
+        code = 1
+        try:
+            os.close(r)
+            os.write(w, json.dumps(_read_here(libc).to_json()).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    try:
+        with os.fdopen(r, "rb") as pipe:
+            payload = pipe.read()
+    finally:
+        _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or not payload:
+        raise OSError(f"the malloc probe's child exited with {os.waitstatus_to_exitcode(status)} and no report")
+    return MallocState.from_json(json.loads(payload))
