@@ -54,21 +54,20 @@ def test_freeing_a_mapped_block_raises_the_threshold_the_probe_reads():
     before, after, mapped, untouched = probe(8 << 20)
     assert mapped and untouched  # the block had its own mapping; probing changed nothing in the process
     assert before.library.startswith("libc.") and before.dynamic and before.fixed == ()
-    assert before.mmap_from_bytes < 8 << 20
+    assert before.threshold_bytes < 8 << 20
     # glibc raised the threshold to the freed block's size: 8 MiB plus its header, rounded to a page.
-    assert after.threshold_bytes == after.mmap_from_bytes
-    assert 8 << 20 < after.mmap_from_bytes <= (8 << 20) + 2 * PAGE
-    assert after.heap_below_bytes == after.mmap_from_bytes - PAGE
-    assert after.mmap_from_text() == "8 MiB"
+    assert 8 << 20 < after.threshold_bytes <= (8 << 20) + 2 * PAGE
+    assert after.heap_below_bytes == after.threshold_bytes - PAGE
+    assert after.threshold_text() == "8 MiB" and after.raised
 
 
 @glibc_only
 def test_a_threshold_fixed_by_the_environment_stays_and_is_named():
     before, after, mapped, _ = probe(8 << 20, MALLOC_MMAP_THRESHOLD_=str(1 << 20))
     assert mapped and before.fixed == after.fixed == ("MALLOC_MMAP_THRESHOLD_=1048576",) and not after.dynamic
-    assert before.mmap_from_bytes == after.mmap_from_bytes == 1 << 20  # no dynamic rise after the free
+    assert before.threshold_bytes == after.threshold_bytes == 1 << 20  # no dynamic rise after the free
     retained, _, mapped, _ = probe(8 << 20, GLIBC_TUNABLES="glibc.malloc.mmap_threshold=4294967296")
-    assert not mapped and retained.mmap_from_bytes is None and retained.mmap_from_text() == "above 64 MiB"
+    assert not mapped and retained.threshold_bytes is None and retained.threshold_text() == "above 64 MiB"
 
 
 @glibc_only
@@ -81,7 +80,8 @@ def test_another_allocator_preloaded_reads_as_its_library():
                           "print(json.dumps(m.read().to_json()))"], capture_output=True, text=True, check=True,
                          env={**os.environ, "LD_PRELOAD": path})
     state = MallocState.from_json(json.loads(out.stdout))
-    assert "jemalloc" in state.library and not state.is_glibc and state.mmap_from_bytes is None
+    assert "jemalloc" in state.library and not state.is_glibc and state.threshold_bytes is None
+    assert state.maps(1 << 30) is None
 
 
 def test_fixed_by_names_each_fixing_tunable_and_variable():
@@ -92,14 +92,23 @@ def test_fixed_by_names_each_fixing_tunable_and_variable():
     assert malloc_state.fixed_by({}) == ()
 
 
-def test_the_threshold_is_known_only_when_the_heap_grew_below_it():
-    grown = MallocState("libc.so.6", heap_bytes=1, largest_free_bytes=1 << 20, mmap_from_bytes=24 << 20,
-                        heap_below_bytes=(24 << 20) - PAGE)
-    assert grown.threshold_bytes == 24 << 20
-    served_by_free_space = MallocState("libc.so.6", heap_bytes=1, largest_free_bytes=300 << 20,
-                                       mmap_from_bytes=24 << 20, heap_below_bytes=(24 << 20) - PAGE)
-    assert served_by_free_space.threshold_bytes is None
-    assert MallocState.from_json(json.loads(json.dumps(grown.to_json()))) == grown
+@glibc_only
+def test_free_heap_blocks_do_not_hide_the_threshold():
+    # After the threshold rose, 200 MiB freed in the heap's middle (a block kept above it stops the trim):
+    # requests above the threshold are served from that free block first; the probe still finds it.
+    script = SCRIPT.replace("after = ms.read()", "small = [libc.malloc(1 << 16) for _ in range(3200)]; "
+                            "keep = libc.malloc(1 << 16); [libc.free(b) for b in small]; after = ms.read()")
+    out = subprocess.run([sys.executable, "-c", script, str(8 << 20)], capture_output=True, text=True, check=True)
+    after = MallocState.from_json(json.loads(out.stdout)["after"])
+    assert after.largest_free_bytes >= 150 << 20 and 8 << 20 < after.threshold_bytes <= (8 << 20) + 2 * PAGE
+    assert not after.maps(16 << 20) and after.maps(300 << 20)  # the free block holds 16 MiB; 300 MiB is mapped
+
+
+def test_a_request_is_mapped_above_the_threshold_and_every_free_block():
+    state = MallocState("libc.so.6", heap_bytes=1, largest_free_bytes=48 << 20, threshold_bytes=24 << 20)
+    assert not state.maps(1 << 20) and not state.maps(40 << 20) and state.maps(49 << 20)
+    assert MallocState.from_json(json.loads(json.dumps(state.to_json()))) == state
+    assert not MallocState("libc.so.6", heap_bytes=1, threshold_bytes=128 << 10).raised
 
 
 @glibc_only

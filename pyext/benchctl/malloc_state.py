@@ -10,11 +10,12 @@ big tensors therefore maps fewer of its next ones, and memory returned to the OS
 faulted in again on every reuse.
 
 :func:`read` reports that state (:class:`MallocState`): ``mallinfo2()``'s totals, the
-largest free block of the main arena (``malloc_info``), and the smallest request glibc
-serves by ``mmap`` now, found by allocating blocks and watching ``mallinfo2``'s mapped-block
-count. The allocations happen in a forked child, so the probe itself changes nothing here
-(freeing a probe block would raise the very threshold it measures); glibc exposes the
-threshold through no call.
+largest free block of the main arena (``malloc_info``), and the mmap threshold, found by
+allocating blocks and watching ``mallinfo2``: a request glibc maps raises its mapped-block
+count, one below the threshold grows the heap instead (free blocks, which glibc tries first,
+are used up before a size counts). The allocations happen in a forked child, so the probe
+changes nothing here (freeing a probe block would raise the very threshold it measures);
+glibc exposes the threshold through no call.
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ class MallocState:
     ``top_bytes`` (keepcost: the releasable top of the main arena), ``mapped_blocks`` and
     ``mapped_bytes`` (hblks, hblkhd: blocks that have their own mmap). ``largest_free_bytes``:
     the largest free block of the main arena, its top included (``malloc_info``).
-    ``mmap_from_bytes``: the smallest request served by mmap now (None: none up to
-    ``probe_max_bytes``); ``heap_below_bytes``: the largest probe below it the heap served.
+    ``threshold_bytes``: glibc's mmap threshold now, to a page (None: above ``probe_max_bytes``);
+    ``heap_below_bytes``: the largest probe below it, served by growing the heap. A request at or
+    above the threshold is mapped (and unmapped on free) unless a free heap block can hold it.
     ``fixed``: the tunables/variables set in this process that fixed the thresholds.
     """
 
@@ -89,7 +91,7 @@ class MallocState:
     mapped_blocks: int | None = None
     mapped_bytes: int | None = None
     largest_free_bytes: int | None = None
-    mmap_from_bytes: int | None = None
+    threshold_bytes: int | None = None
     heap_below_bytes: int | None = None
     probe_max_bytes: int = PROBE_MAX_BYTES
     fixed: tuple[str, ...] = ()
@@ -104,22 +106,22 @@ class MallocState:
         return not self.fixed
 
     @property
-    def threshold_bytes(self) -> int | None:
-        """glibc's mmap threshold, where the probe pins it down to a page: the heap served a probe
-        bigger than any free block it had (so by growing, below the threshold) and mapped the next
-        size up. None where free heap blocks served the probes (the threshold is then at most
-        ``mmap_from_bytes``) or nothing up to the probe's maximum was mapped."""
-        if self.mmap_from_bytes is None or self.heap_below_bytes is None or self.largest_free_bytes is None:
-            return None
-        if self.mmap_from_bytes <= DEFAULT_MMAP_THRESHOLD:
-            return self.mmap_from_bytes  # nothing below the initial value is ever mapped
-        return self.mmap_from_bytes if self.heap_below_bytes > self.largest_free_bytes else None
+    def raised(self) -> bool:
+        """Whether the threshold stands above glibc's initial one (freed mapped blocks raised it, or a tunable)."""
+        return self.threshold_bytes is None or self.threshold_bytes > DEFAULT_MMAP_THRESHOLD
 
-    def mmap_from_text(self) -> str:
+    def maps(self, nbytes: int) -> bool | None:
+        """Whether a request of ``nbytes`` would get its own mapping now: at or above the threshold and larger
+        than any free block of the main arena. None where this is not glibc's state."""
+        if not self.is_glibc:
+            return None
+        return self.threshold_bytes is not None and nbytes >= self.threshold_bytes and nbytes > self.largest_free_bytes
+
+    def threshold_text(self) -> str:
         """``"128 KiB"``, or ``"above 64 MiB"`` where no probe was mapped."""
-        if self.mmap_from_bytes is None:
+        if self.threshold_bytes is None:
             return f"above {size_text(self.probe_max_bytes)}"
-        return size_text(self.mmap_from_bytes)
+        return size_text(self.threshold_bytes)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "fixed": list(self.fixed)}
@@ -180,27 +182,41 @@ def _largest_free(xml: str, top: int) -> int:
     return max(sizes + [top])
 
 
-def _mapped(libc: ctypes.CDLL, nbytes: int) -> bool:
-    """Whether ``malloc(nbytes)`` got its own mapping. The block is kept: the child that probes exits."""
-    before = libc.mallinfo2().hblks
-    if not libc.malloc(nbytes):
-        raise MemoryError(nbytes)
-    return libc.mallinfo2().hblks > before
+def _served_by_mmap(libc: ctypes.CDLL, nbytes: int) -> bool:
+    """Whether glibc serves a request of ``nbytes`` with a mapping of its own: whether ``nbytes`` is at
+    least its mmap threshold. glibc looks for a free heap block before it compares the request with
+    the threshold, so requests are repeated (the blocks kept: the child that probes exits) until
+    neither a free block nor the heap's top can serve one: then glibc maps it (at or above the
+    threshold) or grows the heap (below it). Each repetition takes ``nbytes`` of free space, so
+    the free bytes bound the loop."""
+    info = libc.mallinfo2()
+    for _ in range(info.fordblks // nbytes + 2):
+        if not libc.malloc(nbytes):
+            raise MemoryError(nbytes)
+        after = libc.mallinfo2()
+        if after.hblks > info.hblks:
+            return True
+        if after.arena > info.arena:
+            return False
+        info = after
+    raise RuntimeError(f"{nbytes}-byte requests were neither mapped nor grew the heap")
 
 
-def _probe_mmap_from(libc: ctypes.CDLL) -> tuple[int | None, int | None]:
-    """(smallest request served by mmap, the largest probe below it the heap served), to a page:
-    doubling from the initial threshold, then bisecting. Never frees: run it where that is harmless."""
-    below, size = 0, DEFAULT_MMAP_THRESHOLD
-    while not _mapped(libc, size):
-        below = size
-        if size >= PROBE_MAX_BYTES:
-            return None, below
-        size = min(size * 2, PROBE_MAX_BYTES)
-    above = size
+def _probe_threshold(libc: ctypes.CDLL) -> tuple[int | None, int | None]:
+    """(glibc's mmap threshold to a page, the largest probe below it), or (None, the probe's maximum)
+    when even that is not mapped: halving from :data:`PROBE_MAX_BYTES` to the first size the heap
+    serves, then bisecting. Never frees: run it where that is harmless."""
+    if not _served_by_mmap(libc, PROBE_MAX_BYTES):
+        return None, PROBE_MAX_BYTES
+    above = PROBE_MAX_BYTES
+    below = above // 2
+    while below >= _PAGE and _served_by_mmap(libc, below):
+        above, below = below, below // 2
+    if below < _PAGE:
+        return above, 0
     while above - below > _PAGE:
         mid = (below + above) // 2 // _PAGE * _PAGE
-        if _mapped(libc, mid):
+        if _served_by_mmap(libc, mid):
             above = mid
         else:
             below = mid
@@ -214,10 +230,10 @@ def _read_here(libc: ctypes.CDLL) -> MallocState:
         return MallocState(library=library, fixed=fixed)
     info = libc.mallinfo2()  # first, before anything here allocates
     largest = _largest_free(_malloc_info(libc), info.keepcost)
-    mmap_from, below = _probe_mmap_from(libc)
+    threshold, below = _probe_threshold(libc)
     return MallocState(library=library, heap_bytes=info.arena, free_bytes=info.fordblks, top_bytes=info.keepcost,
                        mapped_blocks=info.hblks, mapped_bytes=info.hblkhd, largest_free_bytes=largest,
-                       mmap_from_bytes=mmap_from, heap_below_bytes=below, fixed=fixed)
+                       threshold_bytes=threshold, heap_below_bytes=below, fixed=fixed)
 
 
 def read() -> MallocState:
