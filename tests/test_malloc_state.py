@@ -120,3 +120,18 @@ def test_the_recorder_reads_malloc_where_each_phase_ends():
     rec.finish()
     assert set(rec.malloc) == {"train", "eval"} and not rec.malloc_errors
     assert all(s.is_glibc and s.heap_bytes > 0 for s in rec.malloc.values())
+    # train ended before timed work: mallinfo2 alone, no fork; the last phase is probed in full after it.
+    assert not rec.malloc["eval"].probed and rec.malloc["eval"].threshold_text() == "not probed"
+    assert rec.malloc["train"].probed and rec.malloc["train"].threshold_bytes is not None
+
+
+@glibc_only
+def test_a_reading_without_the_probe_neither_forks_nor_maps(monkeypatch):
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("read(probe=False) forked"))
+    libc = malloc_state._libc()
+    before = libc.mallinfo2()
+    state = malloc_state.read(probe=False)
+    after = libc.mallinfo2()
+    assert (state.heap_bytes, state.mapped_blocks) == (before.arena, before.hblks)
+    assert (after.arena, after.hblks) == (before.arena, before.hblks)
+    assert state.largest_free_bytes is None and state.maps(1 << 30) is None

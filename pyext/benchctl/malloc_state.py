@@ -15,7 +15,11 @@ allocating blocks and watching ``mallinfo2``: a request glibc maps raises its ma
 count, one below the threshold grows the heap instead (free blocks, which glibc tries first,
 are used up before a size counts). The allocations happen in a forked child, so the probe
 changes nothing here (freeing a probe block would raise the very threshold it measures);
-glibc exposes the threshold through no call.
+glibc exposes the threshold through no call. The fork has one cost: every page the parent
+writes afterwards faults once (its page-table entries were write-protected for the child;
+76,812 faults on rewriting 300 MiB, measured here), so only a reading after the timed work
+should probe; ``read(probe=False)`` takes ``mallinfo2()`` alone, in this process, allocating
+nothing.
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ class MallocState:
     ``heap_below_bytes``: the largest probe below it, served by growing the heap. A request at or
     above the threshold is mapped (and unmapped on free) unless a free heap block can hold it.
     ``fixed``: the tunables/variables set in this process that fixed the thresholds.
+    ``probed``: False for a ``mallinfo2()``-only reading (no largest free block, no threshold).
     """
 
     library: str
@@ -95,6 +100,7 @@ class MallocState:
     heap_below_bytes: int | None = None
     probe_max_bytes: int = PROBE_MAX_BYTES
     fixed: tuple[str, ...] = ()
+    probed: bool = True
 
     @property
     def is_glibc(self) -> bool:
@@ -113,12 +119,14 @@ class MallocState:
     def maps(self, nbytes: int) -> bool | None:
         """Whether a request of ``nbytes`` would get its own mapping now: at or above the threshold and larger
         than any free block of the main arena. None where this is not glibc's state."""
-        if not self.is_glibc:
+        if not self.is_glibc or not self.probed:
             return None
         return self.threshold_bytes is not None and nbytes >= self.threshold_bytes and nbytes > self.largest_free_bytes
 
     def threshold_text(self) -> str:
         """``"128 KiB"``, or ``"above 64 MiB"`` where no probe was mapped."""
+        if not self.probed:
+            return "not probed"
         if self.threshold_bytes is None:
             return f"above {size_text(self.probe_max_bytes)}"
         return size_text(self.threshold_bytes)
@@ -223,12 +231,15 @@ def _probe_threshold(libc: ctypes.CDLL) -> tuple[int | None, int | None]:
     return above, below
 
 
-def _read_here(libc: ctypes.CDLL) -> MallocState:
+def _read_here(libc: ctypes.CDLL, probe: bool = True) -> MallocState:
     library = _malloc_library(libc)
     fixed = fixed_by()
     if not library.startswith("libc."):
-        return MallocState(library=library, fixed=fixed)
+        return MallocState(library=library, fixed=fixed, probed=probe)
     info = libc.mallinfo2()  # first, before anything here allocates
+    if not probe:
+        return MallocState(library=library, heap_bytes=info.arena, free_bytes=info.fordblks, top_bytes=info.keepcost,
+                           mapped_blocks=info.hblks, mapped_bytes=info.hblkhd, fixed=fixed, probed=False)
     largest = _largest_free(_malloc_info(libc), info.keepcost)
     threshold, below = _probe_threshold(libc)
     return MallocState(library=library, heap_bytes=info.arena, free_bytes=info.fordblks, top_bytes=info.keepcost,
@@ -236,13 +247,16 @@ def _read_here(libc: ctypes.CDLL) -> MallocState:
                        threshold_bytes=threshold, heap_below_bytes=below, fixed=fixed)
 
 
-def read() -> MallocState:
-    """This process's malloc state now, probed in a forked child so that nothing here changes.
+def read(probe: bool = True) -> MallocState:
+    """This process's malloc state now, probed in a forked child so that nothing here changes; with
+    ``probe=False``, ``mallinfo2()`` alone, read here without a fork.
 
     The child inherits the heap and the thresholds as they are; it allocates, reports and exits
     without cleanup (``os._exit``). Raises OSError when the child cannot be started or reports nothing.
     """
     libc = _libc()
+    if not probe:
+        return _read_here(libc, probe=False)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: probe, report, exit at once (no atexit, no flush of the parent's buffers)

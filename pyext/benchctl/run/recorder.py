@@ -106,10 +106,11 @@ class CountedRecorder(Recorder):
     ``(name, setting, value)``; each that has an in-run check is sampled after
     every iteration, outside its time (``during[name]``).
 
-    ``malloc[phase]``: glibc malloc's state where ``phase`` ended: read when the first
-    iteration of another phase starts (outside its time) the first time the phase ends,
-    and for the last phase by :meth:`finish`. A phase that ends again later keeps its
-    first reading: one probe per phase, not per alternation.
+    ``malloc[phase]``: glibc malloc's state where ``phase`` ended. The first time a phase
+    ends (another phase's first iteration starts, outside its time) ``mallinfo2()`` alone is
+    read: the full probe forks, and the fork would cost the next phase one fault per page it
+    writes. :meth:`finish`, after the timed work, probes in full (threshold, largest free
+    block) for the phase that ran last.
     """
 
     def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False,
@@ -123,23 +124,23 @@ class CountedRecorder(Recorder):
         self.malloc_errors: dict[str, str] = {}
         self._phase: str | None = None
 
-    def _read_malloc(self, phase: str) -> None:
-        if phase in self.malloc or phase in self.malloc_errors:
-            return
+    def _read_malloc(self, phase: str, probe: bool) -> None:
         try:
-            self.malloc[phase] = malloc_state.read()
+            self.malloc[phase] = malloc_state.read(probe=probe)
+            self.malloc_errors.pop(phase, None)
         except Exception as e:  # a readback never fails the measurement: the result says why it is missing
             self.malloc_errors[phase] = f"{type(e).__name__}: {e}"
 
     def finish(self) -> None:
-        """Read malloc's state where the last phase ended (the workload returned)."""
+        """Probe malloc's state where the last phase ended (the workload returned)."""
         if self._phase is not None:
-            self._read_malloc(self._phase)
+            self._read_malloc(self._phase, probe=True)
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
-        if self._phase is not None and phase != self._phase:
-            self._read_malloc(self._phase)
+        if (self._phase is not None and phase != self._phase and self._phase not in self.malloc
+                and self._phase not in self.malloc_errors):
+            self._read_malloc(self._phase, probe=False)
         self._phase = phase
         before = self._group.read() if self._group is not None else None
         with clock.Stopwatch() as sw:
