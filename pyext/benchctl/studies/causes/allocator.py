@@ -41,7 +41,7 @@ UNMEASURED_FIXES: dict[str | None, str] = {
               + " (the environment spelling of alloc=retain's tunables)",
     "jemalloc": "jemalloc (LD_PRELOAD, alloc=jemalloc)",
     "tcmalloc": "tcmalloc (LD_PRELOAD, alloc=tcmalloc)",
-    None: "a warm-up before the timed loop that leaves free heap blocks as large as its biggest tensors",
+    None: "a warm-up before the timed loop",
 }
 
 
@@ -65,12 +65,13 @@ def _fewest_faults_alike(ctx: Context) -> dict | None:
     return min(alike, key=lambda c: ctx.counter(c, MINOR_FAULTS), default=None)
 
 
-def _glibc_text(ctx: Context) -> tuple[str, dict]:
-    """("; glibc readback: ..." or "", its evidence): which glibc mechanism makes the baseline fault."""
+def _glibc_text(ctx: Context) -> tuple[str, dict, str]:
+    """("; glibc readback: ..." or "", its evidence, what a warm-up would have to do): which glibc mechanism
+    makes the baseline fault."""
     fast_cell = _fewest_faults_alike(ctx)
     slow = PhaseReadback.of(ctx.doc, ctx.baseline, ctx.phase, _label(ctx.baseline, fast_cell))
     if slow is None:
-        return "", {}
+        return "", {}, ""
     faults = ctx.counter(ctx.baseline, MINOR_FAULTS)
     fast = None if fast_cell is None else PhaseReadback.of(ctx.doc, fast_cell, ctx.phase,
                                                            _label(fast_cell, ctx.baseline))
@@ -80,17 +81,18 @@ def _glibc_text(ctx: Context) -> tuple[str, dict]:
     if fast is not None:
         evidence["threshold_bytes"][fast.label] = fast.threshold
         evidence["largest_free_bytes"][fast.label] = fast.largest_free
-    text = found.text() if found is not None else f"glibc readback: {slow.mapping_text(faults)}"
-    return f"; {text}", evidence
+    if found is None:
+        return f"; glibc readback: {slow.mapping_text(faults)}", evidence, ""
+    return f"; {found.text()}", evidence, found.warmup_text()
 
 
-def _fixes_text(tried: list) -> str:
+def _fixes_text(tried: list, warmup: str) -> str:
     """``"fixes: alloc=retain (GLIBC_TUNABLES=...) 1.52× faster here; not measured here: ..."``."""
     measured = [f"{setting_text('alloc', _allocator(cell))} ({alloc.ALLOCATORS[_allocator(cell)].help}) "
                 f"{cmp.headline()}" for cell, cmp in tried]
     # alloc=retain's tunables as variables and a warm-up are never a cell; another allocator may be.
     names = {_allocator(cell) for cell, _ in tried}
-    unmeasured = [text for name, text in UNMEASURED_FIXES.items()
+    unmeasured = [text + (f" ({warmup})" if name is None and warmup else "") for name, text in UNMEASURED_FIXES.items()
                   if not isinstance(alloc.ALLOCATORS.get(name), alloc.PreloadedAllocator) or name not in names]
     return f"; fixes measured here: {', '.join(measured)}; not measured here: {', '.join(unmeasured)}"
 
@@ -138,10 +140,10 @@ class Allocator(Cause):
         if not faster:
             return self.not_found(ctx, cmp, setting, suffix=f"; {moved}", **fields)
         if counter_evidence.moved_down(MINOR_FAULTS, before, after):
-            glibc, readback = _glibc_text(ctx)
+            glibc, readback, warmup = _glibc_text(ctx)
             if readback:
                 fields["evidence"]["glibc"] = readback
-            fixes = _fixes_text(tried) if glibc else ""
+            fixes = _fixes_text(tried, warmup) if glibc else ""
             return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}; {moved}: {mechanism('alloc')}"
                                 f"{glibc}{fixes}", Status.CAUSE, **fields)
         return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}, yet {moved}: the mechanism is not "

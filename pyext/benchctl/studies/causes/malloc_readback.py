@@ -106,6 +106,14 @@ class Mechanism:
     fast: PhaseReadback
     faults: float | None
 
+    def warmup_text(self) -> str:
+        """What a warm-up before the timed loop would have to leave behind, by this mechanism."""
+        if self.kind == "free_heap":
+            source = f", as {self.fast.before} does in {self.fast.label}" if self.fast.before else ""
+            return f"one that leaves free heap blocks larger than the loop's biggest{source}"
+        return (f"one that frees a mapped block as large as the loop's biggest raises the threshold above them, "
+                f"for blocks up to {size_text(DYNAMIC_THRESHOLD_MAX)}")
+
     def text(self) -> str:
         """``"glibc readback: in order=train_then_eval train left 1.2 GiB free in the heap, ...``"."""
         f = self.fast
@@ -118,9 +126,8 @@ class Mechanism:
             head = (f"in {f.label} {left}, and at the end of {f.phase} its largest free block is "
                     f"{size_text(f.largest_free)}: {f.phase}'s large blocks come from the heap")
         else:
-            raised = f.before if f.started else f.phase
-            head = (f"in {f.label} {raised} freed large mapped blocks, which raised glibc's dynamic mmap threshold "
-                    f"to {f.threshold_text()}")
+            how = f"fixed by {', '.join(f.fixed)}" if f.fixed else "raised by freeing mapped blocks larger than it"
+            head = f"in {f.label} glibc's mmap threshold stands at {f.threshold_text()} at the end of {f.phase} ({how})"
         return f"glibc readback: {head}; {self.slow.mapping_text(self.faults)}"
 
 
