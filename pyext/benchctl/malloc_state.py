@@ -31,13 +31,15 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_MMAP_THRESHOLD", "DYNAMIC_THRESHOLD_MAX", "PROBE_MAX_BYTES", "FIXING_TUNABLES",
+__all__ = ["DEFAULT_MMAP_THRESHOLD", "DYNAMIC_THRESHOLD_MAX", "TRIM_PER_MMAP", "PROBE_MAX_BYTES", "FIXING_TUNABLES",
            "MallocState", "fixed_by", "read", "size_text"]
 
 #: glibc's initial mmap threshold (DEFAULT_MMAP_THRESHOLD_MIN).
 DEFAULT_MMAP_THRESHOLD = 128 << 10
 #: The dynamic threshold never rises above this on 64-bit glibc (DEFAULT_MMAP_THRESHOLD_MAX).
 DYNAMIC_THRESHOLD_MAX = 32 << 20
+#: glibc's dynamic trim threshold is this many times its mmap threshold (set together on every rise).
+TRIM_PER_MMAP = 2
 #: The probe's largest request: above the dynamic maximum, so a fixed higher threshold shows as "above".
 PROBE_MAX_BYTES = 64 << 20
 #: Tunables whose setting turns glibc's dynamic threshold off (mallopt's do_set_* set no_dyn_threshold),

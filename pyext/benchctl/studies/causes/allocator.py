@@ -17,6 +17,7 @@ from ... import alloc
 from ...malloc_state import FIXING_TUNABLES
 from ... import settings as _settings
 from ...results import counter_evidence, queries, wording
+from ...results.comparison import Outcome
 from ...results.counter_evidence import MINOR_FAULTS
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
@@ -138,13 +139,16 @@ class Allocator(Cause):
                       evidence={"faults_per_iter": {_allocator(ctx.baseline): before, _allocator(cell): after},
                                 "tried": {setting_text("alloc", _allocator(c)): cmp.outcome.value
                                           for c, cmp in tried}})
+        faults_fell = counter_evidence.moved_down(MINOR_FAULTS, before, after)
+        # The readback explains faults that fell with the probe, also while the time is still open.
+        explain = faults_fell and (faster or cmp.outcome in (Outcome.UNRESOLVED, Outcome.ONE_PROCESS))
+        glibc, readback, warmup = _glibc_text(ctx) if explain else ("", {}, "")
+        if readback:
+            fields["evidence"]["glibc"] = readback
+        fixes = _fixes_text(tried, warmup) if glibc else ""
         if not faster:
-            return self.not_found(ctx, cmp, setting, suffix=f"; {moved}", **fields)
-        if counter_evidence.moved_down(MINOR_FAULTS, before, after):
-            glibc, readback, warmup = _glibc_text(ctx)
-            if readback:
-                fields["evidence"]["glibc"] = readback
-            fixes = _fixes_text(tried, warmup) if glibc else ""
+            return self.not_found(ctx, cmp, setting, suffix=f"; {moved}{glibc}{fixes}", **fields)
+        if faults_fell:
             return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}; {moved}: {mechanism('alloc')}"
                                 f"{glibc}{fixes}", Status.CAUSE, **fields)
         return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}, yet {moved}: the mechanism is not "

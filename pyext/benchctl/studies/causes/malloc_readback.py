@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from ...malloc_state import DYNAMIC_THRESHOLD_MAX, MallocState, size_text
+from ...malloc_state import DYNAMIC_THRESHOLD_MAX, TRIM_PER_MMAP, MallocState, size_text
 from ...results import queries, wording
 
 __all__ = ["CLEARLY", "PhaseReadback", "Mechanism", "mechanism"]
@@ -84,15 +84,20 @@ class PhaseReadback:
 
     def mapping_text(self, faults: float | None) -> str:
         """``"in order=eval_only glibc's mmap threshold stands at 24.5 MiB ..., so each eval iteration maps and
-        unmaps every block above 24.6 MiB: 300k minor faults per iteration"``."""
+        unmaps every block above 29.9 MiB, and glibc trims its heap top beyond 49 MiB free: 314k minor faults
+        per iteration"``."""
         fixed = f" (fixed by {', '.join(self.fixed)})" if self.fixed else ""
         ceiling = "" if self.fixed else f", the most glibc raises it to is {size_text(DYNAMIC_THRESHOLD_MAX)}"
-        what = (f"every block above {size_text(self.maps_above)}" if self.maps_above is not None
-                else f"no block up to {size_text(self.ended[0].probe_max_bytes)}")
-        verb = "maps and unmaps" if self.maps_above is not None else "maps"
+        if self.maps_above is None:
+            what = f"maps no block up to {size_text(self.ended[0].probe_max_bytes)}"
+        else:
+            what = f"maps and unmaps every block above {size_text(self.maps_above)}"
+        if not self.fixed and self.threshold is not None:
+            # glibc sets the trim threshold to twice the mmap threshold whenever it raises the latter.
+            what += f", and glibc trims its heap top beyond {size_text(TRIM_PER_MMAP * self.threshold)} free"
         return (f"in {self.label} glibc's mmap threshold stands at {self.threshold_text()}{fixed}{ceiling}, and its "
-                f"largest free heap block is {size_text(self.largest_free)}, so each {self.phase} iteration {verb} "
-                f"{what}: {wording.count(faults)} minor faults per iteration")
+                f"largest free heap block is {size_text(self.largest_free)}, so each {self.phase} iteration {what}: "
+                f"{wording.count(faults)} minor faults per iteration")
 
 
 @dataclass(frozen=True)
