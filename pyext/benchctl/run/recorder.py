@@ -6,7 +6,8 @@ A workload never times itself. It wraps each iteration it wants measured in
 in-process one (ticks only), used directly by tests and simple scripts;
 the worker's :class:`CountedRecorder` also reads event counters around each
 iteration and, after each, whether the cell's settings still hold
-(:class:`SettingWatch`).
+(:class:`SettingWatch`), and glibc malloc's state at the end of each phase
+(:class:`benchctl.malloc_state.MallocState`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .. import clock, counters, cuda_state
+from .. import clock, counters, cuda_state, malloc_state
 from ..settings import ONLY_PHASE_ENV
 
 __all__ = ["Recorder", "CountedRecorder", "SettingWatch", "COUNTER_SCOPE", "open_counter_group"]
@@ -108,6 +109,12 @@ class CountedRecorder(Recorder):
     ``None`` per iteration, never as a made-up zero. ``plan``: the cell's
     ``(name, setting, value)``; each that has an in-run check is sampled after
     every iteration, outside its time (``during[name]``).
+
+    ``malloc[phase]``: glibc malloc's state where ``phase`` ended. The first time a phase
+    ends (another phase's first iteration starts, outside its time) ``mallinfo2()`` alone is
+    read: the full probe forks, and the fork would cost the next phase one fault per page it
+    writes. :meth:`finish`, after the timed work, probes in full (threshold, largest free
+    block) for the phase that ran last.
     """
 
     def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False,
@@ -117,9 +124,28 @@ class CountedRecorder(Recorder):
         self._group = group
         self.during = {name: SettingWatch(setting, value) for name, setting, value in plan
                        if setting.during(value) is not None}
+        self.malloc: dict[str, malloc_state.MallocState] = {}
+        self.malloc_errors: dict[str, str] = {}
+        self._phase: str | None = None
+
+    def _read_malloc(self, phase: str, probe: bool) -> None:
+        try:
+            self.malloc[phase] = malloc_state.read(probe=probe)
+            self.malloc_errors.pop(phase, None)
+        except Exception as e:  # a readback never fails the measurement: the result says why it is missing
+            self.malloc_errors[phase] = f"{type(e).__name__}: {e}"
+
+    def finish(self) -> None:
+        """Probe malloc's state where the last phase ended (the workload returned)."""
+        if self._phase is not None:
+            self._read_malloc(self._phase, probe=True)
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
+        if (self._phase is not None and phase != self._phase and self._phase not in self.malloc
+                and self._phase not in self.malloc_errors):
+            self._read_malloc(self._phase, probe=False)
+        self._phase = phase
         cuda_state.wait()
         before = self._group.read() if self._group is not None else None
         with clock.Stopwatch() as sw:

@@ -4,7 +4,8 @@ The runner writes the job (workload, its arguments, the cell's settings and
 where to put the result) to a JSON file and starts this module with its own
 interpreter, no shell. The worker applies the settings, runs the workload
 under a :class:`~benchctl.run.recorder.CountedRecorder` (which checks after
-every timed iteration that the settings still hold), reads every setting back,
+every timed iteration that the settings still hold, and glibc malloc's state
+where each phase ends: ``phases[phase]["malloc"]``), reads every setting back,
 and writes one JSON result atomically to ``result_path``.
 Exit status 0 means the result says ``"status": "ok"``; on an exception the
 worker still writes what it has (``"status": "failed"`` with the error and
@@ -43,6 +44,10 @@ def _phases(rec: CountedRecorder) -> dict[str, Any]:
             "ns": [float(v) for v in clock.to_ns(ticks)] if ticks else [],
             "counters": rec.counters.get(phase, {}),
         }
+        if phase in rec.malloc:
+            out[phase]["malloc"] = rec.malloc[phase].to_json()
+        elif phase in rec.malloc_errors:
+            out[phase]["malloc_error"] = rec.malloc_errors[phase]
     return out
 
 
@@ -108,6 +113,7 @@ def run_job(job: dict) -> dict:
         beside = BusySampler()  # what else ran on the machine while the workload did
         try:
             workload.fn(args, rec)
+            rec.finish()
         finally:
             result["beside"] = beside.finish()
             if group is not None:
