@@ -15,8 +15,9 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
 * ``during(value)``: worker side, at the end of every timed iteration: a cheap
   check of what the process runs under now, in the setting's own values, so that
   a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
-  ``setup()``) is seen and never judged. Only ``threads`` and ``ftz`` have one:
-  user code changes them in-process. ``alloc`` and ``only`` are fixed before
+  ``setup()``) is seen and never judged. ``threads`` and ``ftz`` have one (user
+  code changes them in-process), and ``isa`` (a file that assigns
+  ``ATEN_CPU_CAPABILITY`` before ``import torch`` replaces the probe's value). ``alloc`` and ``only`` are fixed before
   the workload starts, ``pin`` places the team at its creation and ``env``/``busy``
   read back after the run whatever the code left (their after-run readback).
 
@@ -35,7 +36,8 @@ from . import _validate, contention, fpenv, threads
 from . import alloc as _alloc
 from .errors import UnavailableError
 
-__all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "is_setting", "split_values",
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "CAPABILITY_ENV",
+           "cpu_capability", "is_setting", "split_values",
            "parse_assignment", "canonical_value", "canonical_matrix", "check_available", "cell_environment",
            "format_value", "cell_label", "split_cell", "ordered"]
 
@@ -449,9 +451,58 @@ class Combination(Setting):
         return dict(sorted(out.items()))
 
 
+#: The variable torch reads once, at its first kernel dispatch, to choose its CPU kernels.
+CAPABILITY_ENV = "ATEN_CPU_CAPABILITY"
+
+
+def cpu_capability() -> str:
+    """The kernels torch dispatches to in this process, lower-case ("avx512", "avx2", "default")."""
+    import torch  # the setting reads torch's own choice; its caller runs torch code anyway
+
+    return torch.backends.cpu.get_cpu_capability().lower()
+
+
+class KernelCapability(Setting):
+    """``isa``: which vector instructions torch's CPU kernels use (``ATEN_CPU_CAPABILITY`` at the worker's start).
+
+    torch reads the variable at its first kernel dispatch and keeps its choice for the process,
+    so the setting is environment only; the readback and the in-run check ask torch what it
+    chose: a user file that assigns the variable before ``import torch`` replaces the probe, and
+    the check after each timed iteration sees it."""
+
+    name = "isa"
+    help = (f"default | avx2 | avx512: torch's CPU kernels ({CAPABILITY_ENV} at start), read back from "
+            "torch.backends.cpu.get_cpu_capability()")
+    CAPABILITIES = ("default", "avx2", "avx512")
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, self.CAPABILITIES)
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, CAPABILITY_ENV: value}
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return (CAPABILITY_ENV,)
+
+    # No fixed probe: the ISA cause probes the best capability this CPU offers (benchctl.studies.causes.isa).
+    mechanism = "torch's kernels dispatched to narrower vector instructions than this CPU has"
+
+    def facts(self, observed: dict) -> dict:
+        return {"capability": observed.get("capability")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return f"torch read back dispatching to {facts['capability']} kernels" if facts.get("capability") else ""
+
+    def readback(self, value: str) -> dict:
+        return {"capability": cpu_capability(), CAPABILITY_ENV: os.environ.get(CAPABILITY_ENV)}
+
+    def during(self, value: str) -> str:
+        return cpu_capability()
+
+
 SETTINGS: dict[str, Setting] = {
     s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
-                        OnlyPhase(), Combination())
+                        OnlyPhase(), KernelCapability(), Combination())
 }
 _WITH = Combination.name
 

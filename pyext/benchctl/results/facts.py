@@ -13,7 +13,40 @@ from dataclasses import asdict, dataclass, field
 from . import queries
 from .summary import COUNTER_FIELDS
 
-__all__ = ["Facts"]
+__all__ = ["Dispatch", "Facts"]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Which vector instructions torch's CPU kernels use in the probe worker (``used``: "avx512", "avx2",
+    "default"), the ``ATEN_CPU_CAPABILITY`` it saw (``forced``; None: unset), the best one this CPU's
+    flags allow (``best``; None: unknown, not an x86 CPU) and its vector ``flags``."""
+
+    used: str
+    forced: str | None = None
+    best: str | None = None
+    flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "flags", tuple(self.flags))  # a results file gives a list
+
+    @classmethod
+    def from_probe(cls, probe: dict) -> "Dispatch | None":
+        """From the probe note's keys (:mod:`benchctl.workloads.probe_isa`); None where they are missing."""
+        if not probe.get("cpu_capability"):
+            return None
+        return cls(probe["cpu_capability"], probe.get("capability_env"), probe.get("best_capability"),
+                   tuple(probe.get("vector_flags", ())))
+
+    @property
+    def below_best(self) -> bool:
+        """Whether torch dispatches to narrower kernels than this CPU offers."""
+        return self.best is not None and self.used != self.best
+
+    def text(self) -> str:
+        """``"avx512 kernels (ATEN_CPU_CAPABILITY=avx512)"``: what torch dispatched to, and why."""
+        why = "torch's own choice" if self.forced is None else f"ATEN_CPU_CAPABILITY={self.forced}"
+        return f"{self.used} kernels ({why})"
 
 
 @dataclass(frozen=True)
@@ -22,7 +55,8 @@ class Facts:
     (per-iteration medians of faults, context switches, migrations); ``ops``: the torch ops one
     call ran (the profiler's names; empty when unknown); ``census``: subnormal counts in what it
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
-    thread pools threadpoolctl saw; ``cpus``: CPUs this process may use."""
+    thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``isa``: torch's kernel
+    capability and this CPU's (:class:`Dispatch`; None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -31,6 +65,11 @@ class Facts:
     census: dict | None = None
     pools: list[dict] = field(default_factory=list)
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+    isa: Dispatch | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.isa, dict):  # read back from a results file
+            object.__setattr__(self, "isa", Dispatch(**self.isa))
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -44,7 +83,8 @@ class Facts:
         return cls(phases=phases,
                    median_ms={p: s.get("median_ms") for p, s in summaries.items()},
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
-                   ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])))
+                   ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
+                   isa=Dispatch.from_probe(probe))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
+from .probe_isa import isa_evidence
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
@@ -137,6 +138,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
+        **isa_evidence(),
     })
 
 
@@ -180,7 +182,7 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
         if getattr(rec, "probe", False):
             rec.note("probe", {"ops": [], "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
-                               "weights": {"values": 0, "subnormal": 0}})
+                               "weights": {"values": 0, "subnormal": 0}, **isa_evidence()})
 
     return run, dict(mark["params"])
 

@@ -7,10 +7,11 @@ is the order of the answer.
 from .allocator import Allocator
 from .base import Cause
 from .denormals import Denormals
+from .isa import Isa
 from .order import Order
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "Isa"]
 
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order())
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), Isa())
