@@ -9,7 +9,7 @@ ATEN_CPU_CAPABILITY=$c python tests/planted/scalar_kernels.py`, c = default, avx
 avx512, ...; 20 timed calls after 3 warm-up ones, median per process), on a machine whose load
 average was 12 on its 2 CPUs: default 9.22, 16.82, 12.83 ms; avx512 1.04, 0.76, 1.02 ms (9-22x).
 With both threads under that load every parallel op waited ~24 ms for a descheduled thread,
-either way (the loss alone, `ce` in the commit's report: default 24.0, 24.0 ms; avx512 31.1, 28.0 ms).
+either way (the loss alone: default 24.0, 24.0 ms; avx512 31.1, 28.0 ms).
 """
 
 import os
