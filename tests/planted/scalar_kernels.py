@@ -1,15 +1,17 @@
 """Planted cause: kernel ISA dispatch. The script keeps a debugging line that pins torch to its
 scalar kernels (``ATEN_CPU_CAPABILITY=default`` unless the shell sets it: a left-over from
 comparing results across machines), then computes a language model's loss: the cross-entropy of
-32 positions over a 32,000-word vocabulary, whose log-softmax is one of torch's own vectorised
+128 positions over a 32,000-word vocabulary, whose log-softmax is one of torch's own vectorised
 kernels; at ``default`` it runs the scalar fallback.
 
-Measured outside benchctl, the toggle alone in fresh processes (`OMP_NUM_THREADS=1
-ATEN_CPU_CAPABILITY=$c python tests/planted/scalar_kernels.py`, c = default, avx512, default,
-avx512, ...; 20 timed calls after 3 warm-up ones, median per process), on a machine whose load
-average was 12 on its 2 CPUs: default 9.22, 16.82, 12.83 ms; avx512 1.04, 0.76, 1.02 ms (9-22x).
-With both threads under that load every parallel op waited ~24 ms for a descheduled thread,
-either way (the loss alone: default 24.0, 24.0 ms; avx512 31.1, 28.0 ms).
+Measured outside benchctl, the toggle alone in fresh processes (`ATEN_CPU_CAPABILITY=$c python
+tests/planted/scalar_kernels.py`, c = default, avx512, default, avx512, ...; 20 timed calls after
+3 warm-up ones, median per process, torch's 2 threads), on a machine whose load average was 12
+on its 2 CPUs: default 95.98, 80.01, 98.01, 89.18 ms; avx512 28.01, 31.85, 32.03, 32.86 ms (2.5-3.4x). Under
+that load each parallel op also waits ~24 ms for a descheduled thread whatever its kernels; on
+one thread (`OMP_NUM_THREADS=1`), with 32 positions: default 9.22, 16.82, 12.83 ms, avx512 1.04,
+0.76, 1.02 ms (9-22x). With 32 positions on 2 threads the waits hid it (`benchctl explain` once:
+isa=avx512 1.025x [0.76, 1.39]), so the loss is over 128.
 """
 
 import os
@@ -21,7 +23,7 @@ import torch  # noqa: E402
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 PLANT = {"target": "Loss", "cause": "isa"}
 
-_POSITIONS, _VOCABULARY = 32, 32_000
+_POSITIONS, _VOCABULARY = 128, 32_000
 
 
 class Loss:
