@@ -61,7 +61,7 @@ def test_workload_parameters_are_typed_like_their_defaults():
 
 
 def test_unknown_key_names_settings_and_parameters():
-    known = r"ftz, threads, pin, alloc, env, busy, only, isa, with"
+    known = r"ftz, threads, pin, alloc, env, busy, only, isa, omp_wait, with"
     with pytest.raises(SettingError, match=rf"'speed' is neither a setting \({known}\).*ms"):
         settings.canonical_matrix({"speed": [1]}, SLEEP_PARAMS)
 

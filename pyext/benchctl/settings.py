@@ -37,7 +37,7 @@ from . import alloc as _alloc
 from .errors import UnavailableError
 
 __all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "CAPABILITY_ENV",
-           "cpu_capability", "is_setting", "split_values",
+           "cpu_capability", "PASSIVE_WAIT", "RUNTIME_WAIT_VARIABLES", "is_setting", "split_values",
            "parse_assignment", "canonical_value", "canonical_matrix", "check_available", "cell_environment",
            "format_value", "cell_label", "split_cell", "ordered"]
 
@@ -451,6 +451,54 @@ class Combination(Setting):
         return dict(sorted(out.items()))
 
 
+#: The wait variables that make idle OpenMP team threads sleep at once instead of spinning ...
+PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}
+#: ... and those each runtime reads (benchctl.omp's kinds).
+RUNTIME_WAIT_VARIABLES = {"libgomp": ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"),
+                          "libiomp5": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME"),
+                          "libomp": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
+
+
+class OmpWaitPolicy(Setting):
+    """``omp_wait``: how idle OpenMP team threads wait, set at the worker's start (the runtimes read it once).
+
+    ``passive`` sets the passive policy of every runtime (libgomp: ``OMP_WAIT_POLICY=PASSIVE``,
+    ``GOMP_SPINCOUNT=0``; Intel's and LLVM's: ``KMP_BLOCKTIME=0``): a process may load two
+    runtimes (torch's libgomp beside an MKL build's libiomp5), and each ignores the others'
+    variables. The readback names the runtimes loaded and the variables the process saw."""
+
+    name = "omp_wait"
+    help = ("default | passive: idle OpenMP threads sleep at once (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=0, "
+            "KMP_BLOCKTIME=0 at start)")
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("default", "passive"))
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, **PASSIVE_WAIT} if value == "passive" else env
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return tuple(PASSIVE_WAIT) if value == "passive" else ()
+
+    probe = "passive"
+    # Its counter moves up, not down, when it takes effect (passive threads sleep after each region
+    # and are woken for the next): the OpenMP wait cause reads it, the generic rules do not.
+    mechanism = "idle OpenMP threads spinning on CPUs the workload's other threads or processes needed"
+
+    def facts(self, observed: dict) -> dict:
+        return {"runtimes": observed.get("runtimes"), "variables": observed.get("variables")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        variables = ", ".join(f"{k}={v}" for k, v in (facts.get("variables") or {}).items())
+        return f"{', '.join(facts.get('runtimes') or ['no runtime'])} started with {variables or 'no wait variable'}"
+
+    def readback(self, value: str) -> dict:
+        from . import omp  # the OpenMP runtimes mapped now, torch's among them
+
+        return {"runtimes": sorted({rt["kind"] for rt in omp.runtimes()}),
+                "variables": {name: os.environ[name] for name in PASSIVE_WAIT if name in os.environ}}
+
+
 #: The variable torch reads once, at its first kernel dispatch, to choose its CPU kernels.
 CAPABILITY_ENV = "ATEN_CPU_CAPABILITY"
 
@@ -502,7 +550,7 @@ class KernelCapability(Setting):
 
 SETTINGS: dict[str, Setting] = {
     s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
-                        OnlyPhase(), KernelCapability(), Combination())
+                        OnlyPhase(), KernelCapability(), OmpWaitPolicy(), Combination())
 }
 _WITH = Combination.name
 

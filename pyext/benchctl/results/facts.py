@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from ..settings import PASSIVE_WAIT, RUNTIME_WAIT_VARIABLES
 from . import queries
 from .summary import COUNTER_FIELDS
 
-__all__ = ["Dispatch", "Facts"]
+__all__ = ["Dispatch", "TeamWait", "Facts"]
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,43 @@ class Dispatch:
 
 
 @dataclass(frozen=True)
+class TeamWait:
+    """How torch's OpenMP team waits between parallel regions, in the probe worker: its ``runtime``
+    ("libgomp", "libiomp5", "libomp"; None: no runtime loaded), its ``team`` size, the wait ``variables``
+    it started with, and the CPUs the workload's other threads and child processes kept busy during the
+    profiled call (``beside_cpus``; None: not measured)."""
+
+    runtime: str | None
+    team: int
+    variables: dict[str, str] = field(default_factory=dict)
+    beside_cpus: float | None = None
+
+    @classmethod
+    def from_probe(cls, probe: dict) -> "TeamWait | None":
+        """From the probe note's keys (:mod:`benchctl.workloads.probe_omp_wait`); None where they are missing."""
+        if "omp_team" not in probe:
+            return None
+        return cls(probe.get("omp_runtime"), probe["omp_team"], dict(probe.get("omp_wait_env") or {}),
+                   probe.get("cpus_beside_team"))
+
+    @property
+    def passive(self) -> str | None:
+        """The variable that already makes this runtime's threads sleep at once (``"GOMP_SPINCOUNT=0"``), or None."""
+        for name in RUNTIME_WAIT_VARIABLES.get(self.runtime, ()):
+            if self.variables.get(name, "").strip().lower() == PASSIVE_WAIT[name].lower():
+                return f"{name}={self.variables[name]}"
+        return None
+
+
+@dataclass(frozen=True)
 class Facts:
     """``phases``: in the order they first ran; ``median_ms`` and ``counters`` per phase
     (per-iteration medians of faults, context switches, migrations); ``ops``: the torch ops one
     call ran (the profiler's names; empty when unknown); ``census``: subnormal counts in what it
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``isa``: torch's kernel
-    capability and this CPU's (:class:`Dispatch`; None when unknown)."""
+    capability and this CPU's (:class:`Dispatch`; None when unknown); ``omp_wait``: how torch's
+    OpenMP team waits and what else of the workload's ran beside it (:class:`TeamWait`; None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -66,10 +97,13 @@ class Facts:
     pools: list[dict] = field(default_factory=list)
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
     isa: Dispatch | None = None
+    omp_wait: TeamWait | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.isa, dict):  # read back from a results file
             object.__setattr__(self, "isa", Dispatch(**self.isa))
+        if isinstance(self.omp_wait, dict):
+            object.__setattr__(self, "omp_wait", TeamWait(**self.omp_wait))
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -84,7 +118,7 @@ class Facts:
                    median_ms={p: s.get("median_ms") for p, s in summaries.items()},
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
-                   isa=Dispatch.from_probe(probe))
+                   isa=Dispatch.from_probe(probe), omp_wait=TeamWait.from_probe(probe))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":

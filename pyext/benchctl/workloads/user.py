@@ -39,6 +39,7 @@ from typing import Any, Callable
 from .. import _validate
 from ..denormals import layer_watch, values_census, weights_census
 from .probe_isa import isa_evidence
+from .probe_omp_wait import ThreadCpu, omp_wait_evidence
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "workload", "is_target", "load"]
 
@@ -128,6 +129,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
     modules = _modules_in(state)
     with contextlib.ExitStack() as stack:
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
+        cpu = stack.enter_context(ThreadCpu())
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             out = call()
     layers = [r for records in watched for r in records if r["calls"]]
@@ -139,6 +141,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
         **isa_evidence(),
+        **omp_wait_evidence(cpu),
     })
 
 
@@ -182,7 +185,8 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
         if getattr(rec, "probe", False):
             rec.note("probe", {"ops": [], "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
-                               "weights": {"values": 0, "subnormal": 0}, **isa_evidence()})
+                               "weights": {"values": 0, "subnormal": 0}, **isa_evidence(),
+                               **omp_wait_evidence(None)})
 
     return run, dict(mark["params"])
 

@@ -8,10 +8,11 @@ from .allocator import Allocator
 from .base import Cause
 from .denormals import Denormals
 from .isa import Isa
+from .omp_wait import OmpWait
 from .order import Order
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "Isa"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "Isa", "OmpWait"]
 
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), Isa())
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), Isa(), OmpWait())

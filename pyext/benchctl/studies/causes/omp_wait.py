@@ -1,0 +1,78 @@
+"""Cause: idle OpenMP team threads spinning on CPUs the workload's other threads or processes need.
+
+After each parallel region torch's team threads spin before they sleep (libgomp's
+``GOMP_SPINCOUNT``, Intel's and LLVM's ``KMP_BLOCKTIME``): free on CPUs nobody else
+wants, a loss when the workload's own prefetching thread, another pool or its data-loading
+processes need them (#177906: ``KMP_BLOCKTIME=0`` restored the CPU use). The probe worker
+reads the runtime, its team and wait variables, and the CPUs the workload's other threads
+and children kept busy during its profiled call (:mod:`benchctl.workloads.probe_omp_wait`);
+with one team thread, a policy already passive, or nothing else of its own running, the
+cause is out before any cell runs. The probe is ``omp_wait=passive``; its evidence is that
+context switches per iteration rise with it (the team now sleeps and is woken for each
+region) while the time falls.
+"""
+
+from __future__ import annotations
+
+from ...results import counter_evidence
+from ...results.counter_evidence import CONTEXT_SWITCHES
+from ...results.facts import Facts
+from ...results.findings import Finding, Status
+from ...results.rules import Context
+from .base import Cause, mechanism, probe_of, probe_text
+
+__all__ = ["QUIET_BESIDE_CPUS", "OmpWait"]
+
+#: Fewer CPUs than this kept busy by the workload's other threads and children during the probe call:
+#: nothing of its own competes with a spinning team (a tenth of a CPU is already a steady neighbour).
+QUIET_BESIDE_CPUS = 0.1
+
+
+class OmpWait(Cause):
+    name = "omp_wait"
+    title = "OpenMP wait policy (spinning team threads)"
+    probe = probe_of("omp_wait")
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [self.probe]
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        wait = facts.omp_wait
+        if wait is None:
+            return "how torch's OpenMP team waits was not read in the probe worker"
+        if wait.runtime is None:
+            return "no OpenMP runtime is loaded: no team to spin"
+        if wait.team <= 1:
+            return f"torch's {wait.runtime} team is one thread: no idle team thread to spin"
+        if wait.passive is not None:
+            return f"its {wait.runtime} team already sleeps at once ({wait.passive})"
+        if wait.beside_cpus is not None and wait.beside_cpus < QUIET_BESIDE_CPUS:
+            return (f"nothing of its own ran beside torch's {wait.team}-thread {wait.runtime} team (its other "
+                    f"threads and child processes kept {wait.beside_cpus:.2f} CPUs busy during the probe call): "
+                    "spinning only burns CPUs nothing else of it wanted")
+        return None
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        probed = self.probed(ctx)
+        if probed is None:
+            return None
+        cell, cmp = probed
+        before, after = ctx.counter(ctx.baseline, CONTEXT_SWITCHES), ctx.counter(cell, CONTEXT_SWITCHES)
+        switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
+        wait = ctx.facts.omp_wait if ctx.facts else None
+        beside = "" if wait is None or wait.beside_cpus is None else \
+            f"; its other threads and child processes kept {wait.beside_cpus:.2f} CPUs busy beside the team"
+        probe = probe_text(self.probe)
+        fields = dict(a=cell, b=ctx.baseline, setting=probe,
+                      evidence={CONTEXT_SWITCHES: {"default": before, "passive": after},
+                                "readback": ctx.readback(cell, "omp_wait"),
+                                "beside_cpus": None if wait is None else wait.beside_cpus})
+        if cmp.faster and counter_evidence.moved_down(CONTEXT_SWITCHES, after, before):
+            return self.finding(ctx, cmp, f"with {probe} it is {cmp.effect_text()}; {switches} (the team now "
+                                          f"sleeps between regions){beside}: {mechanism('omp_wait')}",
+                                Status.CAUSE, **fields)
+        if cmp.faster:
+            return self.finding(ctx, cmp, f"with {probe} it is {cmp.effect_text()}, yet {switches}: the team did "
+                                          "not visibly sleep instead of spinning, the mechanism is unconfirmed",
+                                Status.UNCONFIRMED, **fields)
+        return self.not_found(ctx, cmp, probe, suffix=f"; {switches}{beside}", **fields)
