@@ -9,9 +9,10 @@ unchanged 516.20, 475.93 ms (32 context switches/iter); `OMP_WAIT_POLICY=PASSIVE
 53.99, 51.63 ms (62-63 switches/iter: the team sleeps and is woken): 9.2-9.6x. One thread
 (`OMP_NUM_THREADS=1`) is as fast here (43.48, 48.45 ms, 8-9 switches/iter): on this loaded
 machine the team's second thread buys the small products nothing, so the thread-count cause's
-probe removes the spinning thread as well; on a quiet machine with larger products passive
-keeps the parallel speed-up that one thread gives up. A 256 KiB batch and 30 layers, the first
-shape tried, gave 0.98-1.16 s unchanged, 0.15-0.18 s passive, 0.16-0.20 s on one thread.
+probe removes the spinning thread as well (explain then names both). Whether passive beats one
+thread where the products gain from two threads was not measured: no quiet machine was at hand.
+The same step with a 256 KiB batch and 30 layers (a scratch copy, the first shape tried) gave
+0.98, 1.16 s unchanged, 0.18, 0.15 s passive, 0.20, 0.16 s on one thread.
 """
 
 import os
