@@ -129,8 +129,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any) -> None:
     modules = _modules_in(state)
     with contextlib.ExitStack() as stack:
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
-        cpu = stack.enter_context(ThreadCpu())
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof, ThreadCpu() as cpu:
             out = call()
     layers = [r for records in watched for r in records if r["calls"]]
     weights = [weights_census(m) for m in modules]

@@ -24,8 +24,9 @@ from .base import Cause, mechanism, probe_of, probe_text
 __all__ = ["QUIET_BESIDE_CPUS", "OmpWait"]
 
 #: Fewer CPUs than this kept busy by the workload's other threads and children during the probe call:
-#: nothing of its own competes with a spinning team (a tenth of a CPU is already a steady neighbour).
-QUIET_BESIDE_CPUS = 0.1
+#: nothing of its own ran beside the team. A thread that runs at all can be kept waiting by a spinning
+#: team: the planted prefetching thread, waking once a step, used 0.01-0.05 CPUs; plain.py's 0.00002.
+QUIET_BESIDE_CPUS = 0.005
 
 
 class OmpWait(Cause):
@@ -48,7 +49,7 @@ class OmpWait(Cause):
             return f"its {wait.runtime} team already sleeps at once ({wait.passive})"
         if wait.beside_cpus is not None and wait.beside_cpus < QUIET_BESIDE_CPUS:
             return (f"nothing of its own ran beside torch's {wait.team}-thread {wait.runtime} team (its other "
-                    f"threads and child processes kept {wait.beside_cpus:.2f} CPUs busy during the probe call): "
+                    f"threads and child processes kept {wait.beside_cpus:.3f} CPUs busy during the probe call): "
                     "spinning only burns CPUs nothing else of it wanted")
         return None
 
@@ -61,7 +62,7 @@ class OmpWait(Cause):
         switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
         wait = ctx.facts.omp_wait if ctx.facts else None
         beside = "" if wait is None or wait.beside_cpus is None else \
-            f"; its other threads and child processes kept {wait.beside_cpus:.2f} CPUs busy beside the team"
+            f"; its other threads and child processes kept {wait.beside_cpus:.3f} CPUs busy beside the team"
         probe = probe_text(self.probe)
         fields = dict(a=cell, b=ctx.baseline, setting=probe,
                       evidence={CONTEXT_SWITCHES: {"default": before, "passive": after},
