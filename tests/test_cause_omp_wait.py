@@ -24,11 +24,18 @@ BUSY = TeamWait("libgomp", 2, {}, 0.8)
 PROBE = {"omp_wait": "passive"}
 
 
-def _run(factor, switches_passive, switches_default=30.0):
+def _run(factor, switches_passive, switches_default=30.0, runtimes=("libgomp",), variables=None):
     def counters(cell):
         return {"context_switches": switches_passive if cell["with"] == PROBE else switches_default}
+
+    def readback(cell):
+        if cell["with"] != PROBE:
+            return {}
+        passive = settings.PASSIVE_WAIT if variables is None else variables
+        seen = {"runtimes": list(runtimes), "variables": dict(passive)}
+        return {"omp_wait": {"requested": "passive", "applied": None, "observed": seen}}
     doc = make_doc({"with": [{}, PROBE]}, factor=lambda c: factor if c["with"] == PROBE else 1.0,
-                   counters=counters, phase="run", control=True)
+                   counters=counters, readback=readback, phase="run", control=True)
     return analyse(doc)
 
 
@@ -54,20 +61,25 @@ def test_precheck_rules_it_out_where_no_team_can_spin_or_nothing_else_needs_the_
     assert cause.precheck(Facts(omp_wait=TeamWait("libgomp", 2, {}, None)), None) is None  # unknown: kept
 
 
-def test_named_when_passive_is_faster_and_the_team_sleeps_between_regions():
-    found = _judge(_run(0.1, switches_passive=90.0))
+def test_named_when_passive_is_faster_and_the_runtime_started_with_it():
+    found = _judge(_run(0.1, switches_passive=31.0))
     assert found.status == Status.CAUSE and found.explains, found.message
     assert "with omp_wait=passive it is 10.00× faster [95% CI" in found.message
-    assert "context switches/iter go from 30 to 90 (the team now sleeps between regions)" in found.message
+    assert "libgomp started with OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=0, KMP_BLOCKTIME=0" in found.message
+    assert "context switches/iter go from 30 to 31" in found.message
     assert "kept 0.800 CPUs busy beside the team" in found.message
     assert settings.SETTINGS["omp_wait"].mechanism in found.message
 
 
-def test_not_named_when_passive_changes_nothing_or_the_team_did_not_sleep():
+def test_not_named_when_passive_changes_nothing_or_no_runtime_started_with_it():
     same = _judge(_run(1.0, switches_passive=90.0))
     assert same.status == Status.NOT_CAUSE and "changes nothing beyond" in same.message
-    unslept = _judge(_run(0.5, switches_passive=31.0))
-    assert unslept.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in unslept.message
+    for unread in (_run(0.5, 30.0, runtimes=()), _run(0.5, 30.0, variables={"KMP_BLOCKTIME": "0"}),
+                   _run(0.5, 30.0, runtimes=("libiomp5",), variables={"GOMP_SPINCOUNT": "0"})):
+        found = _judge(unread)
+        assert found.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in found.message, found.message
+    intel = _judge(_run(0.5, 30.0, runtimes=("libiomp5",), variables={"KMP_BLOCKTIME": "0"}))
+    assert intel.status == Status.CAUSE  # Intel's runtime reads its own variable
 
 
 def test_the_setting_sets_every_runtimes_passive_policy_and_owns_it():

@@ -11,6 +11,8 @@ unchanged 516.20, 475.93 ms (32 context switches/iter); `OMP_WAIT_POLICY=PASSIVE
 machine the team's second thread buys the small products nothing, so the thread-count cause's
 probe removes the spinning thread as well (explain then names both). Whether passive beats one
 thread where the products gain from two threads was not measured: no quiet machine was at hand.
+`benchctl explain` here (once, load ~12): a 243 ms step in the probe left one process per cell;
+1 thread 0.13x and omp_wait=passive 0.14x, both "?" (one process per cell calls nothing).
 The same step with a 256 KiB batch and 30 layers (a scratch copy, the first shape tried) gave
 0.98, 1.16 s unchanged, 0.18, 0.15 s passive, 0.20, 0.16 s on one thread.
 """
