@@ -20,7 +20,7 @@ from benchctl.studies import causes
 from benchctl.workloads import probe_omp_wait
 from synthetic_results import make_doc
 
-BUSY = TeamWait("libgomp", 2, {}, 0.8)
+BUSY = TeamWait("libgomp", 2, {}, 0.8, 80.0)
 PROBE = {"omp_wait": "passive"}
 
 
@@ -54,8 +54,10 @@ def test_precheck_rules_it_out_where_no_team_can_spin_or_nothing_else_needs_the_
     assert "(KMP_BLOCKTIME=0)" in cause.precheck(Facts(omp_wait=intel), None)
     # libgomp reads no KMP_BLOCKTIME: it still spins.
     assert cause.precheck(Facts(omp_wait=TeamWait("libgomp", 2, {"KMP_BLOCKTIME": "0"}, 0.8)), None) is None
-    quiet = TeamWait("libgomp", 2, {}, 0.001)
-    assert "kept 0.001 CPUs busy during the probe call" in cause.precheck(Facts(omp_wait=quiet), None)
+    quiet = TeamWait("libgomp", 2, {}, 0.001, 10.0)
+    assert "kept 0.001 CPUs busy, 10.0 CPU ms, during the probe call" in cause.precheck(Facts(omp_wait=quiet), None)
+    short = TeamWait("libgomp", 2, {}, 0.19, 2.0)  # a short call: the profiler's own thread is most of it
+    assert "kept 0.190 CPUs busy, 2.0 CPU ms" in cause.precheck(Facts(omp_wait=short), None)
     assert "was not read" in cause.precheck(Facts(omp_wait=None), None)
     assert cause.precheck(Facts(omp_wait=BUSY), None) is None
     assert cause.precheck(Facts(omp_wait=TeamWait("libgomp", 2, {}, None)), None) is None  # unknown: kept
@@ -135,6 +137,7 @@ def test_the_collector_counts_the_cpu_of_threads_outside_torchs_team():
         neighbour.join()
     burnt = probe_omp_wait.omp_wait_evidence(busy)["cpus_beside_team"]
     assert evidence["cpus_beside_team"] < causes.omp_wait.QUIET_BESIDE_CPUS < burnt, (evidence, burnt)
+    assert probe_omp_wait.omp_wait_evidence(busy)["cpu_ms_beside_team"] > causes.omp_wait.QUIET_BESIDE_MS
     wait = TeamWait.from_probe(evidence)
     assert wait.runtime == "libgomp" and TeamWait.from_probe({}) is None
     assert Facts.from_json(json.loads(json.dumps(Facts(omp_wait=BUSY).to_json()))).omp_wait == BUSY

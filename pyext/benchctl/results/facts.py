@@ -55,12 +55,13 @@ class TeamWait:
     """How torch's OpenMP team waits between parallel regions, in the probe worker: its ``runtime``
     ("libgomp", "libiomp5", "libomp"; None: no runtime loaded), its ``team`` size, the wait ``variables``
     it started with, and the CPUs the workload's other threads and child processes kept busy during the
-    profiled call (``beside_cpus``; None: not measured)."""
+    profiled call (``beside_cpus``) and the CPU milliseconds that was (``beside_ms``; None: not measured)."""
 
     runtime: str | None
     team: int
     variables: dict[str, str] = field(default_factory=dict)
     beside_cpus: float | None = None
+    beside_ms: float | None = None
 
     @classmethod
     def from_probe(cls, probe: dict) -> "TeamWait | None":
@@ -68,7 +69,7 @@ class TeamWait:
         if "omp_team" not in probe:
             return None
         return cls(probe.get("omp_runtime"), probe["omp_team"], dict(probe.get("omp_wait_env") or {}),
-                   probe.get("cpus_beside_team"))
+                   probe.get("cpus_beside_team"), probe.get("cpu_ms_beside_team"))
 
     @property
     def passive(self) -> str | None:

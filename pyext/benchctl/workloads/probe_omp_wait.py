@@ -61,26 +61,28 @@ class ThreadCpu:
         after = _cpu_ns()
         self.used = {task: ns - self.before.get(task, 0) for task, ns in after.items()}
 
-    def cpus_beside(self, team_tids: set[int]) -> float | None:
-        """CPUs kept busy on average during the call by threads outside ``team_tids`` (this process's
-        other threads and every thread of its children); None before the call ended."""
-        if not self.wall_s:
-            return None
+    def beside_ms(self, team_tids: set[int]) -> float:
+        """CPU milliseconds used during the call by threads outside ``team_tids`` (this process's other
+        threads and every thread of its children)."""
         own = "/proc/self/task/"
-        beside = sum(ns for task, ns in self.used.items()
-                     if not (task.startswith(own) and int(task.rsplit("/", 1)[1]) in team_tids))
-        return beside / 1e9 / self.wall_s
+        return sum(ns for task, ns in self.used.items()
+                   if not (task.startswith(own) and int(task.rsplit("/", 1)[1]) in team_tids)) / 1e6
+
+    def cpus_beside(self, team_tids: set[int]) -> float | None:
+        """CPUs those threads kept busy on average during the call; None before the call ended."""
+        return self.beside_ms(team_tids) / 1e3 / self.wall_s if self.wall_s else None
 
 
 def omp_wait_evidence(watch: ThreadCpu | None) -> dict:
     """The probe note's keys: torch's OpenMP runtime (None: none loaded), its team size, the wait variables
-    as this process saw them, and the CPUs the workload's other threads and children kept busy during the
-    profiled call (None: not measured)."""
+    as this process saw them, and the CPUs (and CPU milliseconds) the workload's other threads and children
+    used during the profiled call (None: not measured)."""
     torch = sys.modules.get("torch")
     runtime = omp.torch_runtime() if torch is not None else None
     team = [] if runtime is None else omp.team_census()
-    beside = None if watch is None else watch.cpus_beside({member["tid"] for member in team})
+    tids = {member["tid"] for member in team}
+    beside = None if watch is None else watch.cpus_beside(tids)
     return {"omp_runtime": None if runtime is None else runtime["kind"],
             "omp_team": len(team) or (torch.get_num_threads() if torch is not None else 0),
             "omp_wait_env": {name: os.environ[name] for name in WAIT_VARIABLES if name in os.environ},
-            "cpus_beside_team": beside}
+            "cpus_beside_team": beside, "cpu_ms_beside_team": None if watch is None else watch.beside_ms(tids)}

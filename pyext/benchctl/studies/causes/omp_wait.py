@@ -25,12 +25,16 @@ from ...results.findings import Finding, Status
 from ...results.rules import Context
 from .base import Cause, mechanism, probe_of, probe_text
 
-__all__ = ["QUIET_BESIDE_CPUS", "OmpWait"]
+__all__ = ["QUIET_BESIDE_CPUS", "QUIET_BESIDE_MS", "OmpWait"]
 
 #: Fewer CPUs than this kept busy by the workload's other threads and children during the probe call:
 #: nothing of its own ran beside the team. A thread that runs at all can be kept waiting by a spinning
 #: team: the planted prefetching thread, waking once a step, used 0.01-0.05 CPUs; plain.py's 0.00002.
 QUIET_BESIDE_CPUS = 0.005
+#: ... or fewer CPU milliseconds than this in all: in plain.py's short call the other threads (the
+#: profiler's among them) used 0.14 ms, once 0.19 CPUs of it; big_alloc.py's 0.17 ms; the planted
+#: prefetching thread 8.9 ms (0.047 CPUs) of a step.
+QUIET_BESIDE_MS = 5.0
 
 
 class OmpWait(Cause):
@@ -51,9 +55,11 @@ class OmpWait(Cause):
             return f"torch's {wait.runtime} team is one thread: no idle team thread to spin"
         if wait.passive is not None:
             return f"its {wait.runtime} team already sleeps at once ({wait.passive})"
-        if wait.beside_cpus is not None and wait.beside_cpus < QUIET_BESIDE_CPUS:
+        if wait.beside_cpus is not None and (wait.beside_cpus < QUIET_BESIDE_CPUS
+                                             or (wait.beside_ms is not None and wait.beside_ms < QUIET_BESIDE_MS)):
             return (f"nothing of its own ran beside torch's {wait.team}-thread {wait.runtime} team (its other "
-                    f"threads and child processes kept {wait.beside_cpus:.3f} CPUs busy during the probe call): "
+                    f"threads and child processes kept {wait.beside_cpus:.3f} CPUs busy, {wait.beside_ms or 0:.1f} "
+                    "CPU ms, during the probe call): "
                     "spinning only burns CPUs nothing else of it wanted")
         return None
 
