@@ -16,11 +16,12 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
   check of what the process runs under now, in the setting's own values, so that
   a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
   ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``pools``, ``clamp``, ``anomaly``,
-  ``inference``, ``cudnn_benchmark`` and ``matmul_precision`` have one: user code changes them
-  in-process (a pool resized by threadpoolctl, a thread count set past the usable CPUs, ...).
-  ``alloc`` and ``only`` are fixed before the workload starts, ``pin`` places the team at its
-  creation, ``sync`` is the worker's own clock, ``cuda_init`` happens before the workload, and
-  ``env``/``busy`` read back after the run whatever the code left (their after-run readback).
+  ``inference``, ``cudnn_benchmark``, ``matmul_precision`` and ``isa`` have one: user code changes
+  them in-process (a pool resized by threadpoolctl, a thread count set past the usable CPUs, a file
+  that assigns ``ATEN_CPU_CAPABILITY`` before ``import torch``, ...). ``alloc`` and ``only`` are fixed
+  before the workload starts, ``pin`` places the team at its creation, ``sync`` is the worker's own
+  clock, ``cuda_init`` happens before the workload, and ``env``/``busy``/``omp_wait`` read back after
+  the run whatever the code left (their after-run readback).
 
 Cells hold setting values and workload parameters side by side; a matrix key
 that is not a setting name is a workload parameter.
@@ -37,7 +38,8 @@ from . import _validate, anomaly, contention, cuda_state, fpenv, inference, othe
 from . import alloc as _alloc
 from .errors import UnavailableError
 
-__all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "is_setting", "split_values",
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "CAPABILITY_ENV",
+           "cpu_capability", "PASSIVE_WAIT", "RUNTIME_WAIT_VARIABLES", "is_setting", "split_values",
            "parse_assignment", "canonical_value", "canonical_matrix", "check_available", "cell_environment",
            "format_value", "cell_label", "split_cell", "ordered"]
 
@@ -746,10 +748,108 @@ class Combination(Setting):
         return dict(sorted(out.items()))
 
 
+#: The wait variables that make idle OpenMP team threads sleep at once instead of spinning ...
+PASSIVE_WAIT = {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}
+#: ... and those each runtime reads (benchctl.omp's kinds).
+RUNTIME_WAIT_VARIABLES = {"libgomp": ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"),
+                          "libiomp5": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME"),
+                          "libomp": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
+
+
+class OmpWaitPolicy(Setting):
+    """``omp_wait``: how idle OpenMP team threads wait, set at the worker's start (the runtimes read it once).
+
+    ``passive`` sets the passive policy of every runtime (libgomp: ``OMP_WAIT_POLICY=PASSIVE``,
+    ``GOMP_SPINCOUNT=0``; Intel's and LLVM's: ``KMP_BLOCKTIME=0``): a process may load two
+    runtimes (torch's libgomp beside an MKL build's libiomp5), and each ignores the others'
+    variables. The readback names the runtimes loaded and the variables the process saw."""
+
+    name = "omp_wait"
+    help = ("default | passive: idle OpenMP threads sleep at once (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=0, "
+            "KMP_BLOCKTIME=0 at start)")
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("default", "passive"))
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, **PASSIVE_WAIT} if value == "passive" else env
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return tuple(PASSIVE_WAIT) if value == "passive" else ()
+
+    probe = "passive"
+    # Its counter moves up, not down, when it takes effect (passive threads sleep after each region
+    # and are woken for the next): the OpenMP wait cause reads it, the generic rules do not.
+    mechanism = "idle OpenMP threads spinning on CPUs the workload's other threads or processes needed"
+
+    def facts(self, observed: dict) -> dict:
+        return {"runtimes": observed.get("runtimes"), "variables": observed.get("variables")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        variables = ", ".join(f"{k}={v}" for k, v in (facts.get("variables") or {}).items())
+        return f"{', '.join(facts.get('runtimes') or ['no runtime'])} started with {variables or 'no wait variable'}"
+
+    def readback(self, value: str) -> dict:
+        from . import omp  # the OpenMP runtimes mapped now, torch's among them
+
+        return {"runtimes": sorted({rt["kind"] for rt in omp.runtimes()}),
+                "variables": {name: os.environ[name] for name in PASSIVE_WAIT if name in os.environ}}
+
+
+#: The variable torch reads once, at its first kernel dispatch, to choose its CPU kernels.
+CAPABILITY_ENV = "ATEN_CPU_CAPABILITY"
+
+
+def cpu_capability() -> str:
+    """The kernels torch dispatches to in this process, lower-case ("avx512", "avx2", "default")."""
+    import torch  # the setting reads torch's own choice; its caller runs torch code anyway
+
+    return torch.backends.cpu.get_cpu_capability().lower()
+
+
+class KernelCapability(Setting):
+    """``isa``: which vector instructions torch's CPU kernels use (``ATEN_CPU_CAPABILITY`` at the worker's start).
+
+    torch reads the variable at its first kernel dispatch and keeps its choice for the process,
+    so the setting is environment only; the readback and the in-run check ask torch what it
+    chose: a user file that assigns the variable before ``import torch`` replaces the probe, and
+    the check after each timed iteration sees it."""
+
+    name = "isa"
+    help = (f"default | avx2 | avx512: torch's CPU kernels ({CAPABILITY_ENV} at start), read back from "
+            "torch.backends.cpu.get_cpu_capability()")
+    CAPABILITIES = ("default", "avx2", "avx512")
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, self.CAPABILITIES)
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, CAPABILITY_ENV: value}
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return (CAPABILITY_ENV,)
+
+    # No fixed probe: the ISA cause probes the best capability this CPU offers (benchctl.studies.causes.isa).
+    mechanism = "torch's kernels dispatched to narrower vector instructions than this CPU has"
+
+    def facts(self, observed: dict) -> dict:
+        return {"capability": observed.get("capability")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return f"torch read back dispatching to {facts['capability']} kernels" if facts.get("capability") else ""
+
+    def readback(self, value: str) -> dict:
+        return {"capability": cpu_capability(), CAPABILITY_ENV: os.environ.get(CAPABILITY_ENV)}
+
+    def during(self, value: str) -> str:
+        return cpu_capability()
+
+
 SETTINGS: dict[str, Setting] = {
     s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
                         CapOtherPools(), ClampThreads(), AnomalyDetection(), InferenceMode(), SyncClock(),
-                        CudnnBenchmark(), MatmulPrecision(), CudaInit(), OnlyPhase(), Combination())
+                        CudnnBenchmark(), MatmulPrecision(), CudaInit(), KernelCapability(), OmpWaitPolicy(),
+                        OnlyPhase(), Combination())
 }
 _WITH = Combination.name
 

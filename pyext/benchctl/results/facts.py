@@ -14,6 +14,7 @@ import numpy as np
 
 from . import queries
 from .autograd_facts import AutogradFacts
+from .cpu_facts import Dispatch, TeamWait
 from .cuda_facts import CudaFacts
 from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
@@ -190,7 +191,10 @@ class Facts:
     change a layout (:class:`LayoutCopy`); ``python_frames``: its top Python-side functions
     (:class:`PyFrame`, empty when not profiled); ``warnings``: those raised from setup on
     (:class:`WarningSeen`); ``compile``: what torch.compile did in the timed iterations
-    (:class:`CompileLog`, None when dynamo was never loaded)."""
+    (:class:`CompileLog`, None when dynamo was never loaded).;
+    ``isa``: torch's kernel capability and this CPU's (:class:`~.cpu_facts.Dispatch`; None when unknown);
+    ``omp_wait``: how torch's OpenMP team waits and what else of the workload's ran beside it
+    (:class:`~.cpu_facts.TeamWait`; None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -214,6 +218,8 @@ class Facts:
     python_frames: tuple[PyFrame, ...] = ()
     warnings: tuple[WarningSeen, ...] = ()
     compile: CompileLog | None = None
+    isa: Dispatch | None = None
+    omp_wait: TeamWait | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -241,7 +247,8 @@ class Facts:
                    layout_copies=_typed(probe.get("layout_copies"), LayoutCopy),
                    python_frames=_typed(probe.get("python_frames"), PyFrame),
                    warnings=_typed(probe.get("warnings"), WarningSeen),
-                   compile=CompileLog.from_json(probe.get("compile")))
+                   compile=CompileLog.from_json(probe.get("compile")),
+                   isa=Dispatch.from_probe(probe), omp_wait=TeamWait.from_probe(probe))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -262,7 +269,9 @@ class Facts:
                  "layout_copies": _typed(data.get("layout_copies"), LayoutCopy),
                  "python_frames": _typed(data.get("python_frames"), PyFrame),
                  "warnings": _typed(data.get("warnings"), WarningSeen),
-                 "compile": CompileLog.from_json(data.get("compile"))}
+                 "compile": CompileLog.from_json(data.get("compile")),
+                 "isa": Dispatch(**data["isa"]) if data.get("isa") else None,
+                 "omp_wait": TeamWait(**data["omp_wait"]) if data.get("omp_wait") else None}
         return cls(**{**data, **typed})
 
     def to_json(self) -> dict:

@@ -47,8 +47,10 @@ from ..denormals import layer_watch, values_census, weights_census
 from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
 from .probe_cuda import cuda_census
+from .probe_isa import isa_evidence
 from .probe_autograd import autograd_census
 from .probe_mask import CpuFitWatch, ThreadCalls, thread_calls
+from .probe_omp_wait import ThreadCpu as BesideTeamWatch, omp_wait_evidence
 from .probe_pools import ThreadCpuWatch
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
@@ -161,7 +163,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
             # Inside the profiler: its first start (seconds) is not the call's time.
-            with ThreadCpuWatch() as thread_cpu, CpuFitWatch(calls) as cpu_fit:
+            with ThreadCpuWatch() as thread_cpu, CpuFitWatch(calls) as cpu_fit, BesideTeamWatch() as beside:
                 compiled_s = watch.compile_seconds()
                 started = time.perf_counter()
                 out = call()
@@ -195,6 +197,8 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "autograd": autograd,
         **thread_cpu.note(),
         **cpu_fit.note(),
+        **isa_evidence(),
+        **omp_wait_evidence(beside),
         # All of this untimed probing (the profiler's first start alone took ~5 s here): what explain's
         # sizing takes out of the probe worker's duration, which would otherwise count as every worker's start.
         "probe_s": time.perf_counter() - probe_started,
@@ -258,7 +262,8 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
                                "layout_copies": [], "python_frames": [], "warnings": [], "compile": {},
                                "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
-                               "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None)})
+                               "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None),
+                               **isa_evidence(), **omp_wait_evidence(None)})
 
     return run, dict(mark["params"])
 

@@ -11,7 +11,9 @@ from .cpu_fit import CpuFit
 from .denormals import Denormals
 from .dtypes import Float64, HalfPrecision
 from .gpu import AsyncClock, CudaFirstCall, CudnnAutotune, Tf32
+from .isa import Isa
 from .memory_format import MemoryFormat
+from .omp_wait import OmpWait
 from .order import Order
 from .pools import CompetingPools
 from .python_time import PythonTime
@@ -20,10 +22,11 @@ from .threads import Placement, Threads
 from .warmup import Warmup
 
 __all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "CompetingPools",
-           "CpuFit", "Anomaly", "Recording", "HalfPrecision", "Float64", "PythonTime", "MemoryFormat", "Recompiles",
-           "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
+           "CpuFit", "OmpWait", "Isa", "Anomaly", "Recording", "HalfPrecision", "Float64", "PythonTime", "MemoryFormat",
+           "Recompiles", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
 
 # CPU causes first, then the GPU ones (ruled out at once where no CUDA work ran).
 CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), CompetingPools(),
-                             CpuFit(), Anomaly(), Recording(), HalfPrecision(), Float64(), PythonTime(),
-                             MemoryFormat(), Recompiles(), AsyncClock(), CudnnAutotune(), CudaFirstCall(), Tf32())
+                             CpuFit(), OmpWait(), Isa(), Anomaly(), Recording(), HalfPrecision(), Float64(),
+                             PythonTime(), MemoryFormat(), Recompiles(), AsyncClock(), CudnnAutotune(), CudaFirstCall(),
+                             Tf32())

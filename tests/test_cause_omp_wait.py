@@ -1,0 +1,144 @@
+"""The OpenMP wait-policy cause: its evidence (torch's runtime and team, the wait variables, the CPUs
+the workload's other threads and children use), its setting (``omp_wait``) and its judgement on
+synthetic explaining runs."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from benchctl import settings
+from benchctl.results import queries, rules
+from benchctl.results.analysis import analyse
+from benchctl.results.cpu_facts import TeamWait
+from benchctl.results.facts import Facts
+from benchctl.results.findings import Status
+from benchctl.studies import causes
+from benchctl.workloads import probe_omp_wait
+from synthetic_results import make_doc
+
+BUSY = TeamWait("libgomp", 2, {}, 0.8, 80.0)
+PROBE = {"omp_wait": "passive"}
+
+
+def _run(factor, switches_passive, switches_default=30.0, runtimes=("libgomp",), variables=None):
+    def counters(cell):
+        return {"context_switches": switches_passive if cell["with"] == PROBE else switches_default}
+
+    def readback(cell):
+        if cell["with"] != PROBE:
+            return {}
+        passive = settings.PASSIVE_WAIT if variables is None else variables
+        seen = {"runtimes": list(runtimes), "variables": dict(passive)}
+        return {"omp_wait": {"requested": "passive", "applied": None, "observed": seen}}
+    doc = make_doc({"with": [{}, PROBE]}, factor=lambda c: factor if c["with"] == PROBE else 1.0,
+                   counters=counters, readback=readback, phase="run", control=True)
+    return analyse(doc)
+
+
+def _judge(doc, wait=BUSY):
+    ctx = rules.Context(doc, "run", queries.Comparisons(doc), facts=Facts(phases=["run"], omp_wait=wait))
+    return causes.OmpWait().judge_phase(ctx)
+
+
+def test_precheck_rules_it_out_where_no_team_can_spin_or_nothing_else_needs_the_cpus():
+    cause = causes.OmpWait()
+    assert "no OpenMP runtime" in cause.precheck(Facts(omp_wait=TeamWait(None, 2, {}, 0.8)), None)
+    assert "team is one thread" in cause.precheck(Facts(omp_wait=TeamWait("libgomp", 1, {}, 0.8)), None)
+    spun_down = TeamWait("libgomp", 2, {"GOMP_SPINCOUNT": "0"}, 0.8)
+    assert "already sleeps at once (GOMP_SPINCOUNT=0)" in cause.precheck(Facts(omp_wait=spun_down), None)
+    intel = TeamWait("libiomp5", 2, {"KMP_BLOCKTIME": "0"}, 0.8)
+    assert "(KMP_BLOCKTIME=0)" in cause.precheck(Facts(omp_wait=intel), None)
+    # libgomp reads no KMP_BLOCKTIME: it still spins.
+    assert cause.precheck(Facts(omp_wait=TeamWait("libgomp", 2, {"KMP_BLOCKTIME": "0"}, 0.8)), None) is None
+    quiet = TeamWait("libgomp", 2, {}, 0.001, 10.0)
+    assert "kept 0.001 CPUs busy, 10.0 CPU ms, during the probe call" in cause.precheck(Facts(omp_wait=quiet), None)
+    short = TeamWait("libgomp", 2, {}, 0.19, 2.0)  # a short call: the profiler's own thread is most of it
+    assert "kept 0.190 CPUs busy, 2.0 CPU ms" in cause.precheck(Facts(omp_wait=short), None)
+    assert "was not read" in cause.precheck(Facts(omp_wait=None), None)
+    assert cause.precheck(Facts(omp_wait=BUSY), None) is None
+    assert cause.precheck(Facts(omp_wait=TeamWait("libgomp", 2, {}, None)), None) is None  # unknown: kept
+
+
+def test_named_when_passive_is_faster_and_the_runtime_started_with_it():
+    found = _judge(_run(0.1, switches_passive=31.0))
+    assert found.status == Status.CAUSE and found.explains, found.message
+    assert "with omp_wait=passive it is 10.00× faster [95% CI" in found.message
+    assert "libgomp started with OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=0, KMP_BLOCKTIME=0" in found.message
+    assert "context switches/iter go from 30 to 31" in found.message
+    assert "kept 0.800 CPUs busy beside the team" in found.message
+    assert settings.SETTINGS["omp_wait"].mechanism in found.message
+
+
+def test_not_named_when_passive_changes_nothing_or_no_runtime_started_with_it():
+    same = _judge(_run(1.0, switches_passive=90.0))
+    assert same.status == Status.NOT_CAUSE and "changes nothing beyond" in same.message
+    for unread in (_run(0.5, 30.0, runtimes=()), _run(0.5, 30.0, variables={"KMP_BLOCKTIME": "0"}),
+                   _run(0.5, 30.0, runtimes=("libiomp5",), variables={"GOMP_SPINCOUNT": "0"})):
+        found = _judge(unread)
+        assert found.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in found.message, found.message
+    intel = _judge(_run(0.5, 30.0, runtimes=("libiomp5",), variables={"KMP_BLOCKTIME": "0"}))
+    assert intel.status == Status.CAUSE  # Intel's runtime reads its own variable
+
+
+def test_the_setting_sets_every_runtimes_passive_policy_and_owns_it():
+    wait = settings.SETTINGS["omp_wait"]
+    assert wait.canonical("PASSIVE") == "passive" and wait.canonical("default") == "default"
+    with pytest.raises(settings.SettingError, match="choose one of default, passive"):
+        wait.canonical("active")
+    env = settings.cell_environment({"omp_wait": "passive"}, {"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}
+    assert settings.cell_environment({"omp_wait": "default"}, {"GOMP_SPINCOUNT": "7"}) == {"GOMP_SPINCOUNT": "7"}
+    with pytest.raises(settings.SettingError, match="both set GOMP_SPINCOUNT"):
+        settings.cell_environment({"omp_wait": "passive", "env": {"GOMP_SPINCOUNT": "1000"}}, {})
+
+
+_READBACK = """
+import json, torch
+from benchctl import settings
+torch.ones(4).sum()
+print(json.dumps(settings.SETTINGS["omp_wait"].readback("passive")))
+"""
+
+
+def test_the_readback_names_the_runtime_and_what_it_started_with():
+    env = {**os.environ, **settings.SETTINGS["omp_wait"].environment("passive", {}, {})}
+    out = subprocess.run([sys.executable, "-c", _READBACK], env=env, capture_output=True, text=True, timeout=120)
+    seen = json.loads(out.stdout)
+    assert "libgomp" in seen["runtimes"]  # torch's wheels bundle it
+    assert seen["variables"] == settings.PASSIVE_WAIT
+    assert "libgomp started with OMP_WAIT_POLICY=PASSIVE" in settings.SETTINGS["omp_wait"].facts_phrase(seen)
+
+
+def test_the_collector_counts_the_cpu_of_threads_outside_torchs_team():
+    import torch
+
+    torch.ones(1 << 16).sum()  # torch's team exists
+    stop = threading.Event()
+
+    def burn():
+        while not stop.is_set():
+            sum(range(10_000))
+
+    with probe_omp_wait.ThreadCpu() as quiet:
+        time.sleep(0.2)
+    evidence = probe_omp_wait.omp_wait_evidence(quiet)
+    assert evidence["omp_runtime"] == "libgomp" and evidence["omp_team"] == torch.get_num_threads()
+    neighbour = threading.Thread(target=burn)
+    neighbour.start()
+    try:
+        with probe_omp_wait.ThreadCpu() as busy:
+            time.sleep(0.3)  # the main thread sleeps: the neighbour has the GIL
+    finally:
+        stop.set()
+        neighbour.join()
+    burnt = probe_omp_wait.omp_wait_evidence(busy)["cpus_beside_team"]
+    assert evidence["cpus_beside_team"] < causes.omp_wait.QUIET_BESIDE_CPUS < burnt, (evidence, burnt)
+    assert probe_omp_wait.omp_wait_evidence(busy)["cpu_ms_beside_team"] > causes.omp_wait.QUIET_BESIDE_MS
+    wait = TeamWait.from_probe(evidence)
+    assert wait.runtime == "libgomp" and TeamWait.from_probe({}) is None
+    assert Facts.from_json(json.loads(json.dumps(Facts(omp_wait=BUSY).to_json()))).omp_wait == BUSY
