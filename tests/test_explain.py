@@ -1,9 +1,11 @@
 """``benchctl explain`` end to end on workloads that each plant one cause (tests/planted/): it must name
 the planted cause, invent none where nothing is planted, and fail clearly on a bad target."""
 
+import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -20,12 +22,26 @@ from plants import FIX_KEYS, declaration, declarations, plants  # noqa: E402 - t
 BUDGET_S = 60.0  # half the default, for runs that call no effect (a fresh worker costs ~4 s here)
 
 
+# A folder named here keeps each explain's results file and printed text (with how long it took): what a
+# passing test ran is otherwise gone once pytest captures it.
+KEEP_DIR = os.environ.get("BENCHCTL_KEEP_EXPLAIN")
+
+
 def _explain(target, **kwargs):
     """The document and what ``benchctl explain`` prints: its progress lines, the report and the answer."""
     said = []
     path = os.path.join(PLANTED, target)
+    started = time.perf_counter()
     doc = explain.explain(path, budget_s=kwargs.pop("budget_s", BUDGET_S), progress=False, say=said.append, **kwargs)
-    return doc, "\n".join(said + [render(doc, path)])
+    text = "\n".join(said + [render(doc, path)])
+    if KEEP_DIR:
+        os.makedirs(KEEP_DIR, exist_ok=True)
+        name = target.replace(":", "-").replace(".py", "")
+        with open(os.path.join(KEEP_DIR, f"{name}.txt"), "w") as out:
+            out.write(f"{target} took {time.perf_counter() - started:.1f} s\n{text}\n")
+        with open(os.path.join(KEEP_DIR, f"{name}.json"), "w") as out:
+            json.dump(doc, out)
+    return doc, text
 
 
 def _findings(doc):
