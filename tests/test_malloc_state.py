@@ -135,3 +135,20 @@ def test_a_reading_without_the_probe_neither_forks_nor_maps(monkeypatch):
     assert (state.heap_bytes, state.mapped_blocks) == (before.arena, before.hblks)
     assert (after.arena, after.hblks) == (before.arena, before.hblks)
     assert state.largest_free_bytes is None and state.maps(1 << 30) is None
+
+
+def test_beside_another_running_thread_the_state_is_read_without_a_fork(monkeypatch):
+    """A thread inside a BLAS call makes OpenBLAS's fork handler wait forever (a worker beside busy=pool hung
+    in fork): while another Python thread runs, read() takes mallinfo2 alone."""
+    import threading
+
+    monkeypatch.setattr(os, "fork", lambda: pytest.fail("read() forked beside another running thread"))
+    stop = threading.Event()
+    beside = threading.Thread(target=stop.wait, daemon=True)
+    beside.start()
+    try:
+        state = malloc_state.read()
+    finally:
+        stop.set()
+        beside.join()
+    assert not state.probed and state.threshold_bytes is None

@@ -28,6 +28,7 @@ import ctypes
 import json
 import os
 import re
+import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -251,13 +252,16 @@ def _read_here(libc: ctypes.CDLL, probe: bool = True) -> MallocState:
 
 def read(probe: bool = True) -> MallocState:
     """This process's malloc state now, probed in a forked child so that nothing here changes; with
-    ``probe=False``, ``mallinfo2()`` alone, read here without a fork.
+    ``probe=False``, or while another Python thread runs, ``mallinfo2()`` alone, read here without a fork.
 
     The child inherits the heap and the thresholds as they are; it allocates, reports and exits
     without cleanup (``os._exit``). Raises OSError when the child cannot be started or reports nothing.
     """
     libc = _libc()
-    if not probe:
+    if not probe or threading.active_count() > 1:
+        # Another Python thread may be inside a BLAS call (the busy setting's pool, the workload's own
+        # thread): OpenBLAS's fork handler then waits for its pool forever, and the worker hangs in
+        # fork (seen here beside busy=pool). Such a process is read without the fork.
         return _read_here(libc, probe=False)
     r, w = os.pipe()
     pid = os.fork()
