@@ -27,6 +27,14 @@ BUDGET_S = 60.0  # half the default, for runs that call no effect (a fresh worke
 KEEP_DIR = os.environ.get("BENCHCTL_KEEP_EXPLAIN")
 
 
+def _case(target, planted):
+    """A plant whose cause nobody has yet seen named `*` here says so in its ``PLANT["unverified"]``: its
+    test runs, and a pass or a failure is reported as such without failing the tier (an open item of
+    its issue, not a proof)."""
+    why = declaration(target).get("unverified")
+    return pytest.param(target, planted, marks=[pytest.mark.xfail(reason=why, strict=False)] if why else [])
+
+
 def _explain(target, **kwargs):
     """The document and what ``benchctl explain`` prints: its progress lines, the report and the answer."""
     said = []
@@ -66,7 +74,7 @@ def test_every_plant_names_a_cause_of_the_library_and_its_reported_fix():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target, planted", [p for p in plants(("cpu",)) if p[1] is not None])
+@pytest.mark.parametrize("target, planted", [_case(t, c) for t, c in plants(("cpu",)) if c is not None])
 def test_explain_names_the_planted_cause_and_no_other(target, planted):
     """At the default budget, as the issue's target (2 minutes each) is set: this CPU's subnormal
     penalty is at most ~2x and processes here differ by up to ~20%; the allocator plant probes 6 cells.

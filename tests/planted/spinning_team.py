@@ -26,7 +26,8 @@ import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 # One thread removes the spinning thread as well (see above): the thread-count cause is named beside it.
-PLANT = {"target": "Step", "cause": "omp_wait", "also": ["threads"],
+PLANT = {"unverified": "one run, `?` with one process per cell (at load 12): not yet seen named here",
+         "target": "Step", "cause": "omp_wait", "also": ["threads"],
          "fixed": {"env": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}}}
 
 _BATCH_BYTES, _LAYERS = 64 << 10, 10
