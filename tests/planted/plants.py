@@ -13,7 +13,8 @@ the same file, the code written the fixed way) and ``"warmup"`` (calls made befo
 
 Two more optional keys: ``"device": "cuda"``, a plant that runs only where torch sees a CUDA device
 (:func:`plants` leaves it out elsewhere), and ``"also"``, causes that judge the same evidence and are
-right to be named with the planted one.
+right to be named with the planted one; and ``"unverified"``, why the planted cause has not yet been
+seen named here (the slow tier then runs its test as a non-strict xfail).
 """
 
 from __future__ import annotations
