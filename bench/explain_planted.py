@@ -57,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
             said: list[str] = []
             started = time.perf_counter()
             path = os.path.join(PLANTED_DIR, target)
-            doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append)
+            environ = dict(os.environ)
+            try:
+                doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append)
+            finally:  # a plant that sets a variable at import (scalar_kernels.py) must not reach the next ones
+                os.environ.clear()
+                os.environ.update(environ)
             took = time.perf_counter() - started
             text = "\n".join(said + [render(doc, path)])
             print(text[text.index("Answer for"):].rstrip() if "Answer for" in text else text, flush=True)

@@ -40,7 +40,15 @@ def _explain(target, **kwargs):
     said = []
     path = os.path.join(PLANTED, target)
     started = time.perf_counter()
-    doc = explain.explain(path, budget_s=kwargs.pop("budget_s", BUDGET_S), progress=False, say=said.append, **kwargs)
+    environ = dict(os.environ)
+    try:
+        doc = explain.explain(path, budget_s=kwargs.pop("budget_s", BUDGET_S), progress=False, say=said.append,
+                              **kwargs)
+    finally:
+        # explain imports the target here first; a plant that sets a variable at import (scalar_kernels.py:
+        # ATEN_CPU_CAPABILITY=default) would otherwise reach every later plant's workers.
+        os.environ.clear()
+        os.environ.update(environ)
     text = "\n".join(said + [render(doc, path)])
     if KEEP_DIR:
         os.makedirs(KEEP_DIR, exist_ok=True)
