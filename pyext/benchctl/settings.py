@@ -18,10 +18,10 @@ A setting is a small class (an abstract :class:`Setting`) with five duties:
   ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``pools``, ``clamp``, ``anomaly``,
   ``inference``, ``cudnn_benchmark``, ``matmul_precision`` and ``isa`` have one: user code changes
   them in-process (a pool resized by threadpoolctl, a thread count set past the usable CPUs, a file
-  that assigns ``ATEN_CPU_CAPABILITY`` before ``import torch``, ...). ``alloc`` and ``only`` are fixed
-  before the workload starts, ``pin`` places the team at its creation, ``sync`` is the worker's own
-  clock, ``cuda_init`` happens before the workload, and ``env``/``busy``/``omp_wait`` read back after
-  the run whatever the code left (their after-run readback).
+  that assigns ``ATEN_CPU_CAPABILITY`` before ``import torch``, ...). ``alloc``, ``thp`` (torch reads
+  its variable once) and ``only`` are fixed before the workload starts, ``pin`` places the team at its
+  creation, ``sync`` is the worker's own clock, ``cuda_init`` happens before the workload, and
+  ``env``/``busy``/``omp_wait`` read back after the run whatever the code left (their after-run readback).
 
 Cells hold setting values and workload parameters side by side; a matrix key
 that is not a setting name is a workload parameter.
@@ -34,7 +34,8 @@ import json
 import os
 from typing import Any
 
-from . import _validate, anomaly, contention, cuda_state, fpenv, inference, other_pools, thread_clamp, threads
+from . import _validate, anomaly, contention, cuda_state, fpenv, huge_pages, inference, other_pools, thread_clamp
+from . import threads
 from . import alloc as _alloc
 from .errors import UnavailableError
 
@@ -336,6 +337,47 @@ class Allocator(Setting):
 
     def readback(self, value: str) -> dict:
         return _alloc.observe()
+
+
+class HugePages(Setting):
+    """``thp``: torch's large CPU buffers on transparent huge pages (``THP_MEM_ALLOC_ENABLE=1`` at start,
+    which torch reads once), read back from the mapping of a buffer the worker writes after the run."""
+
+    name = "thp"
+    help = (f"default | on: torch's buffers of 2 MiB or more on transparent huge pages ({huge_pages.TORCH_ENV}=1 "
+            "at start), read back from /proc/self/smaps")
+    order = 0
+    needs_torch = True
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("default", "on"))
+
+    def check_available(self) -> None:
+        if huge_pages.kernel_mode() == "never":
+            raise SettingUnavailable(f"thp: the kernel's transparent huge pages are off ({huge_pages.KERNEL_MODE_PATH}"
+                                     " reads never): torch's allocator cannot get huge pages here")
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, huge_pages.TORCH_ENV: "1"} if value == "on" else env
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return (huge_pages.TORCH_ENV,) if value == "on" else ()
+
+    probe = "on"
+    evidence_counter = "minor_faults_per_iter"
+    mechanism = "large buffers faulted in one 4 KiB page at a time"
+
+    def facts(self, observed: dict) -> dict:
+        return {"huge_bytes": observed.get("huge_bytes"), "probe_bytes": observed.get("probe_bytes")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        huge, size = facts.get("huge_bytes"), facts.get("probe_bytes")
+        if huge is None or not size:
+            return ""
+        return f"a {size >> 20} MiB torch buffer read back on {huge >> 20} MiB of huge pages"
+
+    def readback(self, value: str) -> dict:
+        return huge_pages.observe()
 
 
 class ExtraEnvironment(Setting):
@@ -846,8 +888,8 @@ class KernelCapability(Setting):
 
 
 SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), ExtraEnvironment(), BusyPool(),
-                        CapOtherPools(), ClampThreads(), AnomalyDetection(), InferenceMode(), SyncClock(),
+    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), HugePages(), ExtraEnvironment(),
+                        BusyPool(), CapOtherPools(), ClampThreads(), AnomalyDetection(), InferenceMode(), SyncClock(),
                         CudnnBenchmark(), MatmulPrecision(), CudaInit(), KernelCapability(), OmpWaitPolicy(),
                         OnlyPhase(), Combination())
 }

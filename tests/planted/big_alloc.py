@@ -5,7 +5,8 @@ import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 # Its fix: glibc told to keep freed memory (alloc=retain's tunables), timed by bench/plant_toggles.py.
-PLANT = {"target": "realloc", "cause": "allocator", "fixed": {"env": {
+# Huge pages (thp=on) fault the same block in 2 MiB at a time: that cause is named beside it.
+PLANT = {"target": "realloc", "cause": "allocator", "also": ["thp"], "fixed": {"env": {
     "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=17179869184"}}}
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from . import queries
 from .autograd_facts import AutogradFacts
 from .cpu_facts import Dispatch, TeamWait
+from .memory_facts import HugePageFacts
 from .cuda_facts import CudaFacts
 from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
@@ -194,7 +195,8 @@ class Facts:
     (:class:`CompileLog`, None when dynamo was never loaded).;
     ``isa``: torch's kernel capability and this CPU's (:class:`~.cpu_facts.Dispatch`; None when unknown);
     ``omp_wait``: how torch's OpenMP team waits and what else of the workload's ran beside it
-    (:class:`~.cpu_facts.TeamWait`; None when unknown)."""
+    (:class:`~.cpu_facts.TeamWait`; None when unknown); ``huge_pages``: the kernel's transparent-huge-page
+    mode and torch's switch for it (:class:`~.memory_facts.HugePageFacts`; None when unknown)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -220,6 +222,7 @@ class Facts:
     compile: CompileLog | None = None
     isa: Dispatch | None = None
     omp_wait: TeamWait | None = None
+    huge_pages: HugePageFacts | None = None
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -248,7 +251,8 @@ class Facts:
                    python_frames=_typed(probe.get("python_frames"), PyFrame),
                    warnings=_typed(probe.get("warnings"), WarningSeen),
                    compile=CompileLog.from_json(probe.get("compile")),
-                   isa=Dispatch.from_probe(probe), omp_wait=TeamWait.from_probe(probe))
+                   isa=Dispatch.from_probe(probe), omp_wait=TeamWait.from_probe(probe),
+                   huge_pages=HugePageFacts.from_probe(probe))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -271,7 +275,8 @@ class Facts:
                  "warnings": _typed(data.get("warnings"), WarningSeen),
                  "compile": CompileLog.from_json(data.get("compile")),
                  "isa": Dispatch(**data["isa"]) if data.get("isa") else None,
-                 "omp_wait": TeamWait(**data["omp_wait"]) if data.get("omp_wait") else None}
+                 "omp_wait": TeamWait(**data["omp_wait"]) if data.get("omp_wait") else None,
+                 "huge_pages": HugePageFacts(**data["huge_pages"]) if data.get("huge_pages") else None}
         return cls(**{**data, **typed})
 
     def to_json(self) -> dict:

@@ -42,7 +42,7 @@ import time
 import types
 from typing import Any, Callable
 
-from .. import _validate, inference
+from .. import _validate, huge_pages, inference
 from ..denormals import layer_watch, values_census, weights_census
 from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
@@ -199,6 +199,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         **cpu_fit.note(),
         **isa_evidence(),
         **omp_wait_evidence(beside),
+        **huge_pages.evidence(),
         # All of this untimed probing (the profiler's first start alone took ~5 s here): what explain's
         # sizing takes out of the probe worker's duration, which would otherwise count as every worker's start.
         "probe_s": time.perf_counter() - probe_started,
@@ -263,7 +264,7 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
                                "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
                                "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None),
-                               **isa_evidence(), **omp_wait_evidence(None)})
+                               **isa_evidence(), **omp_wait_evidence(None), **huge_pages.evidence()})
 
     return run, dict(mark["params"])
 

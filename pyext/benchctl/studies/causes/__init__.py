@@ -11,6 +11,7 @@ from .cpu_fit import CpuFit
 from .denormals import Denormals
 from .dtypes import Float64, HalfPrecision
 from .gpu import AsyncClock, CudaFirstCall, CudnnAutotune, Tf32
+from .huge_pages import HugePages
 from .isa import Isa
 from .memory_format import MemoryFormat
 from .omp_wait import OmpWait
@@ -21,12 +22,12 @@ from .recompiles import Recompiles
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order", "CompetingPools",
-           "CpuFit", "OmpWait", "Isa", "Anomaly", "Recording", "HalfPrecision", "Float64", "PythonTime", "MemoryFormat",
-           "Recompiles", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "HugePages", "Threads", "Placement", "Warmup", "Order",
+           "CompetingPools", "CpuFit", "OmpWait", "Isa", "Anomaly", "Recording", "HalfPrecision", "Float64",
+           "PythonTime", "MemoryFormat", "Recompiles", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
 
 # CPU causes first, then the GPU ones (ruled out at once where no CUDA work ran).
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), Threads(), Placement(), Warmup(), Order(), CompetingPools(),
-                             CpuFit(), OmpWait(), Isa(), Anomaly(), Recording(), HalfPrecision(), Float64(),
-                             PythonTime(), MemoryFormat(), Recompiles(), AsyncClock(), CudnnAutotune(), CudaFirstCall(),
-                             Tf32())
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), HugePages(), Threads(), Placement(), Warmup(), Order(),
+                             CompetingPools(), CpuFit(), OmpWait(), Isa(), Anomaly(), Recording(), HalfPrecision(),
+                             Float64(), PythonTime(), MemoryFormat(), Recompiles(), AsyncClock(), CudnnAutotune(),
+                             CudaFirstCall(), Tf32())

@@ -27,7 +27,7 @@ from .base import Cause, mechanism, probe_of
 from .malloc_readback import PhaseReadback
 from .malloc_readback import mechanism as glibc_mechanism
 
-__all__ = ["FAULT_COST_US", "NEGLIGIBLE_SHARE", "UNMEASURED_FIXES", "Allocator"]
+__all__ = ["FAULT_COST_US", "NEGLIGIBLE_SHARE", "UNMEASURED_FIXES", "Allocator", "faults_negligible"]
 
 #: A minor fault costs at least this many microseconds here (page zeroing included; 0.5-3 µs seen).
 FAULT_COST_US = 0.5
@@ -44,6 +44,24 @@ UNMEASURED_FIXES: dict[str | None, str] = {
     "tcmalloc": "tcmalloc (LD_PRELOAD, alloc=tcmalloc)",
     None: "a warm-up before the timed loop",
 }
+
+
+def faults_negligible(facts: Facts) -> str | None:
+    """Why the probe worker's minor page faults cannot explain its time (they would cost under
+    :data:`NEGLIGIBLE_SHARE` of every phase's iteration), or None when they could or are unknown."""
+    costs = []
+    for phase in facts.phases:
+        faults, ms = facts.counters[phase].get(MINOR_FAULTS), facts.median_ms.get(phase)
+        if faults is None or not ms:
+            return None  # unknown: nothing is ruled out
+        cost_ms = faults * FAULT_COST_US / 1e3
+        if cost_ms >= NEGLIGIBLE_SHARE * ms:
+            return None
+        costs.append(f"{wording.count(faults)} minor faults per {phase} iteration would cost about "
+                     f"{cost_ms * 1e3:.0f} µs of its {ms:.3g} ms")
+    if not costs:
+        return None
+    return "; ".join(costs) + f" (at {FAULT_COST_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
 
 
 def _allocator(cell: dict) -> str:
@@ -109,19 +127,7 @@ class Allocator(Cause):
         return [probe_of("alloc")] + [{"alloc": name} for name in preloads]
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        costs = []
-        for phase in facts.phases:
-            faults, ms = facts.counters[phase].get(MINOR_FAULTS), facts.median_ms.get(phase)
-            if faults is None or not ms:
-                return None  # unknown: nothing is ruled out
-            cost_ms = faults * FAULT_COST_US / 1e3
-            if cost_ms >= NEGLIGIBLE_SHARE * ms:
-                return None
-            costs.append(f"{wording.count(faults)} minor faults per {phase} iteration would cost about "
-                         f"{cost_ms * 1e3:.0f} µs of its {ms:.3g} ms")
-        if not costs:
-            return None
-        return "; ".join(costs) + f" (at {FAULT_COST_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
+        return faults_negligible(facts)
 
     def judge_phase(self, ctx: Context) -> Finding | None:
         """Each other allocator the run measured against the unchanged one, by time and minor page
