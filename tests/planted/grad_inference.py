@@ -1,18 +1,29 @@
-"""Planted cause: autograd recording where no gradient is needed. A small network's parameters
-require grad (the default), and its inference runs without torch.no_grad(): every tiny op records
-a graph nobody differentiates (pytorch #41383: ~7 µs against ~5 µs per tiny op). The fix toggled in
-fresh processes outside benchctl (an earlier script of `bench/plant_toggles.py`'s kind, 5 pairs, beside other work
-on this 2-CPU machine): process medians of 32.0-56.7 ms as written against 22.8-40.1 ms with each
-call under ``torch.inference_mode()``, 1.47x (medians 42.1 against 28.6 ms)."""
+"""Planted cause: autograd recording where no gradient is needed. A hand-written recurrent cell is
+stepped one token at a time, as a decoder is, without torch.no_grad(): its parameters require grad
+(the default), so each of its tiny ops records a graph nobody differentiates (pytorch #41383: ~7 µs
+against ~5 µs per tiny op). Measured outside benchctl (5 processes, 200 steps a call, calls
+alternating within each process): as written against each call under ``torch.inference_mode()``
+1.53-1.75x; process medians of the same side differ up to 1.7x between processes here (this VM's
+speed switches between two levels within a second), which is why an earlier shape (a Linear/ReLU
+stack, 1.3x) stayed `?` against a ±21% band."""
 
 import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
-PLANT = {"unverified": "`?` in both runs so far (at load 10-18, one process per cell): not yet seen named here",
-         "target": "Infer", "cause": "recording", "fixed": {"target": "InferenceMode"}}
+PLANT = {"target": "Infer", "cause": "recording", "fixed": {"target": "InferenceMode"}}
 
-WIDTH, DEPTH = 8, 8
-CALLS = 100  # forward passes of one sample per iteration
+WIDTH, STEPS = 8, 200
+
+
+class Cell(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w_ih = torch.nn.Parameter(torch.randn(WIDTH, WIDTH) / WIDTH ** 0.5)
+        self.w_hh = torch.nn.Parameter(torch.randn(WIDTH, WIDTH) / WIDTH ** 0.5)
+        self.bias = torch.nn.Parameter(torch.zeros(WIDTH))
+
+    def forward(self, x, h):
+        return torch.tanh(x @ self.w_ih + h @ self.w_hh + self.bias)
 
 
 class Infer:
@@ -20,15 +31,15 @@ class Infer:
     def setup():
         torch.set_num_threads(1)  # tiny ops: a second thread only waits (and beside other work oversubscribes)
         torch.manual_seed(0)
-        layers = [m for _ in range(DEPTH) for m in (torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU())]
-        return torch.nn.Sequential(*layers).eval(), torch.randn(1, WIDTH)
+        return Cell().eval(), torch.randn(1, WIDTH)
 
     @staticmethod
     def run(state):
-        model, x = state
-        for _ in range(CALLS):
-            out = model(x)
-        return out
+        cell, x = state
+        h = x
+        for _ in range(STEPS):
+            h = cell(x, h)
+        return h
 
 
 class InferenceMode(Infer):
