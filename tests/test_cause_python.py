@@ -62,6 +62,19 @@ def test_open_when_the_profiler_made_the_call_much_longer_and_not_a_cause_under_
     assert judge(Facts(phases=["run"])) is None
 
 
+def test_open_when_cprofile_puts_the_most_own_time_in_a_torch_ops_call():
+    # competing_pools.py on a quiet machine: numpy's product beside torch.mm left 53% outside torch's ops,
+    # and under cProfile torch.mm (aten::mm) took the most own time: not Python.
+    mm = PyFrame("torch.mm", "built-in", 4_060.0, 1, False, "run (plant.py:32)")
+    dot = PyFrame("dot", "built-in", 0.3, 1, False, "run (plant.py:32)")
+    found = judge(facts(5_000.0, python_frames=(dot, mm)))
+    assert found.status is Status.UNCONFIRMED, found.message
+    assert "under cProfile the function with the most own time is torch.mm, a call of torch's aten::mm" \
+        in found.message
+    assert python_time.op_call_on_top(facts(5_000.0, python_frames=(FRAME,))) is None  # torch.tensor: no op
+    assert judge(facts(5_000.0, python_frames=(FRAME, dot))).status is Status.CAUSE
+
+
 def test_warnings_are_recorded_with_their_count_and_place_and_the_filters_restored():
     before = list(warnings.filters)
     with probe_python.recorded_warnings() as seen:

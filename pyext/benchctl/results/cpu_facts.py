@@ -48,8 +48,9 @@ class Dispatch:
 class TeamWait:
     """How torch's OpenMP team waits between parallel regions, in the probe worker: its ``runtime``
     ("libgomp", "libiomp5", "libomp"; None: no runtime loaded), its ``team`` size, the wait ``variables``
-    it started with, and the CPUs the workload's other threads and child processes kept busy during the
-    profiled call (``beside_cpus``) and the CPU milliseconds that was (``beside_ms``; None: not measured)."""
+    it started with, and the CPUs the workload's other threads and child processes kept busy over the
+    probe's timed iterations (``beside_cpus``) and the CPU milliseconds that was (``beside_ms``; None: not
+    measured)."""
 
     runtime: str | None
     team: int

@@ -182,7 +182,7 @@ class Facts:
     worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`);
     ``autograd``: what autograd did in one call (None when unknown: a workload that times itself);
     ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it;
-    ``thread_cpu``: the CPU time torch's team and the other threads took in the profiled call;
+    ``thread_cpu``: the CPU time torch's team and the other native threads took over the timed iterations;
     ``cpu_fit``: torch's team against the CPUs it may use (both None when unknown);
     ``op_calls``: the first call of the ops that took most of its time, replayable
     (:class:`~.dtype_profile.OpCall`); ``dtype_profile``: those in a costly dtype timed on this CPU

@@ -10,16 +10,18 @@ from . import wording
 
 __all__ = ["BUSY_SHARE", "ThreadCpu", "CpuFit"]
 
-#: Other threads taking less CPU than this share of the profiled call's wall time: no other pool at work.
-#: Not lower: the profiler's and the runtime's own threads took 6-10% of short calls here (plain.py,
-#: lazy_init.py), and a pool that competes takes far more (33% on competing_pools.py).
-BUSY_SHARE = 0.2
+#: Native threads outside torch's team taking less CPU than this share of the timed iterations' wall time:
+#: no other pool at work. Measured over the timed iterations, where the profiler's threads (6-10% of short
+#: profiled calls here) do not run, and without the workload's own Python threads; a pool that competes
+#: took 17% of a profiled call on competing_pools.py on a quiet machine, 33% on a loaded one.
+BUSY_SHARE = 0.05
 
 
 @dataclass(frozen=True)
 class ThreadCpu:
-    """CPU milliseconds in the profiled call: torch's team (with the calling thread) and every other thread;
-    ``others``: the pools loaded beside torch's own, ``others_threads`` the largest of their sizes."""
+    """CPU milliseconds over the probe worker's timed iterations (``wall_ms`` of them): torch's team (with the
+    calling thread) and every other native thread; ``others``: the pools loaded beside torch's own,
+    ``others_threads`` the largest of their sizes."""
 
     wall_ms: float
     team_ms: float
@@ -39,14 +41,16 @@ class ThreadCpu:
 
     @property
     def others_busy(self) -> bool:
-        """Whether threads outside torch's team took a share of the call's time (a pool at work beside it)."""
+        """Whether native threads outside torch's team took a share of the iterations' time (a pool at work)."""
         return self.wall_ms > 0 and self.other_ms >= BUSY_SHARE * self.wall_ms
 
     @property
     def text(self) -> str:
-        """``"3 threads outside torch's team took 120 ms of CPU in a 140 ms call (torch's team 150 ms)"``."""
-        return (f"{self.other_threads} thread(s) outside torch's team took {wording.count(self.other_ms)} ms of CPU "
-                f"in a {wording.count(self.wall_ms)} ms call (torch's team {wording.count(self.team_ms)} ms)")
+        """``"3 native threads outside torch's team took 120 ms of CPU over 140 ms of timed iterations (torch's
+        team 150 ms)"``."""
+        return (f"{self.other_threads} native thread(s) outside torch's team took {wording.count(self.other_ms)} ms "
+                f"of CPU over {wording.count(self.wall_ms)} ms of timed iterations (torch's team "
+                f"{wording.count(self.team_ms)} ms)")
 
 
 @dataclass(frozen=True)

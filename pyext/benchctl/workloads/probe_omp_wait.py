@@ -6,8 +6,9 @@ An OpenMP team that finished a parallel region keeps spinning for a while before
 Intel's and LLVM's runtime: ``KMP_BLOCKTIME``, 200 ms). Spinning costs nothing on CPUs nobody
 else wants; it costs time when the workload's other threads (a prefetching thread, another
 pool) or its child processes (data-loading workers) need them. :class:`ThreadCpu` measures
-what those used during the profiled call: CPU time per thread from ``/proc/self/task/*/schedstat``
-(and the children's), in nanoseconds.
+what those used over the probe worker's timed iterations (where the profiler's threads, which start
+only after them, take nothing): CPU time per thread from ``/proc/self/task/*/schedstat`` (and the
+children's), in nanoseconds.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def _cpu_ns() -> dict[str, int]:
 
 
 class ThreadCpu:
-    """Around a call: the CPU time each thread of this process and of its children used in it, and its wall time."""
+    """Around calls: the CPU time each thread of this process and of its children used in them, and their wall
+    time."""
 
     def __enter__(self) -> "ThreadCpu":
         self.before, self.started = _cpu_ns(), time.perf_counter()
@@ -76,7 +78,7 @@ class ThreadCpu:
 def omp_wait_evidence(watch: ThreadCpu | None) -> dict:
     """The probe note's keys: torch's OpenMP runtime (None: none loaded), its team size, the wait variables
     as this process saw them, and the CPUs (and CPU milliseconds) the workload's other threads and children
-    used during the profiled call (None: not measured)."""
+    used while ``watch`` watched, the timed iterations (None: not measured)."""
     torch = sys.modules.get("torch")
     runtime = omp.torch_runtime() if torch is not None else None
     team = [] if runtime is None else omp.team_census()

@@ -148,13 +148,15 @@ def _probe_evidence(rec) -> Any:
 
 
 def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: CompileWatch,
-                calls: ThreadCalls | None = None) -> None:
+                calls: ThreadCalls | None = None, thread_cpu: ThreadCpuWatch | None = None,
+                beside: BesideTeamWatch | None = None) -> None:
     """One untimed call under the torch profiler (which ops run, the copies that change a layout),
     with the census of the values it computes: the layer outputs of the modules in ``state``, the
     tensors it returns, the weights; then, when much of it was outside torch's ops, one more under
     cProfile (its top Python-side functions); one more for what autograd does in it
     (:func:`.probe_autograd.autograd_census`); and what ``seen`` and ``watch`` recorded. ``calls``: the
-    thread counts the code set itself until then."""
+    thread counts the code set itself until then; ``thread_cpu`` and ``beside``: what ran beside torch's
+    team over the timed iterations (:func:`_beside_watches`)."""
     import torch
 
     probe_started = time.perf_counter()
@@ -163,7 +165,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         watched = [stack.enter_context(layer_watch(m)) for m in modules]
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
             # Inside the profiler: its first start (seconds) is not the call's time.
-            with ThreadCpuWatch() as thread_cpu, CpuFitWatch(calls) as cpu_fit, BesideTeamWatch() as beside:
+            with CpuFitWatch(calls) as cpu_fit:
                 compiled_s = watch.compile_seconds()
                 started = time.perf_counter()
                 out = call()
@@ -195,7 +197,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "torch_threads": torch.get_num_threads(),  # as the code left it: its setup() may have set one
         "cuda": cuda,
         "autograd": autograd,
-        **thread_cpu.note(),
+        **(thread_cpu.note() if thread_cpu is not None else {}),
         **cpu_fit.note(),
         **isa_evidence(),
         **omp_wait_evidence(beside),
@@ -226,13 +228,27 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
             return
 
 
+@contextlib.contextmanager
+def _beside_watches(watch: CompileWatch | None) -> Any:
+    """In a probe worker (``watch`` given), around the timed iterations: what ran beside torch's team while
+    nothing of benchctl's probing runs (the profiler's threads only start after them), over every timed
+    iteration rather than one short call: (a :class:`ThreadCpuWatch` of the native threads, the competing
+    pools' evidence; a :class:`BesideTeamWatch` of every other thread and child process, the OpenMP wait's);
+    elsewhere (None, None)."""
+    if watch is None:
+        yield None, None
+        return
+    with ThreadCpuWatch() as pools, BesideTeamWatch() as beside:
+        yield pools, beside
+
+
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
         with _probe_evidence(rec) as (seen, watch):
-            with thread_calls(active=watch is not None) as calls:
+            with thread_calls(active=watch is not None) as calls, _beside_watches(watch) as beside:
                 _timed(rec, "call", fn, args, watch)
             if watch is not None:
-                _probe_call(rec, fn, fn, seen, watch, calls)
+                _probe_call(rec, fn, fn, seen, watch, calls, *beside)
 
     return run, dict(_PARAMS)
 
@@ -244,9 +260,10 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
         with _probe_evidence(rec) as (seen, watch):
             with thread_calls(active=watch is not None) as calls:
                 state = target.setup()
-                _timed(rec, "run", lambda: target.run(state), args, watch)
+                with _beside_watches(watch) as beside:
+                    _timed(rec, "run", lambda: target.run(state), args, watch)
             if watch is not None:
-                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls)
+                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls, *beside)
 
     return run, dict(_PARAMS)
 

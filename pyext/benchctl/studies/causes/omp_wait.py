@@ -5,7 +5,7 @@ After each parallel region torch's team threads spin before they sleep (libgomp'
 wants, a loss when the workload's own prefetching thread, another pool or its data-loading
 processes need them (#177906: ``KMP_BLOCKTIME=0`` restored the CPU use). The probe worker
 reads the runtime, its team and wait variables, and the CPUs the workload's other threads
-and children kept busy during its profiled call (:mod:`benchctl.workloads.probe_omp_wait`);
+and children kept busy over its timed iterations (:mod:`benchctl.workloads.probe_omp_wait`);
 with one team thread, a policy already passive, or nothing else of its own running, the
 cause is out before any cell runs. The probe is ``omp_wait=passive``, one change read back
 from inside the worker (the runtime loaded and the variables it started with); the evidence
@@ -27,13 +27,14 @@ from .base import Cause, mechanism, probe_of, probe_text
 
 __all__ = ["QUIET_BESIDE_CPUS", "QUIET_BESIDE_MS", "OmpWait"]
 
-#: Fewer CPUs than this kept busy by the workload's other threads and children during the probe call:
-#: nothing of its own ran beside the team. A thread that runs at all can be kept waiting by a spinning
-#: team: the planted prefetching thread, waking once a step, used 0.01-0.05 CPUs; plain.py's 0.00002.
+#: Fewer CPUs than this kept busy by the workload's other threads and children over the probe worker's
+#: timed iterations: nothing of its own ran beside the team. A thread that runs at all can be kept waiting
+#: by a spinning team: the planted prefetching thread, waking once a step, used 0.01-0.4 CPUs; plain.py's
+#: 0.00002.
 QUIET_BESIDE_CPUS = 0.005
-#: ... or fewer CPU milliseconds than this in all: in plain.py's short call the other threads (the
-#: profiler's among them) used 0.14 ms, once 0.19 CPUs of it; big_alloc.py's 0.17 ms; the planted
-#: prefetching thread 8.9 ms (0.047 CPUs) of a step.
+#: ... or fewer CPU milliseconds than this in all. Watched over one short profiled call (as first built),
+#: the profiler's own thread took 0.14 ms of plain.py's, and the planted prefetching thread once 4.1 ms
+#: (0.40 CPUs), which this floor ruled out; over every timed iteration it takes tens of milliseconds.
 QUIET_BESIDE_MS = 5.0
 
 
@@ -59,7 +60,7 @@ class OmpWait(Cause):
                                              or (wait.beside_ms is not None and wait.beside_ms < QUIET_BESIDE_MS)):
             return (f"nothing of its own ran beside torch's {wait.team}-thread {wait.runtime} team (its other "
                     f"threads and child processes kept {wait.beside_cpus:.3f} CPUs busy, {wait.beside_ms or 0:.1f} "
-                    "CPU ms, during the probe call): "
+                    "CPU ms, over the probe's timed iterations): "
                     "spinning only burns CPUs nothing else of it wanted")
         return None
 

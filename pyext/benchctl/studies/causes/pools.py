@@ -4,8 +4,9 @@ numpy's OpenBLAS (loaded by ``import torch`` itself) sizes its pool to every CPU
 team does; a workload that alternates numpy products and torch ops runs both, and each pool's threads
 spin after their work while the other's need the CPUs (numpy #29352: ``np.dot`` 8 s -> 33 s after
 ``import torch``). The probe caps every pool but torch's own at one thread (``pools=capped``: torch
-keeps its count), read back after every timed iteration; the evidence is the CPU time threads outside
-torch's team took in the probe worker's profiled call, and the context switches per iteration.
+keeps its count), read back after every timed iteration; the evidence is the CPU time native threads outside
+torch's team took over the probe worker's timed iterations (the workload's own Python threads and the
+profiler's, which runs only after them, left out), and the context switches per iteration.
 
 Its share and the thread count's are told apart: :class:`~.threads.Threads` judges one thread for
 torch against this probe's cell when capping the other pools already made it faster, so each cause
@@ -44,7 +45,7 @@ class CompetingPools(Cause):
             return "one CPU: no two pools to compete for it"
         use = facts.thread_cpu
         if use is None:
-            return None  # no profiled call (a decorated workload): nothing rules it out
+            return None  # not watched (a decorated workload times itself): nothing rules it out
         if not use.others_pooled:
             beside = ", ".join(use.others) or "none"
             return f"no pool beside torch's own has more than one thread (beside it: {beside})"

@@ -8,7 +8,9 @@ NumPy arrays (pytorch #13918: 6.0 s against 0.9 s from one array). Its evidence:
 the top Python-side functions by own time (a second, cProfile call) and the warnings the
 workload raised (torch warns of that conversion). The profiler's own overhead is charged to
 each op it records: where the profiled call took far longer than the unprofiled iterations,
-the share is not measured and the finding stays open.
+the share is not measured and the finding stays open; so it does where the cProfile call puts the
+most own time in a torch op's call (``torch.mm``): then the time outside the ops is another
+library's work or waiting (numpy's BLAS beside torch's team), not Python.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ...results.rules import Context
 from .base import Cause
 from .evidence import EVIDENCE_ONLY, probe_phase
 
-__all__ = ["OUTSIDE_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "warnings_text"]
+__all__ = ["OUTSIDE_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top", "warnings_text"]
 
 #: At least this share of a call outside torch's ops: that time, not the ops, is what to speed up.
 OUTSIDE_SHARE = 0.5
@@ -39,6 +41,18 @@ def warnings_text(facts: Facts) -> str:
     said = [f"{w.text} (at {w.where}{f', {w.count}×' if w.count > 1 else ''})" for w in facts.warnings
             if w.from_torch]
     return f"; torch warned: {'; '.join(said)}" if said else ""
+
+
+def op_call_on_top(facts: Facts) -> tuple[str, str] | None:
+    """(the function, its op) where the Python-side function with the most own time in the cProfile call is a
+    call of one of the profiled call's torch ops (``torch.mm`` for ``aten::mm``): that call then held the time,
+    and the share outside the ops is another library's work or waiting (numpy's BLAS beside torch's team),
+    not Python; None otherwise."""
+    if not facts.python_frames:
+        return None
+    top = max(facts.python_frames, key=lambda f: f.own_us)
+    op = "aten::" + top.function.rsplit(".", 1)[-1]
+    return (top.function, op) if any(r.op == op for r in facts.op_table) else None
 
 
 def _share_text(facts: Facts, outside: float) -> str:
@@ -87,4 +101,10 @@ class PythonTime(Cause):
             return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
                                            f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
                                            "outside", Status.UNCONFIRMED, evidence=evidence)
+        in_op = op_call_on_top(facts)
+        if in_op is not None:
+            return self.finding(ctx, None, f"{said}, yet under cProfile the function with the most own time is "
+                                           f"{in_op[0]}, a call of torch's {in_op[1]}: the time outside the ops "
+                                           "may be another library's work or waiting, not Python",
+                                Status.UNCONFIRMED, evidence=evidence)
         return self.finding(ctx, None, f"{said}: {MECHANISM}; {EVIDENCE_ONLY}", Status.CAUSE, evidence=evidence)
