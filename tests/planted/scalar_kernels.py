@@ -22,8 +22,8 @@ import torch  # noqa: E402
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 # Its fix: the capability this CPU's flags allow (AVX-512 here; avx2 on a CPU without it).
-PLANT = {"unverified": "unresolved in every run so far (at load 11-14): not yet seen named here",
-         "target": "Loss", "cause": "isa", "fixed": {"env": {"ATEN_CPU_CAPABILITY": "avx512"}}}
+# Named `*` in three quiet runs (CI's slow tier, then bench/explain_planted.py twice on 2026-12-02).
+PLANT = {"target": "Loss", "cause": "isa", "fixed": {"env": {"ATEN_CPU_CAPABILITY": "avx512"}}}
 
 _POSITIONS, _VOCABULARY = 128, 32_000
 

@@ -15,6 +15,13 @@ thread where the products gain from two threads was not measured: no quiet machi
 1 thread 0.13x and omp_wait=passive 0.14x, both "?" (one process per cell calls nothing).
 The same step with a 256 KiB batch and 30 layers (a scratch copy, the first shape tried) gave
 0.98, 1.16 s unchanged, 0.18, 0.15 s passive, 0.20, 0.16 s on one thread.
+
+On a quiet machine (2026-12-02, nothing else running) the effect is small: `python
+bench/plant_toggles.py` 10.33 ms as written, 8.10 ms passive, 1.17x (pairs 1.03-1.32x); this
+file's own main twice each: 11.21, 13.01 ms against 8.20, 7.89 ms passive. Heavier shapes did not
+help there (256 KiB batches: passive 27-41 ms against 7-32 ms spinning; 100-300 tiny regions a step
+beside a zlib producer: passive no faster): without other load, a sleeping team's wake-ups cost
+about what its spinning took.
 """
 
 import os
@@ -26,7 +33,9 @@ import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 # One thread removes the spinning thread as well (see above): the thread-count cause is named beside it.
-PLANT = {"unverified": "one run, `?` with one process per cell (at load 12): not yet seen named here",
+PLANT = {"unverified": ("the slowdown needs a loaded machine: on a quiet one the passive policy was 1.17x "
+                       "(pairs 1.03-1.32x) outside benchctl, and explain named it `*` once (1.38x), `?` once and "
+                       "ruled it out once (a precheck since fixed) in three quiet runs"),
          "target": "Step", "cause": "omp_wait", "also": ["threads"],
          "fixed": {"env": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}}}
 
