@@ -75,6 +75,19 @@ def test_open_when_cprofile_puts_the_most_own_time_in_a_torch_ops_call():
     assert judge(facts(5_000.0, python_frames=(FRAME, dot))).status is Status.CAUSE
 
 
+def test_open_when_the_calling_thread_waited_through_the_time_outside_the_ops():
+    # 45 ms of a 50 ms call outside the ops; the calling thread on a CPU 5 ms in the ops and 10 ms outside.
+    waited = facts(5_000.0, call_cpu_us=15_000.0, python_frames=(FRAME,))
+    assert abs(waited.outside_on_cpu_share() - 10 / 45) < 1e-9
+    found = judge(waited)
+    assert found.status is Status.UNCONFIRMED, found.message
+    assert "its calling thread ran on a CPU for 22% of that time outside the ops: it mostly waited" in found.message
+    busy = facts(5_000.0, call_cpu_us=49_000.0, python_frames=(FRAME,))  # a conversion: on a CPU throughout
+    assert judge(busy).status is Status.CAUSE and busy.outside_on_cpu_share() > python_time.ON_CPU_SHARE
+    assert facts(5_000.0).outside_on_cpu_share() is None  # not measured (an older results file): as before
+    assert Facts.from_json(waited.to_json()).call_cpu_us == 15_000.0
+
+
 def test_warnings_are_recorded_with_their_count_and_place_and_the_filters_restored():
     before = list(warnings.filters)
     with probe_python.recorded_warnings() as seen:
@@ -109,3 +122,17 @@ def test_the_evidence_facts_survive_the_results_file():
               layout_copies=(LayoutCopy((2, 4, 8, 8), "contiguous", "channels_last", "aten::conv2d", 2, 30.0),),
               compile=CompileLog((1, 1), (0.1, 0.2), (0.2, 0.3), ("0/1: start == 1",)))
     assert Facts.from_json(json.loads(json.dumps(f.to_json()))) == f
+
+
+def test_the_probe_worker_records_the_calling_threads_cpu_time_beside_the_calls_wall_time(tmp_path):
+    from benchctl.run import runner
+
+    path = tmp_path / "waits.py"
+    path.write_text("import time\nfrom concurrent.futures import ThreadPoolExecutor\nimport torch\n"
+                    "_pool = ThreadPoolExecutor(1)\n\n"
+                    "def step():\n    _pool.submit(time.sleep, 0.05).result()\n    return torch.ones(4).sum()\n")
+    doc = runner.run_matrix(f"{path}:step", {"iterations": 3}, {}, repeat=1, control=False, progress=False, probe=True)
+    found = Facts.from_probe(doc)
+    assert found.call_wall_us >= 45_000 and found.call_cpu_us is not None
+    assert found.call_cpu_us < 0.5 * found.call_wall_us, found  # it waited for its pool's thread
+    assert found.outside_on_cpu_share() < python_time.ON_CPU_SHARE

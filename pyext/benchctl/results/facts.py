@@ -177,7 +177,8 @@ class Facts:
     computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
-    ``call_wall_us`` that call's wall time (None when unknown); ``cuda``: what the probe learnt of its GPU
+    ``call_wall_us`` that call's wall time and ``call_cpu_us`` the calling thread's CPU time in it (None when
+    unknown); ``cuda``: what the probe learnt of its GPU
     use (:class:`~.cuda_facts.CudaFacts`; None when unknown); ``first_extra``: per phase, what the probe
     worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`);
     ``autograd``: what autograd did in one call (None when unknown: a workload that times itself);
@@ -207,6 +208,7 @@ class Facts:
     cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
     op_table: tuple[OpRow, ...] = ()
     call_wall_us: float | None = None
+    call_cpu_us: float | None = None
     cuda: CudaFacts | None = None
     first_extra: dict[str, float | None] = field(default_factory=dict)
     autograd: AutogradFacts | None = None
@@ -240,6 +242,7 @@ class Facts:
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=_typed(probe.get("op_table"), OpRow), call_wall_us=probe.get("call_wall_us"),
+                   call_cpu_us=probe.get("call_cpu_us"),
                    cuda=CudaFacts.from_json(probe.get("cuda")),
                    first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()},
                    autograd=AutogradFacts.from_note(probe.get("autograd")), torch_threads=probe.get("torch_threads"),
@@ -308,6 +311,16 @@ class Facts:
         if inside is None:
             return None
         return max(0.0, 1.0 - inside - self.call_compile_us / self.call_wall_us)
+
+    def outside_on_cpu_share(self) -> float | None:
+        """The share of the time outside torch's ops (and compiling) in which the calling thread ran on a CPU:
+        Python and conversions keep it there; waiting for its own threads, child processes or I/O does not.
+        None when unknown."""
+        outside = self.outside_share()
+        if outside is None or self.call_cpu_us is None or not outside:
+            return None
+        inside_us = self.call_wall_us * (1.0 - outside)
+        return min(1.0, max(0.0, self.call_cpu_us - inside_us) / (self.call_wall_us * outside))
 
     def layout_copy_share(self) -> float | None:
         """The share of the profiled call's own op time in copies that change a layout; None when no op

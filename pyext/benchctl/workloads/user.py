@@ -167,14 +167,16 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
             # Inside the profiler: its first start (seconds) is not the call's time.
             with CpuFitWatch(calls) as cpu_fit:
                 compiled_s = watch.compile_seconds()
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.thread_time()
                 out = call()
                 wall_us = (time.perf_counter() - started) * 1e6
+                cpu_us = (time.thread_time() - cpu_started) * 1e6  # the calling thread on a CPU
                 compile_us = (watch.compile_seconds() - compiled_s) * 1e6
     layers = [r for records in watched for r in records if r["calls"]]
     weights = [weights_census(m) for m in modules]
     events = prof.events()
-    wall_us -= op_table.census_us(events)  # the census hooks' time is benchctl's, not the call's
+    census_us = op_table.census_us(events)  # the census hooks' time is benchctl's, not the call's
+    wall_us, cpu_us = wall_us - census_us, max(0.0, cpu_us - census_us)
     table = op_table.rows(events)
     inside_us = sum(row["top_us"] for row in table) + compile_us
     outside = 1.0 - min(1.0, inside_us / wall_us) if table and wall_us > 0 else 0.0
@@ -185,6 +187,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "op_table": table,
         "op_calls": op_calls.first_calls(events),
         "call_wall_us": wall_us,
+        "call_cpu_us": cpu_us,
         "call_compile_us": compile_us,
         "layout_copies": layout_copies.rows(events),
         "python_frames": frames,

@@ -8,9 +8,10 @@ NumPy arrays (pytorch #13918: 6.0 s against 0.9 s from one array). Its evidence:
 the top Python-side functions by own time (a second, cProfile call) and the warnings the
 workload raised (torch warns of that conversion). The profiler's own overhead is charged to
 each op it records: where the profiled call took far longer than the unprofiled iterations,
-the share is not measured and the finding stays open; so it does where the cProfile call puts the
-most own time in a torch op's call (``torch.mm``): then the time outside the ops is another
-library's work or waiting (numpy's BLAS beside torch's team), not Python.
+the share is not measured and the finding stays open; so it does where the calling thread was off
+a CPU for most of the time outside the ops (it waited for its own pool, a child process, I/O), and
+where the cProfile call puts the most own time in a torch op's call (``torch.mm``): then the time
+outside the ops is another library's work or waiting (numpy's BLAS beside torch's team), not Python.
 """
 
 from __future__ import annotations
@@ -23,10 +24,16 @@ from ...results.rules import Context
 from .base import Cause
 from .evidence import EVIDENCE_ONLY, probe_phase
 
-__all__ = ["OUTSIDE_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top", "warnings_text"]
+__all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top",
+           "warnings_text"]
 
 #: At least this share of a call outside torch's ops: that time, not the ops, is what to speed up.
 OUTSIDE_SHARE = 0.5
+#: The calling thread on a CPU for less than this share of the time outside torch's ops: it mostly waited
+#: there (for its own thread pool, a child process, I/O), which is not Python's cost. A Python loop or a
+#: conversion keeps it on a CPU throughout (tensor_from_list.py); a step waiting on its zlib pool ran on a
+#: CPU for a small part of it (spinning_team.py).
+ON_CPU_SHARE = 0.5
 #: A profiled call longer than this many times the unprofiled median was slowed by the profiler
 #: itself (its cost per recorded op): the share outside the ops is then not measured.
 PROFILER_TRUSTED = 3.0
@@ -92,7 +99,9 @@ class PythonTime(Cause):
         said += warnings_text(facts)
         median_ms = facts.median_ms.get(ctx.phase)
         slowed = None if not median_ms else (facts.call_wall_us or 0.0) / 1e3 / median_ms
+        on_cpu = facts.outside_on_cpu_share()
         evidence = {"outside_share": outside, "call_wall_us": facts.call_wall_us, "median_ms": median_ms,
+                    "call_cpu_us": facts.call_cpu_us, "outside_on_cpu_share": on_cpu,
                     "profiled_over_timed": slowed, "python_frames": [asdict(f) for f in facts.python_frames],
                     "warnings": [asdict(w) for w in facts.warnings]}
         if outside < OUTSIDE_SHARE:
@@ -101,6 +110,11 @@ class PythonTime(Cause):
             return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
                                            f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
                                            "outside", Status.UNCONFIRMED, evidence=evidence)
+        if on_cpu is not None and on_cpu < ON_CPU_SHARE:
+            return self.finding(ctx, None, f"{said}, yet its calling thread ran on a CPU for {on_cpu:.0%} of that "
+                                           "time outside the ops: it mostly waited (for its own threads, child "
+                                           "processes or I/O), which is not Python's cost", Status.UNCONFIRMED,
+                                evidence=evidence)
         in_op = op_call_on_top(facts)
         if in_op is not None:
             return self.finding(ctx, None, f"{said}, yet under cProfile the function with the most own time is "
