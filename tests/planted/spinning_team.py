@@ -5,7 +5,9 @@ threads needs, and the step waits for both of them.
 
 Measured outside benchctl, in fresh processes on a quiet machine (2026-12-02, the same shape run as
 a script: 20 timed steps after 3, median): unchanged 58.69, 71.62, 68.30, 72.40, 58.70 ms;
-``OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=0`` 40.02, 40.63, 45.94, 43.36, 47.58 ms: 1.23-1.67x. One
+``OMP_WAIT_POLICY=PASSIVE GOMP_SPINCOUNT=0`` 40.02, 40.63, 45.94, 43.36, 47.58 ms: 1.23-1.67x
+(`python bench/plant_toggles.py --only spinning_team`, 3 pairs: 1.03x (0.98-1.09x) at 07:55, 1.42x
+(1.28-1.43x) two minutes later: the effect moves with this VM's state). One
 thread removes the spinning thread too (the thread-count cause's probe; 28.5 ms on the 64 KiB
 shape where passive took 29.5-30.5 ms), so explain names both. The shape this file first had (a
 prefetching thread beside ten products, 9.2-9.6x at load 11-14) was 1.17x on a quiet machine: a
@@ -23,7 +25,10 @@ import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 # One thread removes the spinning thread as well (see above): the thread-count cause is named beside it.
-PLANT = {"target": "Step", "cause": "omp_wait", "also": ["threads"],
+PLANT = {"unverified": ("named `*` in all three quiet explains of this shape (1.59x, 1.55x, then in the final "
+                       "run), but bench/plant_toggles.py measured its fix 1.03x (pairs 0.98-1.09x) once and 1.42x "
+                       "(1.28-1.43x) minutes later: the effect moves with this VM's state"),
+         "target": "Step", "cause": "omp_wait", "also": ["threads"],
          "fixed": {"env": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}}}
 
 _CHUNK_BYTES, _ROUNDS = 256 << 10, 10
