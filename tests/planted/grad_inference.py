@@ -10,7 +10,7 @@ stack, 1.3x) stayed `?` against a ±21% band."""
 import torch
 
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
-PLANT = {"unverified": ("named `*` in four quiet runs on 2026-12-02, `?` in a fifth (1.35x against a ±32% band: "
+PLANT = {"unverified": ("named `*` in five quiet runs on 2026-12-02, `?` in a sixth (1.35x against a ±32% band: "
                        "its process medians move with this VM's speed, which switches between two levels)"),
          "target": "Infer", "cause": "recording", "fixed": {"target": "InferenceMode"}}
 
