@@ -119,8 +119,8 @@ def test_the_kernel_mode_and_a_mappings_huge_pages_are_read_from_their_files():
     assert huge_pages.huge_bytes_at(0x7F0000200000, smaps) == 2 << 20
     assert huge_pages.huge_bytes_at(0x7F0000480000, smaps) == 0
     assert huge_pages.huge_bytes_at(0x1000, smaps) is None
-    assert huge_pages.torch_enabled({"THP_MEM_ALLOC_ENABLE": "1"})
-    assert not huge_pages.torch_enabled({"THP_MEM_ALLOC_ENABLE": "true"}) and not huge_pages.torch_enabled({})
+    assert huge_pages.torch_enabled("1")
+    assert not huge_pages.torch_enabled("true") and not huge_pages.torch_enabled(None)
 
 
 _READBACK = """

@@ -34,10 +34,10 @@ def kernel_mode(text: str | None = None) -> str | None:
     return None
 
 
-def torch_enabled(environ: dict[str, str] | None = None) -> bool:
-    """Whether torch's allocator is told to use huge pages: ``THP_MEM_ALLOC_ENABLE=1`` (torch's boolean
-    variables take "1" and "0"; it ignores any other value with a warning)."""
-    return (os.environ if environ is None else environ).get(TORCH_ENV) == "1"
+def torch_enabled(value: str | None) -> bool:
+    """Whether ``THP_MEM_ALLOC_ENABLE`` set to ``value`` (None: unset) tells torch's allocator to use huge pages:
+    torch's boolean variables take "1" and "0"; it ignores any other value with a warning."""
+    return value == "1"
 
 
 def huge_bytes_at(address: int, smaps: str | None = None) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..huge_pages import TORCH_ENV, torch_enabled
+from ..huge_pages import torch_enabled
 
 __all__ = ["HugePageFacts"]
 
@@ -28,4 +28,4 @@ class HugePageFacts:
     @property
     def torch_on(self) -> bool:
         """Whether torch already puts its large buffers on huge pages."""
-        return torch_enabled({TORCH_ENV: self.torch_env} if self.torch_env is not None else {})
+        return torch_enabled(self.torch_env)
