@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/A calibration: does the verdict call differences between identical cells, and do its intervals cover?
 
-    python bench/aa_calibration.py [--runs 20] [--repeat auto] [--budget 60] [--json-dir DIR]
+    python bench/aa_calibration.py [--runs 20] [--repeat auto] [--budget 60] [--no-fork] [--json-dir DIR]
     python bench/aa_calibration.py --from-dir DIR
 
 Each run is a fresh matrix of the built-in conv workload (a few ms per
@@ -43,11 +43,11 @@ CONV = {"channels": 64, "size": 64, "iterations": 30}
 PHASE = "forward"
 
 
-def one_run(index: int, repeat, budget_s: float, json_dir: str) -> dict:
+def one_run(index: int, repeat, budget_s: float, json_dir: str, fork: bool) -> dict:
     """One A/A matrix; returns the figures this calibration reads from it."""
     path = os.path.join(json_dir, f"aa-{index:02d}.json")
     doc = runner.run_matrix("conv", CONV, CELLS, repeat=repeat, budget_s=budget_s, json_path=path,
-                            progress=False)
+                            progress=False, fork=fork)
     return {"path": path, **figures(doc)}
 
 
@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=20, help="A/A matrices to run (default 20)")
     p.add_argument("--repeat", type=repeat_type, default="auto", help="processes per cell, or auto (default)")
     p.add_argument("--budget", type=float, default=60.0, help="seconds per run (default 60)")
+    p.add_argument("--no-fork", dest="fork", action="store_false",
+                   help="start every worker's interpreter afresh (default: forked from one server per cell "
+                        "environment, so the two cells' workers come from two servers)")
     p.add_argument("--json-dir", default=None, help="keep each run's results file here (default: a temp dir)")
     p.add_argument("--from-dir", default=None, metavar="DIR",
                    help="run nothing: judge the runs an earlier call saved in DIR (its aa-NN.json) again, "
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results = []
     for i in range(opts.runs):
-        results.append(one_run(i, opts.repeat, opts.budget, json_dir))
+        results.append(one_run(i, opts.repeat, opts.budget, json_dir, opts.fork))
         _print_run(i, results[-1])
     _print_totals(results)
     print(f"took {(time.perf_counter() - started) / 60:.1f} min")

@@ -30,7 +30,7 @@ class FakeWorkers:
         monkeypatch.setattr(runner, "run_worker", self)
         monkeypatch.setattr(rounds.time, "monotonic", lambda: self.now)
 
-    def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False):
+    def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False, server=None):
         self.calls.append(cell)
         seconds = self.seconds_of(cell)
         self.now += seconds

@@ -8,7 +8,7 @@ import textwrap
 
 from ..errors import ExitCode
 from ..run import slurm
-from .options import add_matrix_arguments
+from .options import add_fork_argument, add_matrix_arguments
 
 __all__ = ["NAME", "HELP", "settings_listing", "configure", "run", "assignments"]
 
@@ -48,6 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
                         help="a fixed workload parameter (repeatable)")
     add_matrix_arguments(parser, repeat=1, budget_s=None)
+    add_fork_argument(parser)
     slurm.add_executor_arguments(parser)
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
                         help="shuffle the cell order within each round with this seed")
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
-                                focus=args.focus, control=args.control, budget_s=args.budget)
+                                focus=args.focus, control=args.control, budget_s=args.budget, fork=args.fork)
     except KeyboardInterrupt:
         if args.json_path:
             print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",

@@ -17,7 +17,7 @@ from typing import Callable
 from .. import settings
 from ..errors import UnavailableError
 from ..run import rounds, slurm
-from .options import add_matrix_arguments
+from .options import add_fork_argument, add_matrix_arguments
 
 __all__ = ["RESULTS_DIR", "apply_sets", "add_output_arguments", "parse_seed_arguments", "on_slurm", "run_seed",
            "script_exit"]
@@ -43,6 +43,7 @@ def add_output_arguments(parser: argparse.ArgumentParser, workload: str, budget_
     """The options both seed scripts share: processes, budget and control, where results go,
     resuming, the penalty profile."""
     add_matrix_arguments(parser, repeat=rounds.AUTO, budget_s=budget_s)
+    add_fork_argument(parser)
     slurm.add_executor_arguments(parser)
     parser.add_argument("--json", dest="json_path", help=f"results file (default {RESULTS_DIR}/{workload}-<time>.json)")
     parser.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
@@ -90,7 +91,7 @@ def run_seed(opts: argparse.Namespace, workload: str, args: dict, matrix: dict[s
         workload, workload, args, catalog.rules_of(workload), matrix=matrix, focus=focus,
         census=lambda: census(matrix), penalty_ops=PENALTY_OPS[workload], measure_penalty=not opts.skip_penalty,
         fixed_keys=tuple(item.partition("=")[0].strip() for item in opts.sets), repeat=opts.repeat,
-        budget_s=opts.budget, control=opts.control, json_path=json_path, resume=opts.resume)
+        budget_s=opts.budget, control=opts.control, json_path=json_path, resume=opts.resume, fork=opts.fork)
     doc = pipeline.run_study(study, say=lambda line: print(line, flush=True))
     if opts.plot:
         from ..results import plot

@@ -195,7 +195,11 @@ class GapUnderSetting(Rule):
         evidence = {"does": does, "gap": base.to_json(), "cells_with_setting": [a1, b1], "counters": counters,
                     "counters_moving_with_gap": moved, "readback": readback}
         gap = f"{_label(a0, [ctx.focus])} vs {_label(b0, [ctx.focus])}"
-        message = f"with {setting}{_readback_text(key, readback.get('a'))} the gap {gap} is {under.describe()}{words}"
+        # A closed gap may leave a remainder the band cannot call (its interval crosses an edge): said as
+        # what is left of the gap, not as "unresolved", which would contradict the verdict that follows.
+        left = (f"shrinks from {base.ratio_text()} to {under.ratio_text()}"
+                if does == "closes" and under.outcome is not Outcome.NO_EFFECT else f"is {under.describe()}")
+        message = f"with {setting}{_readback_text(key, readback.get('a'))} the gap {gap} {left}{words}"
         if status is Status.CAUSE:
             message += _mechanism_text(key, counters, moved)
         return Finding(f"{does}_gap", ctx.phase, status, message, under, a=a1, b=b1, setting=setting,

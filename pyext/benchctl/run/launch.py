@@ -1,7 +1,8 @@
 """Launching one worker process: start it on a job file, wait for it, and turn what it left into a run record.
 
 The worker runs ``python -m benchctl.run.worker JOB.json`` with the cell's
-environment, in its own session (so it and every process it starts, such as
+environment, or is forked on the job by a server started with that environment
+(:mod:`.forkserver`); either way it runs in its own session (so it and every process it starts, such as
 DataLoader workers, are killed as one group), with output going to files
 (a chatty worker can never block on a full pipe). A worker that crashes, is
 killed or times out still gives a record: ``status: failed`` with its exit
@@ -23,6 +24,7 @@ from typing import Any
 from .. import settings
 from ..results import stats
 from . import worker
+from .forkserver import ForkServer, ForkServerError
 
 __all__ = ["STDERR_TAIL_CHARS", "now", "run_worker"]
 
@@ -76,10 +78,10 @@ def _signal_name(status: int | None) -> str | None:
         return f"signal {-status}"
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the worker's whole process group: its children (DataLoader workers) too."""
+def _kill_group(pid: int) -> None:
+    """SIGKILL the worker's whole process group (id = its pid): its children (DataLoader workers) too."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):  # the group is already gone
         pass
 
@@ -96,14 +98,31 @@ def _wait(files: _Files, env: dict[str, str], timeout_s: float | None) -> tuple[
             status = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
+            _kill_group(proc.pid)
             status = proc.wait()
         except BaseException:  # Ctrl-C of the runner: no orphan worker left behind
-            _kill_group(proc)
+            _kill_group(proc.pid)
             proc.wait()
             raise
-        _kill_group(proc)  # children the worker left running would disturb the next cell
+        _kill_group(proc.pid)  # children the worker left running would disturb the next cell
     return status, timed_out, proc.pid
+
+
+def _wait_forked(files: _Files, server: ForkServer, timeout_s: float | None) -> tuple[int, bool, int]:
+    """:func:`_wait` for a worker forked by ``server`` (in its own session, as an exec'd one)."""
+    pid = server.start(files.job, files.stdout, files.stderr)
+    timed_out = False
+    try:
+        status = server.wait(timeout_s)
+        if status is None:
+            timed_out = True
+            _kill_group(pid)
+            status = server.wait(None)
+    except BaseException:  # Ctrl-C, or the server died: no orphan worker left behind
+        _kill_group(pid)
+        raise
+    _kill_group(pid)
+    return status, timed_out, pid
 
 
 def _read_result(path: str) -> dict | None:
@@ -152,24 +171,33 @@ def _record(result: dict | None, status: int, pid: int) -> dict[str, Any]:
 
 
 def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workdir: str,
-               timeout_s: float | None = None, probe: bool = False) -> dict:
+               timeout_s: float | None = None, probe: bool = False, server: ForkServer | None = None) -> dict:
     """Run one cell in a fresh worker process; return its run record (status ok or failed).
 
     ``probe``: the worker's recorder says so, for workloads that then measure
-    more about themselves (see :mod:`benchctl.workloads.user`).
+    more about themselves (see :mod:`benchctl.workloads.user`). ``server``: fork
+    the worker from this server (started with ``env``) instead of starting an
+    interpreter (see :mod:`.forkserver`); a server that dies fails the worker.
     """
     cell_settings, _ = settings.split_cell(cell)
     files = _Files.in_dir(workdir)
     job = {"protocol": worker.PROTOCOL, "workload": workload, "args": args, "settings": cell_settings,
-           "result_path": files.result, "runner_pid": os.getpid(), "probe": probe}
+           "result_path": files.result, "runner_pid": os.getpid() if server is None else server.pid,
+           "probe": probe}
     with open(files.job, "w") as f:
         json.dump(job, f)
     started_at, started = now(), time.perf_counter()
     try:
-        status, timed_out, pid = _wait(files, env, timeout_s)
+        try:
+            status, timed_out, pid = (_wait(files, env, timeout_s) if server is None
+                                      else _wait_forked(files, server, timeout_s))
+        except ForkServerError as e:
+            return {"started_at": started_at, "duration_s": time.perf_counter() - started,
+                    **_record(None, 70, server.pid), "error": str(e), "forked": True, "fork_server_pid": server.pid}
         result = _read_result(files.result)
         record = {"started_at": started_at, "duration_s": time.perf_counter() - started,
-                  **_record(result, status, pid)}
+                  **_record(result, status, pid), "forked": server is not None,
+                  **({"fork_server_pid": server.pid} if server is not None else {})}
         if record["status"] == "failed":
             record["stderr_tail"] = _tail(files.stderr)
             record["stdout_tail"] = _tail(files.stdout)

@@ -3,7 +3,8 @@
 :func:`run_matrix` validates the whole matrix first (unknown settings, bad
 values, an allocator that is not installed: all raise before any worker
 starts), then runs it in rounds (:mod:`.rounds`): each round runs its cells
-once, interleaved, one worker process each (:mod:`.process`), and the
+once, interleaved, one fresh worker process each (:mod:`.launch`; forked by
+:mod:`.forkserver` for a workload that preloads torch, unless ``fork=False``), and the
 results file is rewritten atomically after every worker
 (:mod:`benchctl.results.document`). Unless ``control=False``, the baseline
 cell also runs as a second arm of an A/A control, interleaved like every
@@ -31,6 +32,7 @@ from ..results.analysis import Judge, analyse
 from ..results.findings import Finding
 from ..system import metadata
 from . import rounds as _rounds
+from .forkserver import ForkServerError, ForkServers
 from .launch import now, run_worker
 
 __all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
@@ -70,7 +72,7 @@ def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None
 
 
 def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: float | None,
-              budget_s: float | None, control: bool, focus: str | None) -> dict:
+              budget_s: float | None, control: bool, focus: str | None, forked: bool) -> dict:
     return {
         "benchctl_version": __version__,
         "created": now(),
@@ -80,7 +82,7 @@ def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: flo
         "command": list(sys.argv),
         "clock": clock.info(),
         "runner": {"repeat": repeat, "shuffle_seed": shuffle_seed, "worker_timeout_s": worker_timeout_s,
-                   "budget_s": budget_s, "control": control, "focus": focus},
+                   "budget_s": budget_s, "control": control, "focus": focus, "forked": forked},
         "system": metadata.collect(),
     }
 
@@ -150,11 +152,11 @@ class _Log:
 
 def _open_log(plan: MatrixPlan, repeat: int | str, json_path: str | None, resume: bool,
               shuffle_seed: int | None, worker_timeout_s: float | None, budget_s: float | None,
-              control: bool, focus: str | None) -> tuple[_Log, int | str, int | None]:
+              control: bool, focus: str | None, forked: bool) -> tuple[_Log, int | str, int | None]:
     """The run's log (new, or the file to resume), with the repeat and shuffle seed it keeps."""
     if not resume:
         doc = document.new_document(plan.workload.name, plan.args, plan.matrix, repeat,
-                                    _metadata(repeat, shuffle_seed, worker_timeout_s, budget_s, control, focus),
+                                    _metadata(repeat, shuffle_seed, worker_timeout_s, budget_s, control, focus, forked),
                                     control_cell=plan.cells[0] if control else None)
         return _Log(doc, json_path), repeat, shuffle_seed
     if json_path is None:
@@ -201,8 +203,10 @@ class _Run:
     """One call of :func:`run_matrix`: its plan, log, rounds, budget and progress bar."""
 
     def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, control_slots: list,
-                 focus: str | None, judge: Judge | None, worker_timeout_s: float | None, probe: bool) -> None:
+                 focus: str | None, judge: Judge | None, worker_timeout_s: float | None, probe: bool,
+                 servers: ForkServers | None) -> None:
         self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
+        self.servers = servers
         self.judge = judge
         self.control_slots = control_slots
         self.worker_timeout_s, self.probe = worker_timeout_s, probe
@@ -225,6 +229,17 @@ class _Run:
         if owed and not fitting:
             self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
         return fitting if slots else []
+
+    def _server(self, env: dict[str, str]):
+        """The fork server for a worker with ``env``, or None where workers start their own interpreter."""
+        if self.servers is None or not self.plan.workload.preload:
+            return None
+        try:
+            return self.servers.get(self.plan.workload.preload, env)
+        except ForkServerError as e:  # the run goes on, each worker starting its own interpreter
+            self.servers = None
+            self.log.doc["metadata"]["runner"]["fork_server_error"] = str(e)
+            return None
 
     def _describe(self, bar, index: int) -> None:
         open_text = "" if self.open_cells is None else f", {len(self.open_cells)} cells unresolved"
@@ -255,11 +270,15 @@ class _Run:
                 cell = self.plan.cells[slot.index]
                 arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
                 bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
-                record = run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell,
-                                    self.plan.environments[slot.index], workdir, self.worker_timeout_s, self.probe)
+                env = self.plan.environments[slot.index]
+                record = run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
+                                    self.worker_timeout_s, self.probe, self._server(env))
                 self.log.add({"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
                               **record})
                 bar.update(1)
+            if self.servers is not None:
+                # A new server per round: its children share its address layout (see .forkserver).
+                self.servers.close()
             if ran:
                 self.log.doc["rounds"].append({"round": index, "workers": ran, "ended": now()})
             if self.budget.exhausted and self.policy.stopped is None:
@@ -272,7 +291,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
                repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
                shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
                focus: str | None = None, control: bool = True, budget_s: float | None = None,
-               probe: bool = False, judge: Judge | None = None) -> dict:
+               probe: bool = False, judge: Judge | None = None, fork: bool = True) -> dict:
     """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
@@ -288,7 +307,10 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     ``probe``: each worker tells the workload it is probed, for ``benchctl
     explain`` (see :mod:`benchctl.workloads.user`). ``judge``: the rules that
     decide which comparisons are open (and fill the verdict), when a study
-    has its own (default: the generic verdict with ``focus``).
+    has its own (default: the generic verdict with ``focus``). ``fork``: fork
+    the workers of a workload that declares modules to preload from one server
+    per environment (:mod:`.forkserver`); False starts every worker's
+    interpreter afresh.
     """
     plan = plan_matrix(workload, args, matrix)
     if focus is not None and focus not in plan.matrix:
@@ -299,16 +321,18 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
         worker_timeout_s = _validate.seconds("worker_timeout_s", worker_timeout_s)
     budget = _rounds.Budget(budget_s)
     control = _validate.flag("control", control)
+    fork = _validate.flag("fork", fork)
     log, repeat, shuffle_seed = _open_log(plan, repeat, json_path, resume, shuffle_seed, worker_timeout_s,
-                                          budget.seconds, control, focus)
+                                          budget.seconds, control, focus, fork and bool(plan.workload.preload))
     slots, control_slots = _slots(plan, log.doc)
     policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed) if repeat == _rounds.AUTO
               else _rounds.FixedRounds(slots, repeat, shuffle_seed))
     log.save()  # a bad path fails now, not after the first cell
     done = sum(r["status"] == "ok" for r in log.doc["runs"])
-    with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, \
+    with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, ForkServers(workdir) as servers, \
             _progress_bar(max(policy.planned(), done), done, progress) as bar:
-        _Run(plan, log, policy, budget, control_slots, focus, judge, worker_timeout_s, probe).execute(workdir, bar)
+        _Run(plan, log, policy, budget, control_slots, focus, judge, worker_timeout_s, probe,
+             servers if fork else None).execute(workdir, bar)
     analyse(log.doc, focus, judge=judge)
     log.save()
     return log.doc

@@ -28,7 +28,7 @@ from .._cpustat import BusySampler
 from ..results.document import atomic_write_text, dumps
 from .recorder import CountedRecorder, open_counter_group
 
-__all__ = ["PROTOCOL", "run_job", "main"]
+__all__ = ["PROTOCOL", "run_job", "die_with_parent", "main"]
 
 #: The job/result format the runner and this worker speak; the runner writes it into every job.
 PROTOCOL = 1
@@ -138,12 +138,13 @@ def run_job(job: dict) -> dict:
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _die_with_parent() -> bool:
+def die_with_parent() -> bool:
     """Ask Linux to SIGKILL this process when its parent dies; False where prctl is unavailable.
 
     The runner kills its workers when it stops cleanly; this covers SIGKILL of
     the runner, which leaves it no chance to. Linux sends the signal when the
-    *thread* that started the worker exits; run_worker waits in that thread.
+    *thread* that started the worker exits; run_worker waits in that thread. A
+    forked worker's parent is its fork server, which dies with the runner the same way.
     """
     if not sys.platform.startswith("linux"):
         return False
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 1:
         print("usage: python -m benchctl.run.worker JOB.json (started by benchctl's runner)", file=sys.stderr)
         return 2
-    _die_with_parent()
+    die_with_parent()
     with open(argv[0]) as f:
         job = json.load(f)
     if job.get("protocol") != PROTOCOL:
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if job.get("runner_pid") is not None and os.getppid() != job["runner_pid"]:
-        # The runner died before _die_with_parent() took effect: nobody wants this result.
+        # The runner died before die_with_parent() took effect: nobody wants this result.
         print("benchctl.worker: the runner that started this worker is gone", file=sys.stderr)
         return 2
     result = run_job(job)

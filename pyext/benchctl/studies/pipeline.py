@@ -54,7 +54,8 @@ class Study:
     probes (explain). ``census``: a function taking the values' census in this process (the
     seeds'); None: a probe worker measures the facts. ``penalty_ops``: the ops whose penalty
     profile is always measured; None: those the probe saw, when what it computes holds
-    subnormals. ``fixed_keys``: matrix axes the user chose, which no pre-check drops.
+    subnormals. ``fixed_keys``: matrix axes the user chose, which no pre-check drops. ``fork``: see
+    :func:`benchctl.run.runner.run_matrix`.
     """
 
     name: str
@@ -74,6 +75,7 @@ class Study:
     json_path: str | None = None
     resume: bool = False
     progress: bool = True
+    fork: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -247,7 +249,8 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     judge = _judge(study, active, facts, evidence["penalty"])
     doc = runner.run_matrix(study.workload, args, matrix, repeat=study.repeat, json_path=study.json_path,
                             focus=study.focus, resume=study.resume, control=study.control,
-                            budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge)
+                            budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge,
+                            fork=study.fork)
     doc["evidence"] = {**evidence, "study": study.name, "facts": facts.to_json(),
                        "ruled_out": [f.to_json() for f in ruled], **study.extra}
     doc["verdict"] = [f.to_json() for f in ruled] + doc["verdict"]

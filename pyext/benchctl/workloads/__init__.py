@@ -47,6 +47,9 @@ class Workload:
     help: str = ""
     #: ``check(args) -> None`` raising ValueError on bad values; the runner calls it before any worker.
     check: Callable[[dict], None] | None = None
+    #: Modules its workers may find imported already: the runner forks them from an interpreter that has
+    #: imported these (:mod:`benchctl.run.forkserver`); () starts each worker's interpreter afresh.
+    preload: tuple[str, ...] = ()
 
     def check_args(self, args: dict[str, Any]) -> None:
         """Raise ArgumentError naming the workload when resolved ``args`` hold a value it cannot run
@@ -76,17 +79,18 @@ _registry: dict[str, Workload] = {}
 
 
 def register(name: str, *, params: dict[str, Any] | None = None, help: str = "",
-             check: Callable[[dict], None] | None = None):
+             check: Callable[[dict], None] | None = None, preload: tuple[str, ...] = ()):
     """Decorator: register ``fn(args, rec)`` under ``name``.
 
     ``check(args)``, if given, validates resolved arguments (raising
     ValueError) so a bad value fails once, before any worker starts.
+    ``preload``: the modules its workers would import anyway (see :attr:`Workload.preload`).
     """
 
     def decorate(fn):
         if name in _registry and _registry[name].fn is not fn:
             raise ArgumentError(f"workload {name!r} is already registered")
-        _registry[name] = Workload(name, fn, dict(params or {}), help, check)
+        _registry[name] = Workload(name, fn, dict(params or {}), help, check, tuple(preload))
         return fn
 
     return decorate

@@ -57,6 +57,7 @@ def _tensor(torch, shape, init: str, seed: int):
     "matmul",
     params={"n": 64, "iterations": 20, "init": "normal"},
     help="n x n float32 matmul per iteration (phase 'matmul'); init: normal | zero | subnormal",
+    preload=("torch",),
 )
 def matmul_workload(args: dict, rec) -> None:
     import torch
@@ -73,6 +74,7 @@ def matmul_workload(args: dict, rec) -> None:
     "conv",
     params={"batch": 1, "channels": 8, "size": 16, "iterations": 10, "init": "normal"},
     help="3x3 conv2d forward (channels -> channels, size x size) per iteration (phase 'forward')",
+    preload=("torch",),
 )
 def conv_workload(args: dict, rec) -> None:
     import torch

@@ -91,7 +91,8 @@ def _make_loader(args: dict[str, Any]):
     return torch.utils.data.DataLoader(dataset, batch_size=args["batch_size"], num_workers=1, pin_memory=True)
 
 
-@register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0], check=check_args)
+@register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0], check=check_args,
+          preload=("torch", "torchvision"))
 def resnet_order(args: dict[str, Any], rec) -> None:
     import torch
 
