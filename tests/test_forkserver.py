@@ -50,6 +50,10 @@ def test_each_round_forks_from_new_servers_and_a_round_shares_one_per_environmen
             r["fork_server_pid"])
     # The control's arm B has arm A's environment: one server for both within a round.
     assert all(len(by_env["1"]) == 1 and len(by_env["2"]) == 1 for by_env in servers.values())
+    # Each server's start is counted once, to its first worker (the budget's estimates include it).
+    starts = [r for r in doc["runs"] if "fork_server_start_s" in r]
+    assert len(starts) == 6 and all(r["fork_server_start_s"] > 0 for r in starts)
+    assert len({r["fork_server_pid"] for r in starts}) == 6
     per_round = [by_env["1"] | by_env["2"] for by_env in servers.values()]
     assert all(len(s) == 2 for s in per_round)
     assert len(set().union(*per_round)) == 6  # never a server of an earlier round: its layout is not sampled again

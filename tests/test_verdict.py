@@ -196,6 +196,10 @@ def test_a_gap_hidden_by_noise_is_not_called_closed():
     assert not [f for f in found if f["rule"] == "closes_gap"]
     hit = _only(found, "unresolved_gap", setting="alloc=retain")
     assert hit.explains is False and "whether alloc=retain closes it is open" in hit.message
+    # How much of the gap is left is judged against the gap's own interval: --repeat auto gives its cells
+    # more processes too, not only the cells with the setting.
+    assert {(c["order"], c["alloc"]) for c in rules.open_cells([hit])} == {
+        (o, a) for o in ("eval_only", "train_then_eval") for a in ("default", "retain")}
 
 
 def test_counters_count_as_evidence_only_when_they_fall_in_the_slow_cell():

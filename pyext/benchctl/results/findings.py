@@ -69,8 +69,11 @@ class Finding:
         return self.status is Status.UNRESOLVED and self.comparison is not None
 
     def cells(self) -> list[dict]:
-        """The cells a new round of processes would measure to settle this finding."""
-        return [c for c in (self.a, self.b, *self.evidence.get("cells_with_setting", [])) if c is not None]
+        """The cells a new round of processes would measure to settle this finding: its own, and for a gap
+        under a setting the gap's cells too, whose interval decides how much of the gap is left (at 3
+        processes a noisy gap cell kept that open while only the cells with the setting got more)."""
+        return [c for c in (self.a, self.b, *self.evidence.get("cells_with_setting", []),
+                            *self.evidence.get("gap_cells", [])) if c is not None]
 
     def to_json(self) -> dict:
         return {"rule": self.rule, "phase": self.phase, "status": self.status.value, "message": self.message,

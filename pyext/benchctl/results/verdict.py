@@ -192,7 +192,8 @@ class GapUnderSetting(Rule):
         readback = {role: ctx.readback(c, key) for role, c in (("a", a1), ("b", b1))} \
             if key in _settings.SETTINGS else {}
         does, status, words = self.outcome(base, under, setting)
-        evidence = {"does": does, "gap": base.to_json(), "cells_with_setting": [a1, b1], "counters": counters,
+        evidence = {"does": does, "gap": base.to_json(), "gap_cells": [a0, b0], "cells_with_setting": [a1, b1],
+                    "counters": counters,
                     "counters_moving_with_gap": moved, "readback": readback}
         gap = f"{_label(a0, [ctx.focus])} vs {_label(b0, [ctx.focus])}"
         # A closed gap may leave a remainder the band cannot call (its interval crosses an edge): said as

@@ -64,6 +64,7 @@ class ForkServer:
 
     def __init__(self, modules: tuple[str, ...], env: dict[str, str], stderr_path: str) -> None:
         self.modules, self.stderr_path = tuple(modules), stderr_path
+        self.workers = 0  # forked so far
         started = time.perf_counter()
         with open(stderr_path, "wb") as err:
             # Its own session: a terminal's Ctrl-C reaches the runner only, which then closes it.
@@ -107,6 +108,7 @@ class ForkServer:
             self.proc.stdin.write((json.dumps({"job": job, "stdout": stdout, "stderr": stderr}) + "\n").encode())
         except (BrokenPipeError, ValueError):
             raise self._died("take a job") from None
+        self.workers += 1
         return int(self._message(None, "fork a worker")["pid"])
 
     def wait(self, timeout_s: float | None) -> int | None:

@@ -150,7 +150,7 @@ def _failure_sentence(status: int, timed_out: bool, timeout_s: float | None, wro
     return f"worker exited with status {status}"
 
 
-def _record(result: dict | None, status: int, pid: int) -> dict[str, Any]:
+def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]:
     got = result or {}
     ok = status == 0 and got.get("status") == "ok"
     return {
@@ -187,17 +187,19 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
     with open(files.job, "w") as f:
         json.dump(job, f)
     started_at, started = now(), time.perf_counter()
+    forked = {} if server is None else {"fork_server_pid": server.pid}
+    if server is not None and server.workers == 0:  # the server started for this worker: the budget counts it
+        forked["fork_server_start_s"] = server.start_s
     try:
         try:
             status, timed_out, pid = (_wait(files, env, timeout_s) if server is None
                                       else _wait_forked(files, server, timeout_s))
         except ForkServerError as e:
             return {"started_at": started_at, "duration_s": time.perf_counter() - started,
-                    **_record(None, 70, server.pid), "error": str(e), "forked": True, "fork_server_pid": server.pid}
+                    **_record(None, 70, None), "error": str(e), "forked": True, **forked}
         result = _read_result(files.result)
         record = {"started_at": started_at, "duration_s": time.perf_counter() - started,
-                  **_record(result, status, pid), "forked": server is not None,
-                  **({"fork_server_pid": server.pid} if server is not None else {})}
+                  **_record(result, status, pid), "forked": server is not None, **forked}
         if record["status"] == "failed":
             record["stderr_tail"] = _tail(files.stderr)
             record["stdout_tail"] = _tail(files.stdout)

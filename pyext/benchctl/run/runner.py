@@ -127,9 +127,9 @@ class _Log:
 
     def mean_duration(self, cell: dict | None, arm: str | None) -> float | None:
         """Mean wall seconds of the workers of ``cell`` (any arm; the control's arms cost the same), or of every
-        worker with ``cell`` None."""
+        worker with ``cell`` None; a fork server's start counts to the worker it was started for."""
         key = None if cell is None else document.cell_id(cell)
-        spent = [r["duration_s"] for r in self.doc["runs"]
+        spent = [r["duration_s"] + r.get("fork_server_start_s", 0.0) for r in self.doc["runs"]
                  if (key is None or document.cell_id(r["cell"]) == key) and "duration_s" in r]
         return sum(spent) / len(spent) if spent else None
 
@@ -308,9 +308,9 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     explain`` (see :mod:`benchctl.workloads.user`). ``judge``: the rules that
     decide which comparisons are open (and fill the verdict), when a study
     has its own (default: the generic verdict with ``focus``). ``fork``: fork
-    the workers of a workload that declares modules to preload from one server
-    per environment (:mod:`.forkserver`); False starts every worker's
-    interpreter afresh.
+    the workers of a workload that declares modules to preload from a server
+    per environment, new every round (:mod:`.forkserver`); False starts every
+    worker's interpreter afresh.
     """
     plan = plan_matrix(workload, args, matrix)
     if focus is not None and focus not in plan.matrix:

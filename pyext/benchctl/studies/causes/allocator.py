@@ -68,9 +68,13 @@ def _allocator(cell: dict) -> str:
     return cell.get("with", cell).get("alloc", "default")
 
 
-def _label(cell: dict, other: dict | None) -> str:
-    """``"order=eval_only"``: the workload parameters in which ``cell`` differs from ``other``."""
-    keys = [k for k in cell if other is not None and cell[k] != other.get(k)]
+def _label(cell: dict, other: dict | None, matrix: dict[str, list]) -> str:
+    """``"order=eval_only"``: the workload parameters in which ``cell`` differs from ``other``; without
+    ``other``, those the matrix varies (a seed's order, which none of explain's cells has)."""
+    if other is not None:
+        keys = [k for k in cell if cell[k] != other.get(k)]
+    else:
+        keys = [k for k in _settings.split_cell(cell)[1] if len(matrix.get(k, ())) > 1]
     return " ".join(setting_text(k, cell[k]) for k in keys) if keys else "the unchanged workload"
 
 
@@ -88,12 +92,12 @@ def _glibc_text(ctx: Context) -> tuple[str, dict, str]:
     """("; glibc readback: ..." or "", its evidence, what a warm-up would have to do): which glibc mechanism
     makes the baseline fault."""
     fast_cell = _fewest_faults_alike(ctx)
-    slow = PhaseReadback.of(ctx.doc, ctx.baseline, ctx.phase, _label(ctx.baseline, fast_cell))
+    slow = PhaseReadback.of(ctx.doc, ctx.baseline, ctx.phase, _label(ctx.baseline, fast_cell, ctx.matrix))
     if slow is None:
         return "", {}, ""
     faults = ctx.counter(ctx.baseline, MINOR_FAULTS)
     fast = None if fast_cell is None else PhaseReadback.of(ctx.doc, fast_cell, ctx.phase,
-                                                           _label(fast_cell, ctx.baseline))
+                                                           _label(fast_cell, ctx.baseline, ctx.matrix))
     found = None if fast is None else glibc_mechanism(slow, fast, faults)
     evidence = {"mechanism": None if found is None else found.kind,
                 "threshold_bytes": {slow.label: slow.threshold}, "largest_free_bytes": {slow.label: slow.largest_free}}
