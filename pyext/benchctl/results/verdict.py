@@ -129,7 +129,8 @@ class GapUnderSetting(Rule):
 
     Judged on the intervals: with ``g`` the gap at baseline and ``r`` what is left of it under the
     setting (log ratios, signed so the gap is positive), the setting closes the gap when even the
-    top of r's interval is at most :data:`CLOSED_SHARE` of the bottom of g's; it narrows it when r
+    top of r's interval is at most :data:`CLOSED_SHARE` of the bottom of g's, or when r's interval
+    lies within the no-effect band (nothing the run can resolve is left); it narrows it when r
     is resolved, clearly below g and at most :data:`NARROWED_SHARE` of it.
     """
 
@@ -174,7 +175,9 @@ class GapUnderSetting(Rule):
         r_lo, r_hi = sorted(sign * _log(v) for v in under.ci95)
         if under.beyond_band and r_hi < 0:
             return "reverses", Status.NOT_CAUSE, f": {setting} reverses the gap (the two interact)"
-        if r_hi <= CLOSED_SHARE * g_lo:
+        # Closed: what is left is at most a small share of the least the gap may be, or no difference beyond
+        # the band is left at all (the run resolves nothing finer, in the gap or in what is left of it).
+        if r_hi <= CLOSED_SHARE * g_lo or under.outcome is Outcome.NO_EFFECT:
             return "closes", Status.CAUSE, f": {setting} closes the gap"
         if under.beyond_band and r_hi < g_lo and r <= NARROWED_SHARE * sign * _log(base.ratio):
             return "narrows", Status.NOT_CAUSE, f": {setting} narrows the gap but does not close it"
