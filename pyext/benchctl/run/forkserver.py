@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 
-from ..errors import UnavailableError
+from ..errors import ExitCode, UnavailableError
 
 __all__ = ["ForkServerError", "ForkServer", "ForkServers", "serve", "main"]
 
@@ -163,7 +163,7 @@ class ForkServers:
 
 def _child(request: dict, protocol: tuple[int, int]) -> None:
     """In the forked child: become a worker on ``request``'s job, as an exec'd one would be; never returns."""
-    status = 70
+    status = int(ExitCode.INTERNAL_ERROR)
     try:
         os.setsid()
         for fd in protocol:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import settings
+from ..errors import ExitCode
 from ..results import stats
 from . import worker
 from .forkserver import ForkServer, ForkServerError
@@ -196,7 +197,7 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
                                       else _wait_forked(files, server, timeout_s))
         except ForkServerError as e:
             return {"started_at": started_at, "duration_s": time.perf_counter() - started,
-                    **_record(None, 70, None), "error": str(e), "forked": True, **forked}
+                    **_record(None, int(ExitCode.INTERNAL_ERROR), None), "error": str(e), "forked": True, **forked}
         result = _read_result(files.result)
         record = {"started_at": started_at, "duration_s": time.perf_counter() - started,
                   **_record(result, status, pid), "forked": server is not None, **forked}
