@@ -1,4 +1,4 @@
-"""Workers forked from an interpreter that has already imported torch: one server per worker environment.
+"""Workers forked from an interpreter that has already imported torch: one server per worker environment and round.
 
 Starting a worker from nothing costs its interpreter's start and the import of torch (and
 torchvision): 2-4.5 s on the 2-core development machine, 30-40% of a ResNet-50 eval-only
@@ -142,9 +142,6 @@ class ForkServers:
             path = os.path.join(self.workdir, f"forkserver-{len(self._servers)}.stderr.txt")
             self._servers[key] = ForkServer(modules, env, path)
         return self._servers[key]
-
-    def started(self) -> list[ForkServer]:
-        return list(self._servers.values())
 
     def close(self) -> None:
         for server in self._servers.values():
