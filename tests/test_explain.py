@@ -18,7 +18,7 @@ from conftest import require_gpu
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted")
 sys.path.insert(0, PLANTED)
-from plants import FIX_KEYS, declaration, declarations, plants  # noqa: E402 - the folder's own catalogue of each plant
+from plants import FIX_KEYS, cause_here, declaration, declarations, plants  # noqa: E402 - the folder's own catalogue of each plant
 BUDGET_S = 60.0  # half the default, for runs that call no effect (a fresh worker costs ~4 s here)
 
 
@@ -79,6 +79,21 @@ def test_every_plant_names_a_cause_of_the_library_and_its_reported_fix():
             continue
         assert plant["cause"] in names, name
         assert plant.get("fixed") and set(plant["fixed"]) <= set(FIX_KEYS), name
+
+
+def test_a_plant_plants_nothing_on_a_cpu_with_a_flag_its_cause_needs_absent():
+    """half_linear.py's float16 is native arithmetic on a CPU with avx512_fp16: there it plants nothing."""
+    from benchctl.workloads.probe_isa import cpu_flags
+
+    flags = cpu_flags() or frozenset()
+    plant = {"target": "Bench", "cause": "half"}
+    assert cause_here(plant) == "half"
+    assert cause_here({**plant, "cpu_lacks": ["no_such_flag"]}) == "half"
+    if flags:
+        assert cause_here({**plant, "cpu_lacks": ["no_such_flag", sorted(flags)[0]]}) is None
+    half = declaration("half_linear.py:Bench")
+    assert ("half_linear.py:Bench", cause_here(half)) in plants(("cpu",))
+    assert (cause_here(half) is None) == bool({"avx512_fp16", "amx_fp16"} & flags)
 
 
 @pytest.mark.slow

@@ -13,8 +13,10 @@ the same file, the code written the fixed way) and ``"warmup"`` (calls made befo
 
 Two more optional keys: ``"device": "cuda"``, a plant that runs only where torch sees a CUDA device
 (:func:`plants` leaves it out elsewhere), and ``"also"``, causes that judge the same evidence and are
-right to be named with the planted one; and ``"unverified"``, why the planted cause has not yet been
-seen named here (the slow tier then runs its test as a non-strict xfail).
+right to be named with the planted one; ``"unverified"``, why the planted cause has not yet been
+seen named here (the slow tier then runs its test as a non-strict xfail); and ``"cpu_lacks"``, CPU flags
+of which the cause needs none: on a CPU with any of them the file plants nothing (half precision is
+native arithmetic on a CPU with avx512_fp16), and :func:`plants` lists it as planting nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import ast
 import os
 
-__all__ = ["FOLDER", "FIX_KEYS", "DEVICES", "declaration", "declarations", "devices_here", "plants"]
+__all__ = ["FOLDER", "FIX_KEYS", "DEVICES", "cause_here", "declaration", "declarations", "devices_here", "plants"]
 
 #: The forms a plant's ``fixed`` may take (see the module's docstring).
 FIX_KEYS = ("env", "after_setup", "target", "warmup")
@@ -66,11 +68,19 @@ def devices_here() -> tuple[str, ...]:
     return DEVICES if torch.cuda.is_available() else ("cpu",)
 
 
+def cause_here(plant: dict) -> str | None:
+    """The cause ``plant`` plants on this machine: None where the CPU has a flag the cause needs absent."""
+    from benchctl.workloads.probe_isa import cpu_flags
+
+    lacks = set(plant.get("cpu_lacks", ()))
+    return None if lacks & (cpu_flags() or frozenset()) else plant["cause"]
+
+
 def plants(devices: tuple[str, ...] | None = None) -> list[tuple[str, str | None]]:
     """(``file.py:target``, the cause it plants or None), for every file here that declares one and runs on
     one of ``devices`` (None: the devices this machine has); the planted causes first, in file order, then
-    those that plant nothing."""
+    those that plant nothing (here: see ``"cpu_lacks"``)."""
     devices = devices_here() if devices is None else devices
-    found = [(f"{name}:{plant['target']}", plant["cause"]) for name, plant in declarations()
+    found = [(f"{name}:{plant['target']}", cause_here(plant)) for name, plant in declarations()
              if plant.get("device", "cpu") in devices]
     return sorted(found, key=lambda p: p[1] is None)
