@@ -69,11 +69,11 @@ class Finding:
         return self.status is Status.UNRESOLVED and self.comparison is not None
 
     def cells(self) -> list[dict]:
-        """The cells a new round of processes would measure to settle this finding: its own, and for a gap
-        under a setting the gap's cells too, whose interval decides how much of the gap is left (at 3
-        processes a noisy gap cell kept that open while only the cells with the setting got more)."""
-        return [c for c in (self.a, self.b, *self.evidence.get("cells_with_setting", []),
-                            *self.evidence.get("gap_cells", [])) if c is not None]
+        """The cells a new round of processes would measure to settle this finding: those its rule named
+        (``evidence["cells_to_settle"]``: for a gap under a setting, the pairs whose intervals limit the
+        share of the gap left), else its own two."""
+        named = self.evidence.get("cells_to_settle")
+        return [c for c in (named if named is not None else (self.a, self.b)) if c is not None]
 
     def to_json(self) -> dict:
         return {"rule": self.rule, "phase": self.phase, "status": self.status.value, "message": self.message,

@@ -36,8 +36,8 @@ from .summary import COUNTER_FIELDS
 __all__ = ["CLOSED_SHARE", "NARROWED_SHARE", "Gap", "GapUnderSetting", "SettingEffect", "generic_rules", "findings",
            "setting_text"]
 
-#: A gap counts as closed when even the most that may be left of it is at most this share of the
-#: least it may have been (log ratios, from the two intervals).
+#: A gap counts as closed when even the top of the 95% interval of the share of it left (log ratios) is
+#: at most this.
 CLOSED_SHARE = 0.25
 #: A gap counts as narrowed when at most this share of it is left.
 NARROWED_SHARE = 0.5
@@ -129,9 +129,10 @@ class GapUnderSetting(Rule):
 
     Judged on the intervals: with ``g`` the gap at baseline and ``r`` what is left of it under the
     setting (log ratios, signed so the gap is positive), the setting closes the gap when even the
-    top of r's interval is at most :data:`CLOSED_SHARE` of the bottom of g's, or when r's interval
-    lies within the no-effect band (nothing the run can resolve is left); it narrows it when r
-    is resolved, clearly below g and at most :data:`NARROWED_SHARE` of it.
+    top of the interval of the share left, r/g (:func:`share_left_upper`), is at most
+    :data:`CLOSED_SHARE`, or when r's interval lies within the no-effect band (nothing the run can
+    resolve is left); it narrows it when r is resolved, clearly below g and at most
+    :data:`NARROWED_SHARE` of it.
     """
 
     name = "gap_under_setting"
@@ -175,10 +176,13 @@ class GapUnderSetting(Rule):
         r_lo, r_hi = sorted(sign * _log(v) for v in under.ci95)
         if under.beyond_band and r_hi < 0:
             return "reverses", Status.NOT_CAUSE, f": {setting} reverses the gap (the two interact)"
-        # Closed: what is left is at most a small share of the least the gap may be, or no difference beyond
-        # the band is left at all (the run resolves nothing finer, in the gap or in what is left of it).
-        if r_hi <= CLOSED_SHARE * g_lo or under.outcome is Outcome.NO_EFFECT:
+        # Closed: at most a small share of the gap is left, or no difference beyond the band is left at all
+        # (the run resolves nothing finer, in the gap or in what is left of it).
+        if under.outcome is Outcome.NO_EFFECT:
             return "closes", Status.CAUSE, f": {setting} closes the gap"
+        share = GapUnderSetting.share_left_upper(base, under)
+        if share <= CLOSED_SHARE:
+            return "closes", Status.CAUSE, f": {setting} closes the gap (at most {max(share, 0.0):.0%} of it is left)"
         if under.beyond_band and r_hi < g_lo and r <= NARROWED_SHARE * sign * _log(base.ratio):
             return "narrows", Status.NOT_CAUSE, f": {setting} narrows the gap but does not close it"
         if under.beyond_band and r_lo > 0:
@@ -186,6 +190,24 @@ class GapUnderSetting(Rule):
         # Neither clearly gone nor clearly kept: noise may hide it rather than the setting closing it.
         return ("unresolved", Status.UNRESOLVED, f": whether {setting} closes it is open, too much of it may "
                                                  "remain to call it closed")
+
+    @staticmethod
+    def share_left_upper(base: Comparison, under: Comparison) -> float:
+        """The top of the 95% interval of the share of the gap left under the setting, r/g (log ratios,
+        signed so the gap is positive): the delta method over the two intervals, whose cells are distinct.
+        The interval of the ratio r/g is the one that counts: r's top against g's bottom would combine
+        two 95% ends and call a 1.48x [1.40, 1.56] gap left at 0.98x [0.88, 1.09] still open."""
+        g, r, h_g, h_r = _gap_terms(base, under)
+        return (r + math.hypot(h_r, r / g * h_g)) / g
+
+    @staticmethod
+    def cells_to_settle(base: Comparison, under: Comparison, gap_cells: list, cells_with_setting: list) -> list:
+        """The cells more processes would settle the share left with: those with the setting, whose
+        interval (h_r) adds most to the share's where little of the gap is left, and the gap's as well where
+        its term (r/g x h_g) is as large; one more round of each pair costs about the same (one cell of each
+        order)."""
+        g, r, h_g, h_r = _gap_terms(base, under)
+        return [*cells_with_setting, *gap_cells] if abs(r / g) * h_g >= h_r else list(cells_with_setting)
 
     def _judge(self, ctx: Context, key: str, value: Any, before: tuple, after: tuple) -> Finding:
         (a0, b0, base), (a1, b1, under) = before, after
@@ -195,7 +217,10 @@ class GapUnderSetting(Rule):
         readback = {role: ctx.readback(c, key) for role, c in (("a", a1), ("b", b1))} \
             if key in _settings.SETTINGS else {}
         does, status, words = self.outcome(base, under, setting)
+        settle = self.cells_to_settle(base, under, [a0, b0], [a1, b1]) if status is Status.UNRESOLVED \
+            and base.ci95 is not None and under.ci95 is not None else [a1, b1, a0, b0]
         evidence = {"does": does, "gap": base.to_json(), "gap_cells": [a0, b0], "cells_with_setting": [a1, b1],
+                    "cells_to_settle": settle,
                     "counters": counters,
                     "counters_moving_with_gap": moved, "readback": readback}
         gap = f"{_label(a0, [ctx.focus])} vs {_label(b0, [ctx.focus])}"
@@ -208,6 +233,14 @@ class GapUnderSetting(Rule):
             message += _mechanism_text(key, counters, moved)
         return Finding(f"{does}_gap", ctx.phase, status, message, under, a=a1, b=b1, setting=setting,
                        evidence=evidence)
+
+
+def _gap_terms(base: Comparison, under: Comparison) -> tuple[float, float, float, float]:
+    """(g, r, h_g, h_r): the gap and what is left of it under a setting as log ratios signed so that the gap
+    is positive, and their 95% intervals' half-widths."""
+    sign = 1.0 if base.ratio > 1 else -1.0
+    h_g, h_r = (abs(_log(c.ci95[1]) - _log(c.ci95[0])) / 2 for c in (base, under))
+    return sign * _log(base.ratio), sign * _log(under.ratio), h_g, h_r
 
 
 def _mechanism_text(key: str, counters: dict, moved: list[str]) -> str:
