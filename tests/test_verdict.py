@@ -151,6 +151,14 @@ def test_no_gap_and_a_gap_only_under_a_setting():
     assert opens.explains is False and opens.message.endswith("the gap appears only with this setting")
 
 
+def test_no_gap_to_close_is_said_with_the_gap_measured_without_the_setting():
+    doc = make_doc({"order": ORDERS, "pin": ["off", "compact"]}, factor=lambda c: 1.0)
+    no = _only(analyse(doc, focus="order")["verdict"], "no_gap", setting="pin=compact")
+    assert no.explains is False
+    assert no.message.endswith("there is no gap to close (without pin=compact it is within ±5% (ratio 1.000× "
+                               "[95% CI 0.989, 1.011]))")
+
+
 def test_without_focus_only_setting_effects():
     found = analyse(allocator_story())["verdict"]
     assert {f.rule for f in map(Finding.from_json, found)} == {"setting_effect"}

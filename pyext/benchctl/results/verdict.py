@@ -167,7 +167,9 @@ class GapUnderSetting(Rule):
         if base.outcome is Outcome.NO_EFFECT:
             if under.beyond_band:
                 return "opens", Status.NOT_CAUSE, ": the gap appears only with this setting"
-            return "no", Status.NOT_CAUSE, ": there is no gap to close"
+            # Said with the baseline's own measurement: after "is unresolved: ..." under the setting, a bare
+            # "there is no gap to close" read as a contradiction (zero_weights, forward_backward, threads=2).
+            return "no", Status.NOT_CAUSE, f": there is no gap to close (without {setting} it is {base.describe()})"
         if base.outcome is Outcome.UNRESOLVED:
             return "unresolved", Status.UNRESOLVED, ": the gap itself is open, so whether it closes is too"
         sign = 1.0 if base.ratio > 1 else -1.0
