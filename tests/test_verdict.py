@@ -254,6 +254,7 @@ def test_a_gap_hidden_by_noise_is_not_called_closed():
 @pytest.mark.parametrize("gap, left, gap_too", [
     ((1.33, 1.12, 1.59), (1.033, 0.960, 1.11), False),  # little left: its own interval limits the share
     ((1.46, 1.16, 1.82), (1.20, 1.15, 1.25), True),    # much left of a noisy gap: the gap's interval counts
+    ((1.0, 0.9, 1.11), (1.20, 1.15, 1.25), True),      # an open gap measured at exactly 1.0
 ])
 def test_more_processes_go_to_the_pair_that_limits_the_share_left(gap, left, gap_too):
     def comparison(ratio, lo, hi):

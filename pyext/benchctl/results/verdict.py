@@ -206,10 +206,10 @@ class GapUnderSetting(Rule):
     def cells_to_settle(base: Comparison, under: Comparison, gap_cells: list, cells_with_setting: list) -> list:
         """The cells more processes would settle the share left with: those with the setting, whose
         interval (h_r) adds most to the share's where little of the gap is left, and the gap's as well where
-        its term (r/g x h_g) is as large; one more round of each pair costs about the same (one cell of each
-        order)."""
+        its term (r/g x h_g) is as large, or where no gap is measured yet (g = 0); a round of either pair
+        costs about the same (one cell of each side of the gap)."""
         g, r, h_g, h_r = _gap_terms(base, under)
-        return [*cells_with_setting, *gap_cells] if abs(r / g) * h_g >= h_r else list(cells_with_setting)
+        return [*cells_with_setting, *gap_cells] if g == 0 or abs(r / g) * h_g >= h_r else list(cells_with_setting)
 
     def _judge(self, ctx: Context, key: str, value: Any, before: tuple, after: tuple) -> Finding:
         (a0, b0, base), (a1, b1, under) = before, after
