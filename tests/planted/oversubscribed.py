@@ -40,8 +40,8 @@ while os.getppid() == parent:
         pass
 """
 # One iteration is this many products (~8 ms of work on 1 thread): one product waits or not, so its
-# median says little; forty wait in most iterations. Ten were enough where waits were frequent and short
-# (Zen 4, above); on a 6.18 kernel (EEVDF) here they are rare and long: with ten, iteration medians of
+# median says little; among forty, some wait in nearly every iteration. Ten were enough where waits were
+# frequent and short (Zen 4, above); on a 6.18 kernel (EEVDF) here they are rare and long: with ten, medians of
 # 0.97-1.01 ms on 2 threads against 1.87-1.96 ms on 1, but means of 3.0-3.2 ms against 1.9-2.0 (a tenth of
 # the iterations 9-13 ms); with forty, medians of 12.2-12.3 ms against 7.8-8.0 ms, and means alike (60 and
 # 30 iterations outside benchctl, each twice).

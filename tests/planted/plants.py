@@ -11,7 +11,7 @@ A plant also declares the fix its public report established, ``"fixed": {...}``,
 ``torch`` imported, after ``setup()`` and before the timed calls), ``"target"`` (another target of
 the same file, the code written the fixed way) and ``"warmup"`` (calls made before timing).
 
-Two more optional keys: ``"device": "cuda"``, a plant that runs only where torch sees a CUDA device
+More optional keys: ``"device": "cuda"``, a plant that runs only where torch sees a CUDA device
 (:func:`plants` leaves it out elsewhere), and ``"also"``, causes that judge the same evidence and are
 right to be named with the planted one; ``"unverified"``, why the planted cause has not yet been
 seen named here (the slow tier then runs its test as a non-strict xfail); and ``"cpu_lacks"``, CPU flags
