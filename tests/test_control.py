@@ -84,6 +84,21 @@ def test_auto_adds_rounds_only_for_unresolved_cells_and_the_control(monkeypatch)
     assert len(workers.calls) == len(doc["runs"])
 
 
+def test_auto_runs_no_control_arms_when_only_other_cells_are_open(monkeypatch):
+    """The gap (ms=2 vs ms=1, 1.3x) is settled at three processes; whether iterations=2 closes it is not
+    (1.06x with processes 5% apart). Later rounds run only the two cells with iterations=2: the baseline's
+    arms would take the budget those cells need."""
+    planted = {(2.0, 1): 1.3, (1.0, 1): 1.0, (2.0, 2): 1.06, (1.0, 2): 1.0}
+    workers = FakeWorkers(monkeypatch, lambda c: planted[c["ms"], c["iterations"]],
+                          spread=lambda c: 0.05 if c["iterations"] == 2 else 0.002)
+    doc = runner.run_matrix("sleep", {}, {"ms": [2.0, 1.0], "iterations": [1, 2]}, repeat="auto", focus="ms",
+                            progress=False)
+    later = [r for r in doc["runs"] if r["repetition"] >= rounds.AUTO_START]
+    assert later, "whether iterations=2 closes the gap is open at three processes"
+    assert {r["cell"]["iterations"] for r in later} == {2} and not [r for r in later if "arm" in r]
+    assert len(workers.calls) == len(doc["runs"])
+
+
 def test_auto_stops_at_the_cap(monkeypatch):
     """A difference on the band's edge never resolves: the rounds stop at the most processes a cell gets."""
     FakeWorkers(monkeypatch, lambda c: 1.0 if c["ms"] == 1.0 else 1.05, spread=lambda c: 0.05)

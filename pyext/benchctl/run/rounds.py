@@ -6,9 +6,9 @@ Repetition ``r`` of a slot is the worker it ran in round ``r``.
 
 * :class:`FixedRounds`: ``--repeat R``: R rounds of every slot.
 * :class:`AutoRounds`: ``--repeat auto``: three rounds of every slot, then
-  rounds of only the cells whose comparisons are still unresolved (with the
-  control's two arms, so that the run's measured noise keeps pace), until
-  every comparison is resolved, a cell has had :data:`AUTO_MAX_PROCESSES`
+  rounds of only the cells whose comparisons are still unresolved (the
+  control's two arms with them when its cell, the baseline, is one of them),
+  until every comparison is resolved, a cell has had :data:`AUTO_MAX_PROCESSES`
   processes, or the budget runs out.
 
 A budget (seconds of the whole run) trims each round to the workers that
@@ -112,9 +112,12 @@ class AutoRounds:
         if not open_cells:
             self.stopped = "every comparison resolved"
             return []
-        # The control's second arm only follows the control; the baseline cell is arm A of it.
+        # The baseline cell runs as the control's two arms (both, or the control is left unpaired). A
+        # baseline already settled gets none: run 1 of resnet_order on 2026-12-03 spent its fourth round's
+        # budget on the two arms (19 s) and had none left for the open cell (train_then_eval, 19 s).
         chosen = [s for s in self.slots if s not in self.control_slots and s.index in open_cells]
-        chosen += self.control_slots
+        if any(s.index in open_cells for s in self.control_slots):
+            chosen += self.control_slots
         return _order(chosen, round_index, self.shuffle_seed)
 
 
