@@ -105,7 +105,7 @@ def test_both_named_when_one_thread_removes_more_than_the_capped_pools():
     [threads] = judge(causes.Threads(), doc)
     assert pools.status == Status.CAUSE and threads.status == Status.CAUSE, threads.message
     assert "capping the other pools alone makes it 2.00× faster [95% CI" in threads.message
-    assert "and 1 thread is 5.00× faster [95% CI 4.94, 5.06] beyond that" in threads.message
+    assert "and 1 thread is 5.00× faster [95% CI 4.95, 5.05] beyond that" in threads.message
 
 
 def test_faster_without_fewer_context_switches_is_unconfirmed_and_no_effect_is_not_the_cause():

@@ -158,3 +158,51 @@ def test_identical_values_on_both_sides():
 def test_bad_values_are_refused(values):
     with pytest.raises(ArgumentError, match="per-process medians must be finite and > 0|non-empty"):
         processes.compare(values, [1.0, 2.0])
+
+
+def test_the_pooled_spread_is_the_within_cell_variance_and_levenes_test():
+    """Against scipy: the pooled variance of log values (each group about its own mean) and Levene's
+    test centred on the mean; groups of one process are left out."""
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(7)
+    groups = [np.exp(rng.normal(m, 0.1, size=k)) for m, k in ((0.0, 4), (0.5, 3), (0.2, 3), (1.0, 4))]
+    spread = processes.pooled_spread([*groups, [123.0]])
+    logs = [np.log(g) for g in groups]
+    expected_var = sum(((g - g.mean()) ** 2).sum() for g in logs) / (14 - 4)
+    assert spread.log_var == pytest.approx(expected_var, rel=1e-12)
+    assert (spread.df, spread.cells) == (10, 4)
+    assert spread.levene_p == pytest.approx(scipy_stats.levene(*logs, center="mean").pvalue, rel=1e-9)
+    assert processes.pooled_spread([[1.0], [2.0]]) is None
+    assert not processes.pooled_spread([[1.0, 1.1]]).holds  # one cell: nothing to pool over
+    # Two processes lie equally far from their mean: no test, no pooling.
+    assert not processes.pooled_spread([[1.0, 1.1], [2.0, 2.2], [3.0, 3.3, 3.1]]).holds
+
+
+def test_equally_noisy_cells_share_one_variance_and_unequal_ones_do_not():
+    rng = np.random.default_rng(3)
+    equal = [_process_medians(rng, 4, 0.0, 0.08) for _ in range(5)]
+    unequal = [_process_medians(rng, 6, 0.0, sd) for sd in (0.01, 0.01, 0.01, 0.3)]
+    assert processes.pooled_spread(equal).holds
+    assert not processes.pooled_spread(unequal).holds
+    pooled = processes.compare(equal[0], equal[1], pooled=processes.pooled_spread(equal))
+    assert pooled.df == 15 and pooled.method.startswith("Student t interval with the process variance pooled")
+    welch = processes.compare(unequal[0], unequal[3], pooled=processes.pooled_spread(unequal))
+    assert welch.method == "Welch t interval on the log of per-process medians"
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_the_pooled_interval_covers_the_true_ratio_about_95_percent_where_it_is_used(k):
+    """Five equally noisy cells of k processes, two of them 1.2x apart: the rule (pooled where Levene's
+    test lets it, Welch otherwise) holds the truth in about 95% of 1500 runs, with narrower intervals
+    than Welch's alone."""
+    rng = np.random.default_rng(20 + k)
+    runs, hits, width, welch_width = 1500, 0, 0.0, 0.0
+    for _ in range(runs):
+        cells = [_process_medians(rng, k, math.log(1.2) if i == 0 else 0.0, 0.08) for i in range(5)]
+        lo, hi = processes.compare(cells[0], cells[1], pooled=processes.pooled_spread(cells)).ci95
+        hits += lo <= 1.2 <= hi
+        width += math.log(hi / lo)
+        w_lo, w_hi = processes.compare(cells[0], cells[1]).ci95
+        welch_width += math.log(w_hi / w_lo)
+    assert 0.93 <= hits / runs <= 0.97, hits / runs
+    assert width < 0.9 * welch_width

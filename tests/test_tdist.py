@@ -1,9 +1,9 @@
-"""Student's t CDF and quantiles against scipy, fractional degrees of freedom included."""
+"""Student's t CDF and quantiles, and F's upper tail, against scipy, fractional degrees of freedom included."""
 
 import pytest
 
 from benchctl import ArgumentError
-from benchctl.results.tdist import t_cdf, t_quantile
+from benchctl.results.tdist import f_sf, t_cdf, t_quantile
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -29,3 +29,15 @@ def test_known_values():
 def test_bad_arguments(p, df):
     with pytest.raises(ArgumentError):
         t_quantile(p, df)
+
+
+@pytest.mark.parametrize("df1, df2", [(1, 3), (2, 10), (4, 13), (7.5, 2.5), (30, 200)])
+@pytest.mark.parametrize("f", [0.01, 0.5, 1.0, 2.3, 9.0, 150.0])
+def test_f_upper_tail_matches_scipy(f, df1, df2):
+    assert f_sf(f, df1, df2) == pytest.approx(scipy_stats.f.sf(f, df1, df2), rel=1e-9, abs=1e-13)
+
+
+def test_f_upper_tail_at_its_ends():
+    assert f_sf(0.0, 2, 5) == 1.0 and f_sf(-1.0, 2, 5) == 1.0 and f_sf(float("inf"), 2, 5) == 0.0
+    with pytest.raises(ArgumentError):
+        f_sf(1.0, 0, 5)

@@ -156,7 +156,7 @@ def test_no_gap_to_close_is_said_with_the_gap_measured_without_the_setting():
     no = _only(analyse(doc, focus="order")["verdict"], "no_gap", setting="pin=compact")
     assert no.explains is False
     assert no.message.endswith("there is no gap to close (without pin=compact it is within ±5% (ratio 1.000× "
-                               "[95% CI 0.989, 1.011]))")
+                               "[95% CI 0.991, 1.009]))")
 
 
 def test_without_focus_only_setting_effects():

@@ -11,7 +11,9 @@ of its processes:
   Student t interval of it (k-1 degrees of freedom, on log values);
 * :func:`compare`: the ratio of two cells (geometric means) with a Welch t
   interval on log values, which stays valid at 3 processes a side (the
-  A/A control's two arms, one cell, share a pooled variance);
+  A/A control's two arms, one cell, share a pooled variance); or, where
+  :func:`pooled_spread` finds the phase's cells equally noisy, a Student t
+  interval with the process variance pooled over all of them;
 * :func:`judge`: whether the interval shows an effect beyond a no-effect
   band, lies inside it, or is unresolved;
 * :func:`band_from_control`: that band from the A/A control's arms (how far
@@ -27,19 +29,23 @@ disagree, and no interval is given.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from .. import _validate
 from .comparison import CONFIDENCE, FLOOR, MAX_NO_EFFECT_BAND, Comparison, Outcome, outcome_of
-from .tdist import t_cdf, t_quantile
+from .tdist import f_sf, t_cdf, t_quantile
 
-__all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "MAX_ESTIMATE", "cell_interval", "compare", "judge",
-           "band_from_control", "band_from_interval", "resolvable", "processes_to_resolve"]
+__all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "MAX_ESTIMATE", "HOMOGENEITY_ALPHA", "PooledSpread",
+           "pooled_spread", "cell_interval", "compare", "judge", "band_from_control", "band_from_interval",
+           "resolvable", "processes_to_resolve"]
 
 #: Beyond this many processes per cell the estimate of how many would be needed is not worth giving.
 MAX_ESTIMATE = 200
+#: The cells of a phase share one process variance unless Levene's test rejects equal variances at this level.
+HOMOGENEITY_ALPHA = 0.05
 
 
 def _logs(values: Sequence[float], name: str) -> np.ndarray:
@@ -51,6 +57,59 @@ def _logs(values: Sequence[float], name: str) -> np.ndarray:
             f"per-process medians must be finite and > 0 ({name}: {arr.tolist()}): a median of 0 ns means "
             "the work is below the clock's resolution; time more work per iteration")
     return np.log(arr)
+
+
+@dataclass(frozen=True)
+class PooledSpread:
+    """How far the processes of one cell disagree, pooled over the cells of a phase (log values).
+
+    At 3-4 processes a cell, each cell's own variance is a poor estimate (2-3 degrees of
+    freedom) and Welch's interval pays for it twice: a wide variance and a t quantile of 3-4.
+    Where the cells are equally noisy (Levene's test does not reject it) one variance pooled
+    over all of them is the better estimate, with the degrees of freedom of all their processes.
+    """
+
+    log_var: float
+    df: int
+    cells: int
+    levene_p: float
+
+    @property
+    def holds(self) -> bool:
+        """Whether the comparisons of the phase may use this variance: two cells or more, equally noisy
+        (False where the test could not be made: ``levene_p`` is NaN)."""
+        return self.cells >= 2 and self.levene_p >= HOMOGENEITY_ALPHA
+
+    def describe(self) -> str:
+        return (f"process variance pooled over {self.cells} cells ({self.df} degrees of freedom; "
+                f"Levene's test of equal variances p = {self.levene_p:.2f})")
+
+
+def pooled_spread(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
+    """The variance of log per-process values pooled over ``groups`` (one per cell, or control arm),
+    with Levene's test (absolute deviations from each group's mean) of whether they share it.
+    Groups of one process carry no variance and are left out, as are those :func:`compare` refuses
+    (a value that is not finite, or not above 0); None when no group is left. With a group of two the
+    test says nothing (p is NaN) and the variance does not :attr:`~PooledSpread.holds`."""
+    usable = (np.asarray(g, dtype=np.float64) for g in groups if len(g) >= 2)
+    logs = [np.log(g) for g in usable if g.ndim == 1 and np.all(np.isfinite(g)) and g.min() > 0]
+    if not logs:
+        return None
+    n, k = sum(g.size for g in logs), len(logs)
+    df = n - k
+    log_var = sum(float(((g - g.mean()) ** 2).sum()) for g in logs) / df
+    # Levene's test needs three processes a cell: two lie equally far from their mean, whatever the spread.
+    if k < 2 or min(g.size for g in logs) < 3:
+        return PooledSpread(log_var, df, k, math.nan)
+    dev = [np.abs(g - g.mean()) for g in logs]
+    grand = float(np.concatenate(dev).mean())
+    between = sum(d.size * (float(d.mean()) - grand) ** 2 for d in dev) / (k - 1)
+    within = sum(float(((d - d.mean()) ** 2).sum()) for d in dev) / df
+    if within == 0.0:  # every group's deviations equal within it: equal spreads unless the groups' differ
+        p = 1.0 if between == 0.0 else 0.0
+    else:
+        p = f_sf(between / within, k - 1, df)
+    return PooledSpread(log_var, df, k, p)
 
 
 def cell_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> dict:
@@ -89,7 +148,7 @@ def _pooled(la: np.ndarray, lb: np.ndarray) -> tuple[float, float]:
 
 
 def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: float = CONFIDENCE,
-            same_cell: bool = False, band: float = FLOOR) -> Comparison:
+            same_cell: bool = False, band: float = FLOOR, pooled: PooledSpread | None = None) -> Comparison:
     """Cell a against cell b from their per-process values (ns): a ratio > 1 means a is slower.
 
     ``ratio`` is the ratio of geometric means, ``ci95`` its Welch t interval
@@ -100,6 +159,9 @@ def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: fl
     the pooled Student t interval (k_a + k_b - 2 degrees of freedom) is then
     exact, where Welch's, at 3 and 2 processes, can fall to about one degree
     of freedom and an interval many times wider than the noise.
+    ``pooled``: the phase's process variance (:func:`pooled_spread`); where it
+    :attr:`~PooledSpread.holds`, two different cells get the Student t interval
+    with that variance and its degrees of freedom instead of Welch's.
     """
     la, lb = _logs(a_values, "a_values"), _logs(b_values, "b_values")
     d = float(la.mean() - lb.mean())
@@ -108,10 +170,17 @@ def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: fl
     if la.size < 2 or lb.size < 2:
         return Comparison(ci95=None, method="one process on a side: how far processes disagree is unknown",
                           **common).judged(band)
-    se, df = _pooled(la, lb) if same_cell else _welch(la, lb)
+    if same_cell:
+        se, df = _pooled(la, lb)
+        how = "pooled Student t interval (the same cell on both sides)"
+    elif pooled is not None and pooled.holds:
+        se, df = math.sqrt(pooled.log_var * (1 / la.size + 1 / lb.size)), float(pooled.df)
+        how = f"Student t interval with the {pooled.describe()}"
+    else:
+        se, df = _welch(la, lb)
+        how = "Welch t interval"
     half = t_quantile(0.5 + confidence / 2, df) * se
     p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
-    how = "pooled Student t interval (the same cell on both sides)" if same_cell else "Welch t interval"
     return Comparison(ci95=(math.exp(d - half), math.exp(d + half)), p_value=p, df=df, log_se=se,
                       method=f"{how} on the log of per-process medians", **common).judged(band)
 

@@ -29,7 +29,7 @@ from .document import CONTROL_ARM, cell_id, matrix_cells
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
            "process_medians", "first_note", "readback_facts", "phase_before", "malloc_states",
            "probe_held", "summary_entry", "per_iter_median",
-           "Control", "control", "comparison_values",
+           "Control", "control", "comparison_values", "spread",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
 
 #: A worker shared the CPUs when other processes (or other guests, as steal) kept
@@ -265,11 +265,22 @@ def comparison_values(doc: dict, phase: str, cell: dict) -> list[float]:
     return values
 
 
+def spread(doc: dict, phase: str) -> processes.PooledSpread | None:
+    """The process variance of ``phase`` pooled over its cells, each control arm a cell of its own
+    (:func:`benchctl.results.processes.pooled_spread`); None when no cell has two processes in it."""
+    groups = [process_medians(doc, phase, cell) for cell in cells(doc)]
+    spec = doc.get("control")
+    if spec:
+        groups.append(process_medians(doc, phase, spec["cell"], CONTROL_ARM))
+    return processes.pooled_spread(groups)
+
+
 class Comparisons:
     """Comparisons of two cells of one document with the process as the unit, computed once.
 
     ``compare(phase, a, b)`` is :func:`benchctl.results.processes.compare` of
-    the cells' per-process values, judged against the phase's no-effect band
+    the cells' per-process values, with the phase's pooled process variance
+    where the cells share one (:func:`spread`), judged against the phase's no-effect band
     (the 5% floor, widened by the A/A control) and marked ``unreliable`` when
     the phase's control arms differ (an effect is then not called). None when
     either cell has no successful process in ``phase``, or when the comparison
@@ -281,6 +292,7 @@ class Comparisons:
         self.doc = doc
         self._cache: dict[tuple[str, str, str], Comparison | None] = {}
         self._controls: dict[str, Control | None] = {}
+        self._spreads: dict[str, processes.PooledSpread | None] = {}
         #: (phase, a id, b id) -> (a, b, reason) for each pair the comparison refused.
         self.refused: dict[tuple[str, str, str], tuple[dict, dict, str]] = {}
 
@@ -288,6 +300,11 @@ class Comparisons:
         if phase not in self._controls:
             self._controls[phase] = control(self.doc, phase)
         return self._controls[phase]
+
+    def spread(self, phase: str) -> processes.PooledSpread | None:
+        if phase not in self._spreads:
+            self._spreads[phase] = spread(self.doc, phase)
+        return self._spreads[phase]
 
     def band(self, phase: str) -> float:
         ctl = self.control(phase)
@@ -304,7 +321,7 @@ class Comparisons:
         if not a_values or not b_values:
             return None
         try:
-            cmp = processes.compare(a_values, b_values)
+            cmp = processes.compare(a_values, b_values, pooled=self.spread(phase))
         except ValueError as e:
             self.refused[key] = (a, b, str(e))
             return None

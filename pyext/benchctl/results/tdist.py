@@ -1,10 +1,12 @@
-"""Student's t distribution (CDF and quantiles), for intervals over a few processes.
+"""Student's t distribution (CDF and quantiles), for intervals over a few processes, and F's tail.
 
 With 3 to 10 fresh processes per cell the normal quantile (1.96) would make
 intervals far too narrow; t with k-1 (or Welch's) degrees of freedom is what
 keeps a 95% interval at 95%. numpy only: the runtime needs no scipy. The CDF
 comes from the regularized incomplete beta function, evaluated with Lentz's
-continued fraction; quantiles invert it by bisection.
+continued fraction; quantiles invert it by bisection. F's upper tail (:func:`f_sf`), from the
+same function, is the p value of Levene's test that decides whether a phase's cells may share one
+process variance (:func:`benchctl.results.processes.pooled_spread`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from statistics import NormalDist
 
 from .. import _validate
 
-__all__ = ["t_cdf", "t_quantile"]
+__all__ = ["t_cdf", "t_quantile", "f_sf"]
 
 _CF_MAX_TERMS = 300
 _CF_EPS = 1e-15
@@ -92,3 +94,13 @@ def t_quantile(p: float, df: float) -> float:
         if hi - lo <= 1e-12 * max(1.0, hi):
             break
     return 0.5 * (lo + hi)
+
+
+def f_sf(f: float, df1: float, df2: float) -> float:
+    """P(F > f) for the F distribution with ``df1`` and ``df2`` degrees of freedom."""
+    df1, df2 = _check_df(df1), _check_df(df2)
+    if f <= 0.0:
+        return 1.0
+    if math.isinf(f):
+        return 0.0
+    return _regularized_beta(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
