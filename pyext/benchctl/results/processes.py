@@ -59,6 +59,12 @@ def _logs(values: Sequence[float], name: str) -> np.ndarray:
     return np.log(arr)
 
 
+def _pooled_variance(logs: Sequence[np.ndarray]) -> tuple[float, int]:
+    """(the variance of log values pooled over groups, each about its own mean; its degrees of freedom)."""
+    df = sum(g.size for g in logs) - len(logs)
+    return sum(float(((g - g.mean()) ** 2).sum()) for g in logs) / df, df
+
+
 @dataclass(frozen=True)
 class PooledSpread:
     """How far the processes of one cell disagree, pooled over the cells of a phase (log values).
@@ -95,9 +101,8 @@ def pooled_spread(groups: Sequence[Sequence[float]]) -> PooledSpread | None:
     logs = [np.log(g) for g in usable if g.ndim == 1 and np.all(np.isfinite(g)) and g.min() > 0]
     if not logs:
         return None
-    n, k = sum(g.size for g in logs), len(logs)
-    df = n - k
-    log_var = sum(float(((g - g.mean()) ** 2).sum()) for g in logs) / df
+    k = len(logs)
+    log_var, df = _pooled_variance(logs)
     # Levene's test needs three processes a cell: two lie equally far from their mean, whatever the spread.
     if k < 2 or min(g.size for g in logs) < 3:
         return PooledSpread(log_var, df, k, math.nan)
@@ -142,8 +147,7 @@ def _welch(la: np.ndarray, lb: np.ndarray) -> tuple[float, float]:
 
 def _pooled(la: np.ndarray, lb: np.ndarray) -> tuple[float, float]:
     """(standard error of the difference of means, degrees of freedom) with one variance for both sides."""
-    df = la.size + lb.size - 2
-    var = ((la.size - 1) * la.var(ddof=1) + (lb.size - 1) * lb.var(ddof=1)) / df
+    var, df = _pooled_variance([la, lb])
     return math.sqrt(var * (1 / la.size + 1 / lb.size)), float(df)
 
 
