@@ -219,8 +219,9 @@ class CounterGroup:
 
         Times ``repeats`` back-to-back reads with :func:`benchctl.clock.time_calls`
         (one untimed read first). The minimum is the cost itself; the median
-        adds what a busy machine adds. Compare it with the iteration time
-        before reading around every iteration.
+        adds what a busy machine adds. A ``"process"`` group reads every
+        opened thread, so its cost grows with :attr:`threads`. Compare it with
+        the iteration time before reading around every iteration.
         """
         from . import clock
 
