@@ -221,9 +221,9 @@ def combine_one(group):
 def test_a_read_costs_little_next_to_an_iteration(scope):
     # Reading around every iteration must stay cheap. A process-scope read is
     # one read per opened thread (4-6 µs each on the AMD VM, whatever the
-    # count), so the bound is per thread: a test process with torch's pools
-    # and earlier tests' threads once read 9 threads in 54 µs. The minimum of
-    # many reads is robust to a busy machine.
+    # count), so the bound is per thread: in CI's test process, with torch's
+    # pools and earlier tests' threads, one read once took 54 µs. The minimum
+    # of many reads is robust to a busy machine.
     with CounterGroup(scope) as group:
         cost = group.read_cost_ns(repeats=50)
         with pytest.raises(ValueError, match="repeats must be >= 1"):
