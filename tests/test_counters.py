@@ -221,7 +221,7 @@ def combine_one(group):
 def test_a_read_costs_little_next_to_an_iteration(scope):
     # Reading around every iteration must stay cheap. A process-scope read is
     # one read per opened thread (3.9-6.6 µs each on the AMD VM, 1-36 threads),
-    # count), so the bound is per thread: in CI's test process, with torch's
+    # so the bound is per thread: in CI's test process, with torch's
     # pools and earlier tests' threads, one read once took 54 µs. The minimum
     # of many reads is robust to a busy machine.
     with CounterGroup(scope) as group:
