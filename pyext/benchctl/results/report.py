@@ -6,7 +6,8 @@ run can resolve) and a table of the cells, each described over its fresh
 processes (geometric mean of per-process medians, its t interval, how much
 iterations vary within a process and processes between them, faults and
 migrations per iteration, and the ratio against a baseline cell with the
-comparison's mark); then the workers that shared the CPUs with other work, the
+comparison's mark; a process the machine slowed is named under it,
+:mod:`.outlying`); then the workers that shared the CPUs with other work, the
 rounds of ``--repeat auto``, the failed workers, and the values the runs
 counted. The findings are the answer's (:mod:`.answer`), printed after it.
 :func:`format_comparison` sets two documents side by side (e.g. two machines).
@@ -18,7 +19,7 @@ import math
 from typing import Any
 
 from .. import settings as _settings
-from . import processes, queries, wording
+from . import outlying, processes, queries, wording
 from .comparison import FLOOR, MAX_NO_EFFECT_BAND
 from .document import CONTROL_ARM, cell_id
 
@@ -82,6 +83,9 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
     lines = ["", f"phase {phase}", *_noise_lines(doc, phase, comparisons), _table(rows, header)]
     for e, row in zip(entries, rows):
         lines += [f"  note [{row[0]}]: {flag}" for flag in e.get("flags", [])]
+        slowed = outlying.outlying_process(doc, phase, e["cell"], e.get("arm"))
+        if slowed is not None:
+            lines.append(f"  note [{row[0]}]: {slowed.describe()}")
     return lines
 
 

@@ -1,0 +1,96 @@
+"""A process the machine slowed: far slower than the other processes of its cell, counting no more.
+
+On a shared or virtual machine a whole fresh process sometimes runs every iteration about 1.3-1.5×
+slower than its siblings while doing the same work: the same page faults, no more context switches,
+both threads busy (on the development VM 5 of 90 eval_only/alloc=retain processes of resnet_order,
+1 of 84 train_then_eval/alloc=retain). Nothing in the cell explains it, yet one such process widens
+its cell's interval enough to leave a comparison open. The report names it, so that an open line
+reads as a noisy machine, not as a setting that may or may not matter. The comparisons keep it:
+setting a process aside would make the intervals depend on a judgement made after seeing the data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import queries, wording
+from .comparison import FLOOR
+
+__all__ = ["OUTLIER_SDS", "MIN_OTHERS", "EXPLAINING_COUNTERS", "COUNTER_SLACK", "OutlyingProcess",
+           "outlying_process"]
+
+#: A process is outlying when it is slower than the median of its cell's other processes by more than this
+#: many of their standard deviations (log values, taken as at least the 5% floor's: 4 x 4.9% = 1.22x at least).
+OUTLIER_SDS = 4.0
+#: Other processes a cell needs before one of its processes is called outlying: fewer say nothing of the spread.
+MIN_OTHERS = 3
+#: Counters that would explain a slower process (more page faults, more context switches: preempted or waiting).
+EXPLAINING_COUNTERS = ("minor_faults", "context_switches")
+#: A counter explains the slowness when the process counts more than this many times the others' median.
+COUNTER_SLACK = 2.0
+_COUNTER_WORDS = {"minor_faults": "page faults", "context_switches": "context switches"}
+
+
+@dataclass(frozen=True)
+class OutlyingProcess:
+    """The slowest process of a cell, outlying as the module says."""
+
+    repetition: int
+    ratio: float  # its median over the median of the others' medians
+    others: int
+    #: (counter, its per-iteration median, the others' median of theirs), for the counters both sides have.
+    counters: tuple[tuple[str, float, float], ...]
+
+    def describe(self) -> str:
+        counted = ""
+        if self.counters:
+            names = " and ".join(_COUNTER_WORDS[c] for c, _, _ in self.counters)
+            own = " and ".join(wording.count(v) for _, v, _ in self.counters)
+            theirs = " and ".join(wording.count(v) for _, _, v in self.counters)
+            counted = f", its {names} per iteration ({own}) within twice theirs ({theirs})"
+        return (f"the process of round {self.repetition + 1} ran {wording.factor(self.ratio)}× slower than the "
+                f"cell's other {self.others}{counted}: nothing counted explains it, as when the machine itself "
+                "slows a process; it widens this cell's interval, and the comparisons keep it")
+
+
+def _steady_median(values: list | None, start: int) -> float | None:
+    steady = [v for v in (values or [])[start:] if v is not None]
+    return float(np.median(steady)) if steady else None
+
+
+def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) -> OutlyingProcess | None:
+    """The slowest process of ``cell`` (its control ``arm``) in ``phase`` when it is outlying, else None:
+    at least :data:`MIN_OTHERS` other processes, slower than their median by more than :data:`OUTLIER_SDS`
+    of their spread, and none of :data:`EXPLAINING_COUNTERS` above :data:`COUNTER_SLACK` times theirs."""
+    runs, medians = [], []
+    for run in queries.ok_runs(doc, cell, arm):
+        data = run["phases"].get(phase)
+        steady = (data or {}).get("ns", [])[(data or {}).get("warmup") or 0:]
+        if steady and float(np.median(steady)) > 0:
+            runs.append(run)
+            medians.append(float(np.median(steady)))
+    if len(runs) < MIN_OTHERS + 1:
+        return None
+    logs = np.log(medians)
+    slowest = int(np.argmax(logs))
+    others = np.delete(logs, slowest)
+    spread = max(float(others.std(ddof=1)), math.log1p(FLOOR))
+    lead = float(logs[slowest] - np.median(others))
+    if lead <= OUTLIER_SDS * spread:
+        return None
+    counted = []
+    for event in EXPLAINING_COUNTERS:
+        per_run = [_steady_median(r["phases"][phase].get("counters", {}).get(event),
+                                  r["phases"][phase].get("warmup") or 0) for r in runs]
+        own, rest = per_run[slowest], [v for i, v in enumerate(per_run) if i != slowest and v is not None]
+        if own is None or not rest:
+            continue
+        theirs = float(np.median(rest))
+        if own > COUNTER_SLACK * theirs:
+            return None  # it did more of what slows a process down: the cell's own behaviour, not the machine
+        counted.append((event, own, theirs))
+    return OutlyingProcess(repetition=int(runs[slowest].get("repetition", slowest)), ratio=math.exp(lead),
+                           others=len(runs) - 1, counters=tuple(counted))
