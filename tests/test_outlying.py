@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchctl.results import outlying, report, wording
+from benchctl.results import outlying, queries, report, wording
 from benchctl.results.summary import summarize
 from synthetic_results import make_doc
 
@@ -61,3 +61,32 @@ def test_the_cells_other_processes_set_the_bar_when_they_spread_more_than_the_fl
                       (0.85, 1.0, 1.15, 1.3)):
         run["phases"]["eval"]["ns"] = [v * f for v in run["phases"]["eval"]["ns"]]
     assert outlying.outlying_process(doc, "eval", RETAIN) is None
+
+
+def _finding(status, doc):
+    from benchctl.results import processes
+    from benchctl.results.findings import Finding
+
+    values = {c: queries.process_medians(doc, "eval", {"alloc": c}) for c in ("default", "retain")}
+    cmp = processes.compare(values["retain"], values["default"])
+    return Finding("retain_effect", "eval", status, "alloc=retain against alloc=default", cmp,
+                   a=RETAIN, b={"alloc": "default"})
+
+
+def test_an_open_finding_says_which_slowed_process_widens_it_and_a_settled_one_does_not():
+    from benchctl.cli.render import render
+    from benchctl.results.findings import Status
+
+    doc = _doc()
+    doc["summary"] = summarize(doc)
+    open_one, settled = _finding(Status.UNRESOLVED, doc), _finding(Status.NOT_CAUSE, doc)
+    assert [o.cell for o in outlying.widening(doc, open_one)] == [RETAIN]
+    assert outlying.widening(doc, settled) == []
+    ratio = wording.factor(outlying.outlying_process(doc, "eval", RETAIN).ratio)
+    doc["verdict"] = [open_one.to_json()]
+    line = render(doc).splitlines()[-1]
+    assert line.startswith(" ? alloc=retain against alloc=default")
+    assert line.endswith(f"; in alloc=retain the process of round 4 ran {ratio}× slower than the cell's other 4, "
+                         "nothing counted explaining it (the note under the table)")
+    doc["verdict"] = [settled.to_json()]
+    assert "the process of round" not in render(doc).splitlines()[-1]

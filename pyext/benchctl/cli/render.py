@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results import answer, report
+from ..results import answer, outlying, report
 from ..results.findings import Finding
 
 __all__ = ["render"]
@@ -20,5 +20,9 @@ def render(doc: dict, subject: str | None = None, baseline: Any = None, closing:
     parts = [report.format_report(doc, baseline=baseline)]
     if closing:
         parts.append(closing)
-    parts.append(answer.format_answer(findings, subject or doc["workload"]))
+
+    def widened(finding: Finding) -> str:
+        return "".join(o.open_text() for o in outlying.widening(doc, finding))
+
+    parts.append(answer.format_answer(findings, subject or doc["workload"], beside=widened))
     return "\n\n".join(parts)

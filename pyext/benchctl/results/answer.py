@@ -9,7 +9,7 @@ names a cause, the answer says so in words.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from . import processes
 from .comparison import FLOOR
@@ -38,9 +38,9 @@ def settle_text(finding: Finding) -> str:
     return f"; about {need} processes per cell would settle it"
 
 
-def _line(finding: Finding, with_phase: bool) -> str:
+def _line(finding: Finding, with_phase: bool, beside: Callable[[Finding], str]) -> str:
     where = f"[{finding.phase}] " if with_phase and finding.phase else ""
-    return f" {finding.mark} {where}{finding.message}{settle_text(finding)}"
+    return f" {finding.mark} {where}{finding.message}{settle_text(finding)}{beside(finding)}"
 
 
 def _unexplained(found: list[Finding], subject: str) -> list[str]:
@@ -54,8 +54,9 @@ def _unexplained(found: list[Finding], subject: str) -> list[str]:
     return lines
 
 
-def format_answer(findings: Iterable[Finding], subject: str) -> str:
-    """The answer about ``subject`` (a workload or target), from a run's findings."""
+def format_answer(findings: Iterable[Finding], subject: str, beside: Callable[[Finding], str] = lambda f: "") -> str:
+    """The answer about ``subject`` (a workload or target), from a run's findings; ``beside(finding)``: what the
+    run's processes add to a finding's line (a slowed process that widens an open one)."""
     findings = list(findings)
     found = [f for f in findings if f.in_answer]
     if not found and findings:
@@ -67,4 +68,4 @@ def format_answer(findings: Iterable[Finding], subject: str) -> str:
     with_phase = len({f.phase for f in found if f.phase is not None}) > 1
     ordered = sorted(found, key=lambda f: (_ORDER[f.mark], f.status is Status.RULED_OUT))
     return "\n".join([f"Answer for {subject} ({LEGEND}):", *_unexplained(found, subject),
-                      *(_line(f, with_phase) for f in ordered)])
+                      *(_line(f, with_phase, beside) for f in ordered)])

@@ -1,12 +1,15 @@
-"""A process the machine slowed: far slower than the other processes of its cell, counting no more.
+"""A process far slower than the other processes of its cell that nothing counted explains.
 
 On a shared or virtual machine a whole fresh process sometimes runs every iteration about 1.3-1.5×
 slower than its siblings while doing the same work: the same page faults, no more context switches,
-both threads busy (on the development VM 5 of 90 eval_only/alloc=retain processes of resnet_order,
-1 of 84 train_then_eval/alloc=retain). Nothing in the cell explains it, yet one such process widens
-its cell's interval enough to leave a comparison open. The report names it, so that an open line
-reads as a noisy machine, not as a setting that may or may not matter. The comparisons keep it:
-setting a process aside would make the intervals depend on a judgement made after seeing the data.
+both threads busy (in the eval phase of twenty resnet_order runs on the development VM, an AMD EPYC
+guest: one in eval_only/alloc=retain in 4 runs, in train_then_eval/alloc=retain in 1, in eval_only/default
+and its A/A arm in none). Whether the machine or a state the cell's memory lands in does it, no
+counter here tells; either way one such process widens its cell's interval enough to leave a
+comparison open. The report names it under its
+cell and the answer beside the open finding it widens, so that the open line reads as what it is.
+The comparisons keep it: setting a process aside would make the intervals depend on a judgement made
+after seeing the data.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import settings as _settings
 from . import queries, wording
 from .comparison import FLOOR
 
 __all__ = ["OUTLIER_SDS", "MIN_OTHERS", "EXPLAINING_COUNTERS", "COUNTER_SLACK", "OutlyingProcess",
-           "outlying_process"]
+           "outlying_process", "widening"]
 
 #: A process is outlying when it is slower than the median of its cell's other processes by more than this
 #: many of their standard deviations (log values, taken as at least the 5% floor's: 4 x 4.9% = 1.22x at least).
@@ -38,6 +42,7 @@ _COUNTER_WORDS = {"minor_faults": "page faults", "context_switches": "context sw
 class OutlyingProcess:
     """The slowest process of a cell, outlying as the module says."""
 
+    cell: dict
     repetition: int
     ratio: float  # its median over the median of the others' medians
     others: int
@@ -51,9 +56,17 @@ class OutlyingProcess:
             own = " and ".join(wording.count(v) for _, v, _ in self.counters)
             theirs = " and ".join(wording.count(v) for _, _, v in self.counters)
             counted = f", its {names} per iteration ({own}) within twice theirs ({theirs})"
+        return (f"{self._slower()}{counted}: nothing counted explains it, as when the machine itself slows a "
+                "process; it widens this cell's interval, and the comparisons keep it")
+
+    def _slower(self) -> str:
         return (f"the process of round {self.repetition + 1} ran {wording.factor(self.ratio)}× slower than the "
-                f"cell's other {self.others}{counted}: nothing counted explains it, as when the machine itself "
-                "slows a process; it widens this cell's interval, and the comparisons keep it")
+                f"cell's other {self.others}")
+
+    def open_text(self) -> str:
+        """What an open finding whose interval this process widens says of it, after its own words."""
+        return (f"; in {_settings.cell_label(self.cell)} {self._slower()}, nothing counted explaining it "
+                "(the note under the table)")
 
 
 def _steady_median(values: list | None, start: int) -> float | None:
@@ -92,5 +105,14 @@ def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) 
         if own > COUNTER_SLACK * theirs:
             return None  # it did more of what slows a process down: the cell's own behaviour, not the machine
         counted.append((event, own, theirs))
-    return OutlyingProcess(repetition=int(runs[slowest].get("repetition", slowest)), ratio=math.exp(lead),
+    return OutlyingProcess(cell=cell, repetition=int(runs[slowest].get("repetition", slowest)), ratio=math.exp(lead),
                            others=len(runs) - 1, counters=tuple(counted))
+
+
+def widening(doc: dict, finding) -> list[OutlyingProcess]:
+    """The outlying processes in the cells an open ``finding`` (:class:`~.findings.Finding`) would need more
+    processes of: those that widen its interval ([] for a finding that is not open)."""
+    if not finding.is_open or finding.phase is None:
+        return []
+    cells = {queries.cell_id(c): c for c in finding.cells()}
+    return [o for o in (outlying_process(doc, finding.phase, c) for c in cells.values()) if o is not None]
