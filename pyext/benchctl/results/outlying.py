@@ -1,15 +1,14 @@
 """A process far slower than the other processes of its cell that nothing counted explains.
 
 On a shared or virtual machine a whole fresh process sometimes runs every iteration about 1.3-1.5×
-slower than its siblings while doing the same work: the same page faults, no more context switches,
-both threads busy (in the eval phase of twenty resnet_order runs on the development VM, an AMD EPYC
+slower than its siblings while doing the same work: page faults and context switches within twice
+theirs, both threads busy (in the eval phase of twenty resnet_order runs on the development VM, an AMD EPYC
 guest: one in eval_only/alloc=retain in 4 runs, in train_then_eval/alloc=retain in 1, in eval_only/default
 and its A/A arm in none). Whether the machine or a state the cell's memory lands in does it, no
 counter here tells; either way one such process widens its cell's interval enough to leave a
-comparison open. The report names it under its
-cell and the answer beside the open finding it widens, so that the open line reads as what it is.
-The comparisons keep it: setting a process aside would make the intervals depend on a judgement made
-after seeing the data.
+comparison open. The report names it under its cell, and the answer beside the open finding it
+widens, so that the open line reads as what it is. The comparisons keep it: setting a process aside
+would make the intervals depend on a judgement made after seeing the data.
 """
 
 from __future__ import annotations
@@ -103,7 +102,7 @@ def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) 
             continue
         theirs = float(np.median(rest))
         if own > COUNTER_SLACK * theirs:
-            return None  # it did more of what slows a process down: the cell's own behaviour, not the machine
+            return None  # it did more of what slows a process down: its own work explains it
         counted.append((event, own, theirs))
     return OutlyingProcess(cell=cell, repetition=int(runs[slowest].get("repetition", slowest)), ratio=math.exp(lead),
                            others=len(runs) - 1, counters=tuple(counted))

@@ -6,8 +6,8 @@ run can resolve) and a table of the cells, each described over its fresh
 processes (geometric mean of per-process medians, its t interval, how much
 iterations vary within a process and processes between them, faults and
 migrations per iteration, and the ratio against a baseline cell with the
-comparison's mark; a process the machine slowed is named under it,
-:mod:`.outlying`); then the workers that shared the CPUs with other work, the
+comparison's mark; under it, a process far slower than its cell's others that
+nothing counted explains, :mod:`.outlying`); then the workers that shared the CPUs with other work, the
 rounds of ``--repeat auto``, the failed workers, and the values the runs
 counted. The findings are the answer's (:mod:`.answer`), printed after it.
 :func:`format_comparison` sets two documents side by side (e.g. two machines).
