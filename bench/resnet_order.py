@@ -9,8 +9,10 @@ answer. FTZ is ruled out before any cell runs when this CPU's penalty
 profile and the model's values say it cannot matter (its cells are then
 skipped; --set ftz=off,process runs them anyway). Three processes per cell,
 then more only where a comparison is unresolved, within a 280 s budget (the
-whole command under five minutes on a 2-core machine). ``--batch-size 128 --num-data 1024`` is exactly the
-seed's experiment.
+whole command under five minutes on a 2-core machine). At the default sizes each loop's
+batches are read before it (the loader's worker then takes no CPU from the timed forward
+passes); ``--batch-size 128 --num-data 1024`` is exactly the seed's experiment, batches
+streamed while they are timed.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ def sizes(batch_size: int | None, num_data: int | None, train_batches: int | Non
             DEFAULT_NUM_DATA if num_data is None else num_data, train_batches)
 
 
+def load_first(batch_size: int | None, num_data: int | None) -> bool:
+    """Whether each loop reads its batches before its timed iterations: at the default sizes, where on a
+    2-core machine the loader's worker making the next batches slows the forward passes it overlaps
+    (~1.5x, with about twice the context switches) by a different amount in each process; streamed as
+    in the seed once the user chooses a size (``--set load_first=...`` decides either way)."""
+    return batch_size is None and num_data is None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch-size", type=int, default=None,
@@ -62,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image-size", type=int, default=224, help="FakeData image side (seed: 224)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                    help="replace or add a matrix axis: a setting (ftz, alloc, threads, pin, env) "
-                        "or a parameter (order)")
+                        "or a parameter (order, load_first: read each loop's batches before it; default "
+                        "true at the default sizes, false once a size is given, as the seed)")
     seed.add_output_arguments(p, "resnet_order", budget_s=BUDGET_S)
     opts = seed.parse_seed_arguments(p, argv)
     on_hosts = seed.on_slurm(p, opts, __file__)
@@ -73,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
     batch_size, num_data, train_batches = sizes(opts.batch_size, opts.num_data, opts.train_batches)
     args = {"batch_size": batch_size, "num_data": num_data, "train_batches": train_batches,
+            "load_first": load_first(opts.batch_size, opts.num_data),
             "weights": opts.weights, "device": opts.device, "seed": opts.seed, "arch": opts.arch,
             "image_size": opts.image_size}
     try:
@@ -82,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, ValueError) as exc:  # WeightsUnavailable (offline, not cached) ends as unavailable, 3
         p.error(str(exc))
     print(f"sizes: batch {batch_size}, {num_data} images per loader, training on "
-          + (f"the first {train_batches} batches" if train_batches else "every batch (as the seed)"))
+          + (f"the first {train_batches} batches" if train_batches else "every batch (as the seed)")
+          + ("; each loop's batches read before it" if args["load_first"] else "; batches streamed (as the seed)"))
 
     # The model's values, counted here: FTZ cannot matter when they and the CPU's penalty profile say so.
     seed.run_seed(opts, "resnet_order", args, matrix, focus="order",

@@ -198,6 +198,9 @@ def test_resnet_order_sizes_default_and_seed_exact():
     assert script.sizes(128, 1024, None) == (128, 1024, None)
     assert script.sizes(None, None, 0) == (16, 80, None)
     assert script.sizes(32, None, 2) == (32, 80, 2)
+    # Batches read before each loop at the default sizes only; streamed, as the seed, once a size is chosen.
+    assert script.load_first(None, None) is True
+    assert script.load_first(128, 1024) is False and script.load_first(None, 1024) is False
 
 
 def _cmp(ratio: float, lo: float, hi: float, outcome: Outcome) -> Comparison:

@@ -7,6 +7,8 @@ real ResNet-50 at batch 2.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 
 import pytest
@@ -90,9 +92,36 @@ def test_real_resnet50_eval_at_batch_2():
     assert len(rec.ticks["eval"]) == 1 and rec.ticks["eval"][0] > 0
 
 
+class _ChildrenWatch(Recorder):
+    """A Recorder that counts this process's live child processes (a DataLoader's workers) as each
+    iteration starts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.children: list[tuple[str, int]] = []
+
+    @contextlib.contextmanager
+    def iteration(self, phase):
+        self.children.append((phase, len(multiprocessing.active_children())))
+        with super().iteration(phase):
+            yield
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("load_first", [True, False])
+def test_load_first_ends_the_loaders_worker_before_the_timed_iterations(load_first):
+    rec = _ChildrenWatch()
+    workloads.get("resnet_order").fn(workloads.get("resnet_order").resolve_args(
+        {**TINY, "order": "train_then_eval", "load_first": load_first}), rec)
+    assert [phase for phase, _ in rec.children] == ["train", "train", "eval", "eval"]
+    # Streamed (the seed's way) the worker is still making batches while the forward passes are timed.
+    assert all(n == 0 for _, n in rec.children) if load_first else all(n == 1 for _, n in rec.children)
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [
+        ({"load_first": 2}, "load_first must be true or false; got 2"),
         ({"order": "eval_first"}, "order must be one of eval_only, train_then_eval"),
         ({"batch_size": 0}, "batch_size must be >= 1"),
         ({"num_data": 1, "batch_size": 2}, "num_data (1) must be at least batch_size (2)"),

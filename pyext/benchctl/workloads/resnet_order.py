@@ -13,7 +13,13 @@ As in the seed only the forward call is timed, per batch: phase ``train``
 and phase ``eval``. ``arch`` and ``image_size`` exist so that tests and smoke
 runs can use a smaller torchvision model; the defaults are the seed's.
 ``train_batches`` stops the training loop early (None: all batches, as the
-seed), since training dominates a cell's cost.
+seed), since training dominates a cell's cost. ``load_first`` (default) reads
+each loop's batches through that loader before the loop, so its worker has
+exited when the forward passes are timed; ``False`` streams them as the seed
+does. Streamed on 2 cores, the worker making the next batches competed with
+the timed forward passes: on the development VM (AMD EPYC guest), iterations
+it overlapped had ~2,500 page faults (a batch arriving) and twice the context
+switches, and some ran ~1.5x slower, more in some processes than in others.
 
 :data:`PARAMS` holds the defaults of ``benchctl run resnet_order`` and of
 ``bench/resnet_order.py`` alike: batch 16, 80 images (5 eval batches) and 3
@@ -21,11 +27,12 @@ training batches, enough to leave most processes in their after-training
 state (on the development machine eval page faults fell from ~300k to ~1-3k
 per iteration after 3 training batches, not after 1; some processes still
 fault ~100k times) while a whole matrix fits five minutes on 2 cores. ``--batch-size 128 --num-data 1024`` with every
-training batch is the seed's exact experiment.
+training batch and ``load_first=False`` is the seed's exact experiment.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 import warnings
 from typing import Any
@@ -51,6 +58,7 @@ PARAMS: dict[str, Any] = {
     "arch": "resnet50",
     "image_size": 224,
     "train_batches": 3,
+    "load_first": True,
 }
 
 
@@ -63,6 +71,8 @@ def check_args(args: dict[str, Any]) -> None:
     for key in ("batch_size", "num_data", "image_size"):
         _validate.count(key, args[key], 1)
     _validate.optional_count("train_batches", args["train_batches"], 1)  # None: every batch
+    if not isinstance(args["load_first"], bool):
+        raise ValueError(f"load_first must be true or false; got {args['load_first']!r}")
     if args["num_data"] < args["batch_size"]:
         raise ValueError(f"num_data ({args['num_data']}) must be at least batch_size ({args['batch_size']})")
     parse_spec(args["weights"])
@@ -89,6 +99,14 @@ def _make_loader(args: dict[str, Any]):
     size = args["image_size"]
     dataset = datasets.FakeData(args["num_data"], (3, size, size), NUM_CLASSES, transforms.ToTensor())
     return torch.utils.data.DataLoader(dataset, batch_size=args["batch_size"], num_workers=1, pin_memory=True)
+
+
+def _batches(args: dict[str, Any], most: int | None = None):
+    """The loop's batches (the first ``most``): streamed from the loader as the seed does, or with
+    ``load_first`` all read before the loop, whose loader worker has then exited: streamed, that worker
+    makes the next batches while the forward passes are timed, and on 2 cores it takes a CPU from them."""
+    loader = itertools.islice(_make_loader(args), most)
+    return list(loader) if args["load_first"] else loader
 
 
 @register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0], check=check_args,
@@ -120,9 +138,7 @@ def resnet_order(args: dict[str, Any], rec) -> None:
         warnings.filterwarnings("ignore", message=".*pin_memory.*")
         if args["order"] == "train_then_eval":
             model.train()
-            for batch, (images, target) in enumerate(_make_loader(args)):
-                if batch == args["train_batches"]:
-                    break
+            for images, target in _batches(args, args["train_batches"]):
                 images, target = images.to(device, non_blocking=True), target.to(device, non_blocking=True)
                 optimizer.zero_grad()
                 sync()
@@ -134,7 +150,7 @@ def resnet_order(args: dict[str, Any], rec) -> None:
                 optimizer.step()
 
         model.eval()
-        for images, _target in _make_loader(args):
+        for images, _target in _batches(args):
             images = images.to(device, non_blocking=True)
             with torch.no_grad():
                 sync()
