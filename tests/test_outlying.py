@@ -32,7 +32,16 @@ def test_a_slow_process_counting_no_more_is_named_with_its_counters():
     assert [c for c, _, _ in slowed.counters] == ["minor_faults", "context_switches"]
     text = slowed.describe()
     assert f"round 4 ran {wording.factor(slowed.ratio)}× slower than the cell's other 4" in text
-    assert "(1,500 and 60) within twice theirs (2,000 and 60)" in text
+    assert ("with 1,500 and 60 page faults and context switches per iteration against their 2,000 and 60: "
+            "nothing counted explains it") in text
+
+
+def test_extra_faults_too_few_to_cost_the_slowdown_do_not_explain_it():
+    # 700 more faults an iteration cost at most 2.1 ms (3 µs each) of the 5 ms this process is slower by.
+    slowed = outlying.outlying_process(_doc(faults=100, slow_faults=800), "eval", RETAIN)
+    assert slowed is not None and slowed.counters[0] == ("minor_faults", 800.0, 100.0)
+    # 900 more could cost 2.7 ms, over half of it: they may be what slowed it.
+    assert outlying.outlying_process(_doc(faults=100, slow_faults=1000), "eval", RETAIN) is None
 
 
 def test_the_report_prints_it_under_its_cell_and_nowhere_else():

@@ -1,14 +1,15 @@
 """A process far slower than the other processes of its cell that nothing counted explains.
 
 On a shared or virtual machine a whole fresh process sometimes runs every iteration about 1.3-1.5×
-slower than its siblings while doing the same work: page faults and context switches within twice
-theirs, both threads busy (in the eval phase of twenty resnet_order runs on the development VM, an AMD EPYC
-guest: one in eval_only/alloc=retain in 4 runs, in train_then_eval/alloc=retain in 1, in eval_only/default
-and its A/A arm in none). Whether the machine or a state the cell's memory lands in does it, no
-counter here tells; either way one such process widens its cell's interval enough to leave a
-comparison open. The report names it under its cell, and the answer beside the open finding it
-widens, so that the open line reads as what it is. The comparisons keep it: setting a process aside
-would make the intervals depend on a judgement made after seeing the data.
+slower than its siblings while doing the same work: no more context switches than they count
+(:func:`~.counter_evidence.differ`), no more page faults than could cost a share of the
+difference, both threads busy (in the eval phase of twenty resnet_order runs on the development
+VM, an AMD EPYC guest: one in eval_only/alloc=retain in 5 runs, in train_then_eval/alloc=retain
+in 1, in eval_only/default and its A/A arm in none). Whether the machine or a state the cell's
+memory lands in does it, no counter here tells; either way one such process widens its cell's
+interval enough to leave a comparison open. The report names it under its cell, and the answer
+beside the open finding it widens, so that the open line reads as what it is. The comparisons keep
+it: setting a process aside would make the intervals depend on a judgement made after seeing the data.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import settings as _settings
-from . import queries, wording
+from . import counter_evidence, queries, wording
 from .comparison import FLOOR
 
-__all__ = ["OUTLIER_SDS", "MIN_OTHERS", "EXPLAINING_COUNTERS", "COUNTER_SLACK", "OutlyingProcess",
+__all__ = ["OUTLIER_SDS", "MIN_OTHERS", "EXPLAINING_COUNTERS", "EXPLAINED_SHARE", "OutlyingProcess",
            "outlying_process", "widening"]
 
 #: A process is outlying when it is slower than the median of its cell's other processes by more than this
@@ -30,10 +31,13 @@ __all__ = ["OUTLIER_SDS", "MIN_OTHERS", "EXPLAINING_COUNTERS", "COUNTER_SLACK", 
 OUTLIER_SDS = 4.0
 #: Other processes a cell needs before one of its processes is called outlying: fewer say nothing of the spread.
 MIN_OTHERS = 3
-#: Counters that would explain a slower process (more page faults, more context switches: preempted or waiting).
-EXPLAINING_COUNTERS = ("minor_faults", "context_switches")
-#: A counter explains the slowness when the process counts more than this many times the others' median.
-COUNTER_SLACK = 2.0
+#: Counters that would explain a slower process (more page faults, more context switches: preempted or
+#: waiting), with the field :mod:`.counter_evidence` judges them by.
+EXPLAINING_COUNTERS = {"minor_faults": counter_evidence.MINOR_FAULTS,
+                       "context_switches": counter_evidence.CONTEXT_SWITCHES}
+#: Extra page faults explain the slowness when, at :data:`~.counter_evidence.FAULT_COST_MAX_US` a fault,
+#: they could cost at least this share of the extra time per iteration.
+EXPLAINED_SHARE = 0.5
 _COUNTER_WORDS = {"minor_faults": "page faults", "context_switches": "context switches"}
 
 
@@ -54,7 +58,7 @@ class OutlyingProcess:
             names = " and ".join(_COUNTER_WORDS[c] for c, _, _ in self.counters)
             own = " and ".join(wording.count(v) for _, v, _ in self.counters)
             theirs = " and ".join(wording.count(v) for _, _, v in self.counters)
-            counted = f", its {names} per iteration ({own}) within twice theirs ({theirs})"
+            counted = f", with {own} {names} per iteration against their {theirs}"
         return (f"{self._slower()}{counted}: nothing counted explains it, as when the machine itself slows a "
                 "process; it widens this cell's interval, and the comparisons keep it")
 
@@ -73,10 +77,22 @@ def _steady_median(values: list | None, start: int) -> float | None:
     return float(np.median(steady)) if steady else None
 
 
+def _explains(field: str, own: float, theirs: float, extra_ms: float) -> bool:
+    """Whether counting ``own`` events per iteration against the others' ``theirs`` could explain a process
+    ``extra_ms`` slower per iteration: more by :func:`~.counter_evidence.differ`'s test, and for page faults
+    also enough of them to cost :data:`EXPLAINED_SHARE` of that time (1,715 faults against 147 cost 5 ms
+    at most, not the 500 ms a process was slower by)."""
+    if own <= theirs or not counter_evidence.differ(field, own, theirs):
+        return False
+    if field == counter_evidence.MINOR_FAULTS:
+        return (own - theirs) * counter_evidence.FAULT_COST_MAX_US / 1e3 >= EXPLAINED_SHARE * extra_ms
+    return True
+
+
 def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) -> OutlyingProcess | None:
     """The slowest process of ``cell`` (its control ``arm``) in ``phase`` when it is outlying, else None:
     at least :data:`MIN_OTHERS` other processes, slower than their median by more than :data:`OUTLIER_SDS`
-    of their spread, and none of :data:`EXPLAINING_COUNTERS` above :data:`COUNTER_SLACK` times theirs."""
+    of their spread, and none of :data:`EXPLAINING_COUNTERS` explaining it (:func:`_explains`)."""
     runs, medians = [], []
     for run in queries.ok_runs(doc, cell, arm):
         data = run["phases"].get(phase)
@@ -94,14 +110,15 @@ def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) 
     if lead <= OUTLIER_SDS * spread:
         return None
     counted = []
-    for event in EXPLAINING_COUNTERS:
+    extra_ms = (medians[slowest] - math.exp(float(np.median(others)))) / 1e6
+    for event, field in EXPLAINING_COUNTERS.items():
         per_run = [_steady_median(r["phases"][phase].get("counters", {}).get(event),
                                   r["phases"][phase].get("warmup") or 0) for r in runs]
         own, rest = per_run[slowest], [v for i, v in enumerate(per_run) if i != slowest and v is not None]
         if own is None or not rest:
             continue
         theirs = float(np.median(rest))
-        if own > COUNTER_SLACK * theirs:
+        if _explains(field, own, theirs, extra_ms):
             return None  # it did more of what slows a process down: its own work explains it
         counted.append((event, own, theirs))
     return OutlyingProcess(cell=cell, repetition=int(runs[slowest].get("repetition", slowest)), ratio=math.exp(lead),
