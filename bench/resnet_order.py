@@ -50,7 +50,7 @@ def sizes(batch_size: int | None, num_data: int | None, train_batches: int | Non
 def load_first(batch_size: int | None, num_data: int | None) -> bool:
     """Whether each loop reads its batches before its timed iterations: at the default sizes, where on a
     2-core machine the loader's worker making the next batches slows the forward passes it overlaps
-    (~1.5x, with about twice the context switches) by a different amount in each process; streamed as
+    (~1.5x, with 2-4x the context switches) by a different amount in each process; streamed as
     in the seed once the user chooses a size (``--set load_first=...`` decides either way)."""
     return batch_size is None and num_data is None
 

@@ -18,7 +18,7 @@ each loop's batches through that loader before the loop, so its worker has
 exited when the forward passes are timed; ``False`` streams them as the seed
 does. Streamed on 2 cores, the worker making the next batches competed with
 the timed forward passes: on the development VM (AMD EPYC guest), iterations
-it overlapped had ~2,500 page faults (a batch arriving) and twice the context
+it overlapped had ~2,500 page faults (a batch arriving) and 2-4x the context
 switches, and some ran ~1.5x slower, more in some processes than in others.
 
 :data:`PARAMS` holds the defaults of ``benchctl run resnet_order`` and of
