@@ -36,6 +36,14 @@ def test_a_slow_process_counting_no_more_is_named_with_its_counters():
             "nothing counted explains it") in text
 
 
+def test_without_counters_it_says_none_was_read():
+    doc = _doc()
+    for run in doc["runs"]:
+        run["phases"]["eval"]["counters"] = {}
+    slowed = outlying.outlying_process(doc, "eval", RETAIN)
+    assert slowed.counters == () and ": no counter was read that could explain it, as when" in slowed.describe()
+
+
 def test_extra_faults_too_few_to_cost_the_slowdown_do_not_explain_it():
     # 700 more faults an iteration cost at most 2.1 ms (3 µs each) of the 5 ms this process is slower by.
     slowed = outlying.outlying_process(_doc(faults=100, slow_faults=800), "eval", RETAIN)

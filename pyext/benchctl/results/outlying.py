@@ -22,6 +22,7 @@ import numpy as np
 from .. import settings as _settings
 from . import counter_evidence, queries, wording
 from .comparison import FLOOR
+from .document import cell_id
 
 __all__ = ["OUTLIER_SDS", "MIN_OTHERS", "EXPLAINING_COUNTERS", "EXPLAINED_SHARE", "OutlyingProcess",
            "outlying_process", "widening"]
@@ -53,14 +54,14 @@ class OutlyingProcess:
     counters: tuple[tuple[str, float, float], ...]
 
     def describe(self) -> str:
-        counted = ""
+        counted = ": no counter was read that could explain it"
         if self.counters:
             names = " and ".join(_COUNTER_WORDS[c] for c, _, _ in self.counters)
             own = " and ".join(wording.count(v) for _, v, _ in self.counters)
             theirs = " and ".join(wording.count(v) for _, _, v in self.counters)
-            counted = f", with {own} {names} per iteration against their {theirs}"
-        return (f"{self._slower()}{counted}: nothing counted explains it, as when the machine itself slows a "
-                "process; it widens this cell's interval, and the comparisons keep it")
+            counted = f", with {own} {names} per iteration against their {theirs}: nothing counted explains it"
+        return (f"{self._slower()}{counted}, as when the machine itself slows a process; it widens this cell's "
+                "interval, and the comparisons keep it")
 
     def _slower(self) -> str:
         return (f"the process of round {self.repetition + 1} ran {wording.factor(self.ratio)}× slower than the "
@@ -130,5 +131,5 @@ def widening(doc: dict, finding) -> list[OutlyingProcess]:
     processes of: those that widen its interval ([] for a finding that is not open)."""
     if not finding.is_open or finding.phase is None:
         return []
-    cells = {queries.cell_id(c): c for c in finding.cells()}
+    cells = {cell_id(c): c for c in finding.cells()}
     return [o for o in (outlying_process(doc, finding.phase, c) for c in cells.values()) if o is not None]
