@@ -35,11 +35,15 @@ DEFAULT_NUM_DATA = PARAMS["num_data"]
 DEFAULT_TRAIN_BATCHES = PARAMS["train_batches"]
 
 
+def size_chosen(batch_size: int | None, num_data: int | None) -> bool:
+    """Whether the user chose a size: the run then follows the seed's own loops."""
+    return batch_size is not None or num_data is not None
+
+
 def sizes(batch_size: int | None, num_data: int | None, train_batches: int | None) -> tuple[int, int, int | None]:
     """The run's sizes: the defaults above, or the seed's loop structure (train on every
     batch) as soon as the user chooses a size, unless --train-batches says otherwise."""
-    chosen = batch_size is not None or num_data is not None
-    if train_batches is None and not chosen:
+    if train_batches is None and not size_chosen(batch_size, num_data):
         train_batches = DEFAULT_TRAIN_BATCHES
     if train_batches == 0:
         train_batches = None
@@ -52,7 +56,7 @@ def load_first(batch_size: int | None, num_data: int | None) -> bool:
     2-core machine the loader's worker making the next batches slows the forward passes it overlaps
     (~1.5x, with 2-4x the context switches) by a different amount in each process; streamed as
     in the seed once the user chooses a size (``--set load_first=...`` decides either way)."""
-    return batch_size is None and num_data is None
+    return not size_chosen(batch_size, num_data)
 
 
 def main(argv: list[str] | None = None) -> int:

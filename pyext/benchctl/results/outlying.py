@@ -73,8 +73,10 @@ class OutlyingProcess:
                 "(the note under the table)")
 
 
-def _steady_median(values: list | None, start: int) -> float | None:
-    steady = [v for v in (values or [])[start:] if v is not None]
+def _steady_median(run: dict, phase: str, event: str) -> float | None:
+    """The median over ``run``'s steady iterations of counter ``event`` (None where it was not read)."""
+    data = run["phases"][phase]
+    steady = [v for v in (data.get("counters", {}).get(event) or [])[queries.steady_start(data):] if v is not None]
     return float(np.median(steady)) if steady else None
 
 
@@ -94,13 +96,8 @@ def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) 
     """The slowest process of ``cell`` (its control ``arm``) in ``phase`` when it is outlying, else None:
     at least :data:`MIN_OTHERS` other processes, slower than their median by more than :data:`OUTLIER_SDS`
     of their spread, and none of :data:`EXPLAINING_COUNTERS` explaining it (:func:`_explains`)."""
-    runs, medians = [], []
-    for run in queries.ok_runs(doc, cell, arm):
-        data = run["phases"].get(phase)
-        steady = (data or {}).get("ns", [])[(data or {}).get("warmup") or 0:]
-        if steady and float(np.median(steady)) > 0:
-            runs.append(run)
-            medians.append(float(np.median(steady)))
+    steady = [(run, ns) for run, ns in queries.steady_runs(doc, phase, cell, arm) if np.median(ns) > 0]
+    runs, medians = [run for run, _ in steady], [float(np.median(ns)) for _, ns in steady]
     if len(runs) < MIN_OTHERS + 1:
         return None
     logs = np.log(medians)
@@ -113,8 +110,7 @@ def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) 
     counted = []
     extra_ms = (medians[slowest] - math.exp(float(np.median(others)))) / 1e6
     for event, field in EXPLAINING_COUNTERS.items():
-        per_run = [_steady_median(r["phases"][phase].get("counters", {}).get(event),
-                                  r["phases"][phase].get("warmup") or 0) for r in runs]
+        per_run = [_steady_median(r, phase, event) for r in runs]
         own, rest = per_run[slowest], [v for i, v in enumerate(per_run) if i != slowest and v is not None]
         if own is None or not rest:
             continue

@@ -26,7 +26,8 @@ from . import processes
 from .comparison import Comparison
 from .document import CONTROL_ARM, cell_id, matrix_cells
 
-__all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_samples", "steady_by_run",
+__all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_samples", "steady_runs",
+           "steady_by_run",
            "process_medians", "first_note", "readback_facts", "phase_before", "malloc_states",
            "probe_held", "summary_entry", "per_iter_median",
            "Control", "control", "comparison_values", "spread",
@@ -98,7 +99,8 @@ def failed_runs(doc: dict) -> list[dict]:
     return [r for r in doc["runs"] if r["status"] == "failed"]
 
 
-def _steady_start(data: dict) -> int:
+def steady_start(data: dict) -> int:
+    """Where a phase's steady iterations start in one run's ``data``: after its recorded warm-up."""
     return data.get("warmup") or 0
 
 
@@ -110,7 +112,7 @@ def steady_samples(doc: dict, phase: str, cell: dict, arm: str | None = None) ->
     events = set().union(*(r["phases"][phase].get("counters", {}) for r in runs)) if runs else set()
     for run in runs:
         data = run["phases"][phase]
-        start = _steady_start(data)
+        start = steady_start(data)
         steady = data["ns"][start:]
         ns += steady
         for event in events:
@@ -120,16 +122,21 @@ def steady_samples(doc: dict, phase: str, cell: dict, arm: str | None = None) ->
     return np.asarray(ns, dtype=np.float64), counters
 
 
-def steady_by_run(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[np.ndarray]:
-    """Steady-state ns of ``cell`` in ``phase``, one array per ok run (fresh process)."""
+def steady_runs(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[tuple[dict, np.ndarray]]:
+    """(run, its steady-state ns) for each ok run (fresh process) of ``cell`` with steady iterations in ``phase``."""
     out = []
     for run in ok_runs(doc, cell, arm):
         data = run["phases"].get(phase)
         if data:
-            steady = data["ns"][_steady_start(data):]
+            steady = data["ns"][steady_start(data):]
             if steady:
-                out.append(np.asarray(steady, dtype=np.float64))
+                out.append((run, np.asarray(steady, dtype=np.float64)))
     return out
+
+
+def steady_by_run(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[np.ndarray]:
+    """Steady-state ns of ``cell`` in ``phase``, one array per ok run (fresh process)."""
+    return [ns for _, ns in steady_runs(doc, phase, cell, arm)]
 
 
 def process_medians(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[float]:
