@@ -96,8 +96,8 @@ def outlying_process(doc: dict, phase: str, cell: dict, arm: str | None = None) 
     """The slowest process of ``cell`` (its control ``arm``) in ``phase`` when it is outlying, else None:
     at least :data:`MIN_OTHERS` other processes, slower than their median by more than :data:`OUTLIER_SDS`
     of their spread, and none of :data:`EXPLAINING_COUNTERS` explaining it (:func:`_explains`)."""
-    steady = [(run, ns) for run, ns in queries.steady_runs(doc, phase, cell, arm) if np.median(ns) > 0]
-    runs, medians = [run for run, _ in steady], [float(np.median(ns)) for _, ns in steady]
+    per_process = [(run, float(np.median(ns))) for run, ns in queries.steady_runs(doc, phase, cell, arm)]
+    runs, medians = [run for run, m in per_process if m > 0], [m for _, m in per_process if m > 0]
     if len(runs) < MIN_OTHERS + 1:
         return None
     logs = np.log(medians)
