@@ -9,12 +9,15 @@ import sys
 
 import pytest
 
-from benchctl import huge_pages, settings
+from benchctl import settings
+from benchctl.causes.thp import control as huge_pages
+from benchctl.causes.thp.probe import PROBE as THP_PROBE, HugePageFacts
+from benchctl.causes.thp.rule import HugePages
 from benchctl.results import queries, rules
+from benchctl._probe import ProbedCall
 from benchctl.results.analysis import analyse
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
-from benchctl.results.memory_facts import HugePageFacts
 from benchctl.studies import causes
 from synthetic_results import make_doc
 
@@ -46,22 +49,22 @@ def _run(factor, faults_on=400.0, huge_bytes=2 << 20, retain=None):
 
 
 def _judge(doc):
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=Facts(**FAULTY, huge_pages=MADVISE))
-    return causes.HugePages().judge_phase(ctx)
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=Facts(**FAULTY, probed={THP_PROBE.key: MADVISE}))
+    return HugePages().judge_phase(ctx)
 
 
 def test_precheck_rules_it_out_without_huge_pages_with_them_already_on_or_with_faults_that_cost_nothing():
-    cause = causes.HugePages()
-    assert cause.precheck(Facts(**FAULTY, huge_pages=MADVISE), None) is None
+    cause = HugePages()
+    assert cause.precheck(Facts(**FAULTY, probed={THP_PROBE.key: MADVISE}), None) is None
     assert cause.probes(None) == [PROBE]
-    assert "was not read in the probe worker" in cause.precheck(Facts(**FAULTY, huge_pages=None), None)
-    assert "off (never)" in cause.precheck(Facts(**FAULTY, huge_pages=HugePageFacts("never")), None)
+    assert "was not read in the probe worker" in cause.precheck(Facts(**FAULTY, probed={}), None)
+    assert "off (never)" in cause.precheck(Facts(**FAULTY, probed={THP_PROBE.key: HugePageFacts("never")}), None)
     assert "already puts its buffers of 2 MiB or more on huge pages (THP_MEM_ALLOC_ENABLE=1)" in \
-        cause.precheck(Facts(**FAULTY, huge_pages=HugePageFacts("madvise", "1")), None)
+        cause.precheck(Facts(**FAULTY, probed={THP_PROBE.key: HugePageFacts("madvise", "1")}), None)
     # torch takes "1" alone as on: another value leaves the cause to probe.
-    assert cause.precheck(Facts(**FAULTY, huge_pages=HugePageFacts("always", "yes")), None) is None
+    assert cause.precheck(Facts(**FAULTY, probed={THP_PROBE.key: HugePageFacts("always", "yes")}), None) is None
     few = Facts(phases=["call"], median_ms={"call": 100.0}, counters={"call": {"minor_faults_per_iter": 30.0}},
-                huge_pages=MADVISE)
+                probed={THP_PROBE.key: MADVISE})
     assert "under 1%" in cause.precheck(few, None)
     # The allocator's pre-check is the same fault-cost test.
     assert cause.precheck(few, None) == causes.Allocator().precheck(few, None)
@@ -147,9 +150,12 @@ def test_in_a_fresh_process_the_variable_puts_a_large_buffer_on_huge_pages_and_i
 
 def test_the_probe_note_carries_the_mode_and_the_variable_through_a_results_file(monkeypatch):
     monkeypatch.setenv("THP_MEM_ALLOC_ENABLE", "1")
-    note = huge_pages.evidence()
+    note = THP_PROBE.record(ProbedCall())
     assert note == {"thp_kernel_mode": huge_pages.kernel_mode(), "thp_env": "1"}
-    found = HugePageFacts.from_probe(note)
-    assert found.torch_on and HugePageFacts.from_probe({}) is None
-    again = Facts.from_json(json.loads(json.dumps(Facts(huge_pages=found).to_json())))
-    assert again.huge_pages == found
+    found = THP_PROBE.read(note)
+    assert found.torch_on and THP_PROBE.read({}) is None
+    again = Facts.from_json(json.loads(json.dumps(Facts(probed={THP_PROBE.key: found}).to_json())))
+    assert again.of(THP_PROBE) == found
+    # A document saved before probes had their own entry kept the fact at the top level: it still reads.
+    legacy = {k: v for k, v in Facts().to_json().items() if k != "probed"}
+    assert Facts.from_json({**legacy, "huge_pages": {"mode": "madvise", "torch_env": "1"}}).of(THP_PROBE) == found

@@ -15,9 +15,11 @@ PACKAGE_DIR = os.path.dirname(benchctl.__file__)
 # layer may not import each other.
 LAYERS = {
     "errors": -1,  # the error kinds and exit codes: every layer raises them, _validate too
-    "_native": 0, "_procfs": 0, "_validate": 0, "_version": 0,
+    "_native": 0, "_procfs": 0, "_validate": 0, "_version": 0, "_plugins": 0,
     "": 1,
+    "settings": 1.5, "_setting": 1.5,  # what a setting is, and the registry of them all
     "system": 2,
+    "probes": 2.5, "_probe": 2.5,  # what a probe is, and the registry the probe worker and Facts read
     "results": 3, "workloads": 3,
     "run": 4,
     "studies": 5,
@@ -25,6 +27,11 @@ LAYERS = {
     "pytest_plugin": 6,
 }
 EXEMPT = {"benchctl", "benchctl.__main__"}  # the package root re-exports; __main__ starts the CLI
+# A cause package (benchctl.causes.<name>) holds one file per role, each on the layer of what it does
+# (benchctl/causes/__init__.py names the roles): (layer, the group it shares that layer with).
+ROLES = {"control": (1, ""), "setting": (1.5, "settings"), "probe": (2.5, "probes"), "rule": (5, "studies")}
+# Registry modules share their layer's group with the role files they gather.
+GROUPS = {"settings": "settings", "_setting": "settings", "probes": "probes", "_probe": "probes"}
 
 
 def _modules():
@@ -58,10 +65,14 @@ def _imports(module: str, path: str) -> set[str]:
     return {m for m in found if m != module}
 
 
-def _layer(module: str) -> tuple[int, str]:
+def _layer(module: str) -> tuple[float, str]:
     parts = module.split(".")
+    if parts[1:2] == ["causes"]:
+        if len(parts) <= 3:  # the causes package and each cause's package: they import nothing
+            return -2, "causes"
+        return ROLES[parts[3]]
     if len(parts) == 2 and parts[1] in LAYERS:
-        return LAYERS[parts[1]], parts[1]
+        return LAYERS[parts[1]], GROUPS.get(parts[1], parts[1])
     if len(parts) >= 3 or (len(parts) == 2 and parts[1] in ("system", "results", "workloads", "run",
                                                             "studies", "cli")):
         return LAYERS[parts[1]], parts[1]
@@ -87,6 +98,17 @@ def test_every_import_goes_to_the_same_layer_or_below():
             if t_level > level or (t_level == level and t_group != group):
                 wrong.append((module, target, f"layer {group or 'root'} -> {t_group or 'root'}"))
     assert not wrong, "\n".join(f"{m} imports {t}: {why}" for m, t, why in wrong)
+
+
+def test_every_file_of_a_cause_package_has_a_role_and_its_package_files_import_nothing():
+    causes = [m for m in MODULES if m.startswith("benchctl.causes.")]
+    assert causes, "no cause package found"
+    wrong = [m for m in causes if len(m.split(".")) == 4 and m.split(".")[3] not in ROLES]
+    deep = [m for m in causes if len(m.split(".")) > 4]
+    importing = [m for m in ["benchctl.causes", *causes] if len(m.split(".")) <= 3 and GRAPH.get(m)]
+    assert not wrong, f"files of no role ({', '.join(ROLES)}): {wrong}"
+    assert not deep, f"a cause package is one folder of role files: {deep}"
+    assert not importing, f"a package file that imports (importing one role would load another): {importing}"
 
 
 def test_no_import_cycles():

@@ -29,111 +29,21 @@ that is not a setting name is a workload parameter.
 
 from __future__ import annotations
 
-import abc
 import json
 import os
 from typing import Any
 
-from . import _validate, anomaly, contention, cuda_state, fpenv, huge_pages, inference, other_pools, thread_clamp
+from . import _plugins, _validate, anomaly, contention, cuda_state, fpenv, inference, other_pools, thread_clamp
+from ._setting import Setting, SettingError, SettingUnavailable, split_values
+from .causes.thp import setting as _thp
 from . import threads
 from . import alloc as _alloc
-from .errors import UnavailableError
 
 __all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "CAPABILITY_ENV",
            "cpu_capability", "PASSIVE_WAIT", "RUNTIME_WAIT_VARIABLES", "is_setting", "split_values",
            "parse_assignment", "canonical_value", "canonical_matrix", "check_available", "cell_environment",
            "format_value", "cell_label", "split_cell", "ordered"]
 
-
-class SettingError(_validate.ArgumentError):
-    """A setting value that is invalid (a user error), or, as :class:`SettingUnavailable`, cannot be applied here."""
-
-
-class SettingUnavailable(UnavailableError, SettingError):
-    """A valid setting this machine or build cannot apply (no FP control, an allocator not installed):
-    the environment's kind of error, still a SettingError for callers that refuse any bad setting."""
-
-
-class Setting(abc.ABC):
-    name = ""
-    #: "VALUES: what it does", the setting's one description: ``python -m benchctl run --help`` lists it.
-    help = ""
-    #: Worker applies settings in increasing ``order`` (threads before pin: pin pins the sized team).
-    order = 0
-    #: Whether ``apply``/``readback`` need torch imported first (its thread pools must exist).
-    needs_torch = False
-
-    @abc.abstractmethod
-    def canonical(self, value: Any) -> Any:
-        """The value's canonical JSON form; SettingError when it is not one this setting takes."""
-
-    def check_available(self) -> None:
-        """Raise SettingUnavailable when this machine or build cannot apply the setting at all."""
-
-    def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
-        return env
-
-    def owns(self, value: Any) -> tuple[str, ...]:
-        """Variables this value decides even when it leaves them as they were (conflict checks)."""
-        return ()
-
-    def apply(self, value: Any) -> Any:
-        return None
-
-    def readback(self, value: Any) -> Any:
-        return None
-
-    def during(self, value: Any) -> Any:
-        """This setting's value as the process runs now (cheap: sampled after every timed iteration), or
-        None where it has no in-run check; a value other than ``value`` means the workload changed it."""
-        return None
-
-    #: The value that probes this setting's cause against the unchanged workload, if any.
-    probe: Any = None
-    #: Per-iteration counter (summary field) that moves when this setting is the cause, if any.
-    evidence_counter: str | None = None
-    #: What the slowdown is when this setting closes a gap (completes "the slowdown is ...");
-    #: the verdict names it only when ``evidence_counter`` moved with the gap.
-    mechanism: str | None = None
-
-    def facts(self, observed: Any) -> Any:
-        """The part of a readback that evidence needs (the full readback stays in the run)."""
-        return observed
-
-    def facts_phrase(self, facts: Any) -> str:
-        """A few words proving the setting took effect, e.g. "FTZ/DAZ read back on 4/4 threads"."""
-        return ""
-
-    def _pairs(self, value: Any, example: str) -> dict[str, Any]:
-        """``NAME=VALUE``, ``[A=1,B=2]``, ``none`` (or a dict) as {name: value text}."""
-        if isinstance(value, dict):
-            return value
-        text = str(value).strip()
-        if text.lower() in ("", "none", "{}"):
-            return {}
-        pairs = {}
-        for item in _bracketed_items(self.name, value, text):
-            name, sep, inner = item.partition("=")
-            if not sep:
-                raise SettingError(f"{self.name}={value!r}: write {example}")
-            pairs[name.strip()] = inner
-        return pairs
-
-    def _choice(self, value: Any, choices: tuple[str, ...]) -> str:
-        text = str(value).strip().lower()
-        if text not in choices:
-            raise SettingError(f"{self.name}={value!r}: choose one of {', '.join(choices)}")
-        return text
-
-
-def _bracketed_items(name: str, value: Any, text: str) -> list[str]:
-    """The items of ``[A,B,...]`` (or ``[text]`` alone); a bracket error names the setting."""
-    if not (text.startswith("[") and text.endswith("]")):
-        return [text]
-    try:
-        return split_values(text[1:-1])
-    except SettingError as e:
-        raise SettingError(f"{name}={value!r}: {e}") from None
 
 
 class FlushDenormals(Setting):
@@ -337,47 +247,6 @@ class Allocator(Setting):
 
     def readback(self, value: str) -> dict:
         return _alloc.observe()
-
-
-class HugePages(Setting):
-    """``thp``: torch's large CPU buffers on transparent huge pages (``THP_MEM_ALLOC_ENABLE=1`` at start,
-    which torch reads once), read back from the mapping of a buffer the worker writes after the run."""
-
-    name = "thp"
-    help = (f"default | on: torch's buffers of 2 MiB or more on transparent huge pages ({huge_pages.TORCH_ENV}=1 "
-            "at start), read back from /proc/self/smaps")
-    order = 0
-    needs_torch = True
-
-    def canonical(self, value: Any) -> str:
-        return self._choice(value, ("default", "on"))
-
-    def check_available(self) -> None:
-        if huge_pages.kernel_mode() == "never":
-            raise SettingUnavailable(f"thp: the kernel's transparent huge pages are off ({huge_pages.KERNEL_MODE_PATH}"
-                                     " reads never): torch's allocator cannot get huge pages here")
-
-    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
-        return {**env, huge_pages.TORCH_ENV: "1"} if value == "on" else env
-
-    def owns(self, value: str) -> tuple[str, ...]:
-        return (huge_pages.TORCH_ENV,) if value == "on" else ()
-
-    probe = "on"
-    evidence_counter = "minor_faults_per_iter"
-    mechanism = "large buffers faulted in one 4 KiB page at a time"
-
-    def facts(self, observed: dict) -> dict:
-        return {"huge_bytes": observed.get("huge_bytes"), "probe_bytes": observed.get("probe_bytes")}
-
-    def facts_phrase(self, facts: dict) -> str:
-        huge, size = facts.get("huge_bytes"), facts.get("probe_bytes")
-        if huge is None or not size:
-            return ""
-        return f"a {size >> 20} MiB torch buffer read back on {huge >> 20} MiB of huge pages"
-
-    def readback(self, value: str) -> dict:
-        return huge_pages.observe()
 
 
 class ExtraEnvironment(Setting):
@@ -887,36 +756,19 @@ class KernelCapability(Setting):
         return cpu_capability()
 
 
+#: Every setting by name: those no cause owns (defined here), the built-in causes' (one line each), then those of
+#: installed packages (``benchctl.causes`` entry points). The order is ``run --help``'s.
 SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), HugePages(), ExtraEnvironment(),
+    s.name: s for s in (FlushDenormals(), ThreadCount(), Pinning(), Allocator(), *_thp.SETTINGS, ExtraEnvironment(),
                         BusyPool(), CapOtherPools(), ClampThreads(), AnomalyDetection(), InferenceMode(), SyncClock(),
                         CudnnBenchmark(), MatmulPrecision(), CudaInit(), KernelCapability(), OmpWaitPolicy(),
-                        OnlyPhase(), Combination())
+                        OnlyPhase(), Combination(), *_plugins.gathered("setting", "SETTINGS"))
 }
 _WITH = Combination.name
 
 
 def is_setting(name: str) -> bool:
     return name in SETTINGS
-
-
-def split_values(text: str) -> list[str]:
-    """Split on commas that are not inside [...] (so ``pin=[0,1],compact`` is two values)."""
-    values, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise SettingError(f"unbalanced ']' in {text!r}")
-        elif ch == "," and depth == 0:
-            values.append(text[start:i])
-            start = i + 1
-    if depth:
-        raise SettingError(f"unbalanced '[' in {text!r}")
-    values.append(text[start:])
-    return [v.strip() for v in values]
 
 
 def parse_assignment(text: str) -> tuple[str, list[str]]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
+from .. import probes
 from . import queries
 from .autograd_facts import AutogradFacts
 from .cpu_facts import Dispatch, TeamWait
-from .memory_facts import HugePageFacts
 from .cuda_facts import CudaFacts
 from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
@@ -196,8 +197,8 @@ class Facts:
     (:class:`CompileLog`, None when dynamo was never loaded).;
     ``isa``: torch's kernel capability and this CPU's (:class:`~.cpu_facts.Dispatch`; None when unknown);
     ``omp_wait``: how torch's OpenMP team waits and what else of the workload's ran beside it
-    (:class:`~.cpu_facts.TeamWait`; None when unknown); ``huge_pages``: the kernel's transparent-huge-page
-    mode and torch's switch for it (:class:`~.memory_facts.HugePageFacts`; None when unknown)."""
+    (:class:`~.cpu_facts.TeamWait`; None when unknown); ``probed``: each cause probe's typed fact, by its
+    key (:mod:`benchctl.probes`; read with :meth:`of`)."""
 
     phases: list[str] = field(default_factory=list)
     median_ms: dict[str, float] = field(default_factory=dict)
@@ -224,7 +225,7 @@ class Facts:
     compile: CompileLog | None = None
     isa: Dispatch | None = None
     omp_wait: TeamWait | None = None
-    huge_pages: HugePageFacts | None = None
+    probed: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_probe(cls, doc: dict) -> "Facts":
@@ -255,7 +256,7 @@ class Facts:
                    warnings=_typed(probe.get("warnings"), WarningSeen),
                    compile=CompileLog.from_json(probe.get("compile")),
                    isa=Dispatch.from_probe(probe), omp_wait=TeamWait.from_probe(probe),
-                   huge_pages=HugePageFacts.from_probe(probe))
+                   probed=probes.read_all(probe))
 
     @classmethod
     def from_census(cls, census: dict | None) -> "Facts":
@@ -279,11 +280,16 @@ class Facts:
                  "compile": CompileLog.from_json(data.get("compile")),
                  "isa": Dispatch(**data["isa"]) if data.get("isa") else None,
                  "omp_wait": TeamWait(**data["omp_wait"]) if data.get("omp_wait") else None,
-                 "huge_pages": HugePageFacts(**data["huge_pages"]) if data.get("huge_pages") else None}
-        return cls(**{**data, **typed})
+                 "probed": probes.from_json(data)}
+        legacy = {p.key for p in probes.PROBES}  # written at the top level before probes had their entry
+        return cls(**{**{k: v for k, v in data.items() if k not in legacy}, **typed})
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def of(self, probe: probes.Probe) -> Any:
+        """``probe``'s typed fact (its ``fact`` class), or None where the probe worker did not record it."""
+        return self.probed.get(probe.key)
 
     def no_cuda_reason(self) -> str | None:
         """Why no GPU cause can apply here (see :meth:`CudaFacts.no_cuda_reason`); None: the workload used CUDA."""

@@ -42,7 +42,8 @@ import time
 import types
 from typing import Any, Callable
 
-from .. import _validate, huge_pages, inference
+from .. import _validate, inference, probes
+from .._probe import ProbedCall
 from ..denormals import layer_watch, values_census, weights_census
 from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
@@ -149,14 +150,15 @@ def _probe_evidence(rec) -> Any:
 
 def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: CompileWatch,
                 calls: ThreadCalls | None = None, thread_cpu: ThreadCpuWatch | None = None,
-                beside: BesideTeamWatch | None = None) -> None:
+                beside: BesideTeamWatch | None = None, watched: dict | None = None) -> None:
     """One untimed call under the torch profiler (which ops run, the copies that change a layout),
     with the census of the values it computes: the layer outputs of the modules in ``state``, the
     tensors it returns, the weights; then, when much of it was outside torch's ops, one more under
     cProfile (its top Python-side functions); one more for what autograd does in it
     (:func:`.probe_autograd.autograd_census`); and what ``seen`` and ``watch`` recorded. ``calls``: the
     thread counts the code set itself until then; ``thread_cpu`` and ``beside``: what ran beside torch's
-    team over the timed iterations (:func:`_beside_watches`)."""
+    team over the timed iterations (:func:`_beside_watches`); ``watched``: what each cause's probe watched
+    over them (:func:`benchctl.probes.watching`), for its record (:func:`benchctl.probes.recorded`)."""
     import torch
 
     probe_started = time.perf_counter()
@@ -204,7 +206,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         **cpu_fit.note(),
         **isa_evidence(),
         **omp_wait_evidence(beside),
-        **huge_pages.evidence(),
+        **probes.recorded(ProbedCall(call, tuple(modules), calls, watched or {})),
         # All of this untimed probing (the profiler's first start alone took ~5 s here): what explain's
         # sizing takes out of the probe worker's duration, which would otherwise count as every worker's start.
         "probe_s": time.perf_counter() - probe_started,
@@ -248,10 +250,11 @@ def _beside_watches(watch: CompileWatch | None) -> Any:
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
         with _probe_evidence(rec) as (seen, watch):
-            with thread_calls(active=watch is not None) as calls, _beside_watches(watch) as beside:
+            with thread_calls(active=watch is not None) as calls, _beside_watches(watch) as beside, \
+                    probes.watching(watch is not None) as watched:
                 _timed(rec, "call", fn, args, watch)
             if watch is not None:
-                _probe_call(rec, fn, fn, seen, watch, calls, *beside)
+                _probe_call(rec, fn, fn, seen, watch, calls, *beside, watched=watched)
 
     return run, dict(_PARAMS)
 
@@ -263,10 +266,10 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
         with _probe_evidence(rec) as (seen, watch):
             with thread_calls(active=watch is not None) as calls:
                 state = target.setup()
-                with _beside_watches(watch) as beside:
+                with _beside_watches(watch) as beside, probes.watching(watch is not None) as watched:
                     _timed(rec, "run", lambda: target.run(state), args, watch)
             if watch is not None:
-                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls, *beside)
+                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls, *beside, watched=watched)
 
     return run, dict(_PARAMS)
 
@@ -284,7 +287,7 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
                                "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
                                "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None),
-                               **isa_evidence(), **omp_wait_evidence(None), **huge_pages.evidence()})
+                               **isa_evidence(), **omp_wait_evidence(None), **probes.recorded(ProbedCall())})
 
     return run, dict(mark["params"])
 

@@ -4,14 +4,15 @@ Add a cause by writing its class and listing it in :data:`CAUSES`; the order
 is the order of the answer.
 """
 
+from ... import _plugins
+from ...causes.thp import rule as _thp
 from .allocator import Allocator
 from .autograd import Anomaly, Recording
-from .base import Cause
+from ..cause import Cause
 from .cpu_fit import CpuFit
 from .denormals import Denormals
 from .dtypes import Float64, HalfPrecision
 from .gpu import AsyncClock, CudaFirstCall, CudnnAutotune, Tf32
-from .huge_pages import HugePages
 from .isa import Isa
 from .memory_format import MemoryFormat
 from .omp_wait import OmpWait
@@ -22,12 +23,12 @@ from .recompiles import Recompiles
 from .threads import Placement, Threads
 from .warmup import Warmup
 
-__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "HugePages", "Threads", "Placement", "Warmup", "Order",
+__all__ = ["Cause", "CAUSES", "Denormals", "Allocator", "Threads", "Placement", "Warmup", "Order",
            "CompetingPools", "CpuFit", "OmpWait", "Isa", "Anomaly", "Recording", "HalfPrecision", "Float64",
            "PythonTime", "MemoryFormat", "Recompiles", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]
 
 # CPU causes first, then the GPU ones (ruled out at once where no CUDA work ran).
-CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), HugePages(), Threads(), Placement(), Warmup(), Order(),
+CAUSES: tuple[Cause, ...] = (Denormals(), Allocator(), *_thp.CAUSES, Threads(), Placement(), Warmup(), Order(),
                              CompetingPools(), CpuFit(), OmpWait(), Isa(), Anomaly(), Recording(), HalfPrecision(),
                              Float64(), PythonTime(), MemoryFormat(), Recompiles(), AsyncClock(), CudnnAutotune(),
-                             CudaFirstCall(), Tf32())
+                             CudaFirstCall(), Tf32(), *_plugins.gathered("rule", "CAUSES"))

@@ -16,24 +16,18 @@ from __future__ import annotations
 from ... import alloc
 from ...malloc_state import FIXING_TUNABLES
 from ... import settings as _settings
-from ...results import counter_evidence, queries, wording
+from ...results import counter_evidence, queries
 from ...results.comparison import Outcome
 from ...results.counter_evidence import MINOR_FAULTS
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
 from ...results.verdict import setting_text
-from .base import Cause, mechanism, probe_of
+from ..cause import Cause, faults_negligible, mechanism, probe_of
 from .malloc_readback import PhaseReadback
 from .malloc_readback import mechanism as glibc_mechanism
 
-__all__ = ["FAULT_COST_US", "NEGLIGIBLE_SHARE", "UNMEASURED_FIXES", "Allocator", "faults_negligible"]
-
-#: A minor fault costs at least this many microseconds here (page zeroing included; 0.5-3 µs seen).
-FAULT_COST_US = 0.5
-#: Faults that cost less than this share of an iteration cannot explain its time.
-NEGLIGIBLE_SHARE = 0.01
-
+__all__ = ["UNMEASURED_FIXES", "Allocator"]
 
 #: The fixes a user can apply that no cell of a run measures, by the allocator choice that stands for them
 #: (None: none does): the same glibc thresholds through the environment, another allocator, a warm-up.
@@ -44,24 +38,6 @@ UNMEASURED_FIXES: dict[str | None, str] = {
     "tcmalloc": "tcmalloc (LD_PRELOAD, alloc=tcmalloc)",
     None: "a warm-up before the timed loop",
 }
-
-
-def faults_negligible(facts: Facts) -> str | None:
-    """Why the probe worker's minor page faults cannot explain its time (they would cost under
-    :data:`NEGLIGIBLE_SHARE` of every phase's iteration), or None when they could or are unknown."""
-    costs = []
-    for phase in facts.phases:
-        faults, ms = facts.counters[phase].get(MINOR_FAULTS), facts.median_ms.get(phase)
-        if faults is None or not ms:
-            return None  # unknown: nothing is ruled out
-        cost_ms = faults * FAULT_COST_US / 1e3
-        if cost_ms >= NEGLIGIBLE_SHARE * ms:
-            return None
-        costs.append(f"{wording.count(faults)} minor faults per {phase} iteration would cost about "
-                     f"{cost_ms * 1e3:.0f} µs of its {ms:.3g} ms")
-    if not costs:
-        return None
-    return "; ".join(costs) + f" (at {FAULT_COST_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
 
 
 def _allocator(cell: dict) -> str:

@@ -17,7 +17,7 @@ from ...results.document import cell_id
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause, mechanism, probe_of, probe_text
+from ..cause import Cause, mechanism, probe_of, probe_text
 
 __all__ = ["ANOMALY_FIX", "RECORDING_FIX", "NOT_RUN", "Anomaly", "Recording"]
 

@@ -20,7 +20,7 @@ from ... import settings
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause, mechanism, probe_of, probe_text
+from ..cause import Cause, mechanism, probe_of, probe_text
 
 __all__ = ["FMA_OPS", "OP_CLASSES", "penalty_evidence", "penalised_ops", "ratios_text", "ops_of",
            "cpu_penalty_reason", "Denormals"]

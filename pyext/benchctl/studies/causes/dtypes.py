@@ -18,7 +18,7 @@ from ...results.dtype_profile import DTYPE_WORDS, DtypeProfile, DtypeTiming, OpC
 from ...results.facts import Facts, OpRow
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause
+from ..cause import Cause
 
 __all__ = ["MEANINGFUL_SHARE", "LARGE_SHARE", "MIN_OP_SHARE", "MAX_OPS", "HalfPrecision", "Float64",
            "DTYPE_CAUSES", "calls_to_profile", "estimated_speedup"]

@@ -22,7 +22,7 @@ from ...results.comparison import Comparison
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause, mechanism, probe_of, probe_text
+from ..cause import Cause, mechanism, probe_of, probe_text
 from .warmup import LAZY_MIN_ITERATIONS
 
 __all__ = ["HOST_COVERS_GPU", "MIN_MATMUL_SHARE", "AsyncClock", "CudnnAutotune", "CudaFirstCall", "Tf32"]

@@ -16,7 +16,7 @@ from ...results.cpu_facts import Dispatch
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause, mechanism, probe_text
+from ..cause import Cause, mechanism, probe_text
 
 __all__ = ["Isa"]
 

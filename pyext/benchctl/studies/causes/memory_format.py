@@ -16,8 +16,8 @@ from dataclasses import asdict
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause
-from .evidence import EVIDENCE_ONLY, probe_phase
+from ..cause import Cause
+from ..cause import EVIDENCE_ONLY, probe_phase
 
 __all__ = ["CONVERSION_SHARE", "NEGLIGIBLE_SHARE", "MECHANISM", "MemoryFormat"]
 

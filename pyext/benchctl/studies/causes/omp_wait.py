@@ -23,7 +23,7 @@ from ...results.counter_evidence import CONTEXT_SWITCHES
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause, mechanism, probe_of, probe_text
+from ..cause import Cause, mechanism, probe_of, probe_text
 
 __all__ = ["QUIET_BESIDE_CPUS", "QUIET_BESIDE_MS", "OmpWait"]
 

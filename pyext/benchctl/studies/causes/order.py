@@ -14,7 +14,7 @@ from ...results.counter_evidence import MINOR_FAULTS, WORDS
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause
+from ..cause import Cause
 
 __all__ = ["Order"]
 

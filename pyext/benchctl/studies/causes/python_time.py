@@ -21,8 +21,8 @@ from dataclasses import asdict
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause
-from .evidence import EVIDENCE_ONLY, probe_phase
+from ..cause import Cause
+from ..cause import EVIDENCE_ONLY, probe_phase
 
 __all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top",
            "warnings_text"]

@@ -18,8 +18,8 @@ import numpy as np
 from ...results.facts import CompileLog, Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause
-from .evidence import EVIDENCE_ONLY
+from ..cause import Cause
+from ..cause import EVIDENCE_ONLY
 
 __all__ = ["RECOMPILE_SHARE", "NEGLIGIBLE_SHARE", "MECHANISM", "Recompiles", "guard_text"]
 

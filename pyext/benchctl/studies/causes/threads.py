@@ -22,7 +22,7 @@ from ...results.counter_evidence import CONTEXT_SWITCHES, CPU_MIGRATIONS
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause, mechanism, probe_of, probe_text
+from ..cause import Cause, mechanism, probe_of, probe_text
 from .cpu_fit import CpuFit
 
 __all__ = ["Threads", "Placement"]

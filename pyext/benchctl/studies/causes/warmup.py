@@ -24,7 +24,7 @@ from ...results.comparison import Comparison, Outcome, outcome_of
 from ...results.facts import warmup_extra
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .base import Cause
+from ..cause import Cause
 
 __all__ = ["LAZY_MIN_ITERATIONS", "Warmup"]
 

@@ -1,4 +1,4 @@
-"""What every cause in the library is: a rule of the engine (:class:`benchctl.results.rules.Rule`)
+"""What every cause is, and what causes share: a rule of the engine (:class:`benchctl.results.rules.Rule`)
 that names one reason a timing can have, probes it, and judges it with its evidence.
 
 A cause is one small class (threadpoolctl's controllers are the model): ``name`` and ``title``,
@@ -14,23 +14,63 @@ import abc
 from dataclasses import replace
 from typing import Any
 
-from ... import settings
-from ...results.comparison import Comparison, Outcome
-from ...results.findings import Finding, Status
-from ...results.rules import Context, Rule
-from ...results.verdict import setting_text
+from .. import settings
+from .._setting import Setting
+from ..results import wording
+from ..results.comparison import Comparison, Outcome
+from ..results.counter_evidence import FAULT_COST_MAX_US, MINOR_FAULTS
+from ..results.facts import Facts
+from ..results.findings import Finding, Status
+from ..results.rules import Context, Rule
+from ..results.verdict import setting_text
 
-__all__ = ["Cause", "mechanism", "probe_of", "probe_text"]
+__all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NEGLIGIBLE_SHARE", "probe_phase",
+           "faults_negligible"]
 
 
-def mechanism(setting: str) -> str:
-    """The mechanism sentence the setting ``setting`` declares (what it removes when it is the cause)."""
-    return settings.SETTINGS[setting].mechanism
+#: What an evidence-only finding says of its fix.
+EVIDENCE_ONLY = "evidence only (no setting can change the code, so no fix was measured)"
+#: A cost under this share of an iteration cannot explain its time: what every pre-check calls negligible.
+NEGLIGIBLE_SHARE = 0.01
 
 
-def probe_of(setting: str) -> dict[str, Any]:
-    """The probe the setting ``setting`` declares, as a cell's settings: ``{"ftz": "process"}``."""
-    return {setting: settings.SETTINGS[setting].probe}
+def probe_phase(facts: Facts | None) -> str | None:
+    """The phase of the probe worker's profiled call (its callable's or its run's: the last, and only, phase
+    of those forms), or None when no call was profiled."""
+    return facts.phases[-1] if facts and facts.phases and facts.op_table else None
+
+
+def faults_negligible(facts: Facts) -> str | None:
+    """Why the probe worker's minor page faults cannot explain its time (they would cost under
+    :data:`NEGLIGIBLE_SHARE` of every phase's iteration), or None when they could or are unknown."""
+    costs = []
+    for phase in facts.phases:
+        faults, ms = facts.counters[phase].get(MINOR_FAULTS), facts.median_ms.get(phase)
+        if faults is None or not ms:
+            return None  # unknown: nothing is ruled out
+        cost_ms = faults * FAULT_COST_MAX_US / 1e3
+        if cost_ms >= NEGLIGIBLE_SHARE * ms:
+            return None
+        costs.append(f"{wording.count(faults)} minor faults per {phase} iteration would cost about "
+                     f"{cost_ms * 1e3:.0f} µs of its {ms:.3g} ms")
+    if not costs:
+        return None
+    return "; ".join(costs) + f" (at {FAULT_COST_MAX_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
+
+
+def _setting(setting: Setting | str) -> Setting:
+    return setting if isinstance(setting, Setting) else settings.SETTINGS[setting]
+
+
+def mechanism(setting: Setting | str) -> str:
+    """The mechanism sentence ``setting`` declares (what it removes when it is the cause)."""
+    return _setting(setting).mechanism
+
+
+def probe_of(setting: Setting | str) -> dict[str, Any]:
+    """The probe ``setting`` declares, as a cell's settings: ``{"ftz": "process"}``."""
+    found = _setting(setting)
+    return {found.name: found.probe}
 
 
 def probe_text(probe: dict[str, Any]) -> str:

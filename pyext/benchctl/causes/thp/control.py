@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 
-from . import _procfs
+from ... import _procfs
 
 __all__ = ["TORCH_ENV", "KERNEL_MODE_PATH", "PROBE_BYTES", "kernel_mode", "torch_enabled", "huge_bytes_at",
-           "observe", "evidence"]
+           "observe"]
 
 #: The variable torch's CPU allocator reads, once, to put large buffers on huge pages.
 TORCH_ENV = "THP_MEM_ALLOC_ENABLE"
@@ -67,8 +67,3 @@ def observe() -> dict:
     buffer.fill_(1)  # fault every page in
     return {"kernel_mode": kernel_mode(), TORCH_ENV: os.environ.get(TORCH_ENV),
             "probe_bytes": PROBE_BYTES, "huge_bytes": huge_bytes_at(buffer.data_ptr())}
-
-
-def evidence() -> dict:
-    """The probe note's keys: the kernel's THP mode and torch's variable as this process started with it."""
-    return {"thp_kernel_mode": kernel_mode(), "thp_env": os.environ.get(TORCH_ENV)}

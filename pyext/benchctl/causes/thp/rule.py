@@ -5,7 +5,7 @@ A loop that allocates and frees buffers of megabytes (5000×5000 products, large
 maps them fresh each time and pays one page fault per 4 KiB page touched; torch's allocator
 puts buffers of 2 MiB or more on huge pages when ``THP_MEM_ALLOC_ENABLE=1`` (#115990; candle
 #2149: 22 → 63 it/s on 5000×5000 buffers). The probe worker reads the kernel's THP mode and
-torch's variable (:func:`benchctl.huge_pages.evidence`): with the kernel's THP off, the
+torch's variable (:mod:`.probe`): with the kernel's THP off, the
 variable already set, or faults too few to matter, the cause is out before any cell runs.
 The probe is ``thp=on``, read back from the mapping of a buffer the worker writes; the
 evidence is the time with minor page faults per iteration falling with it. The allocator's
@@ -15,17 +15,18 @@ again): where the run measured both, the finding quotes it.
 
 from __future__ import annotations
 
-from ... import settings
-from ...huge_pages import TORCH_ENV
 from ...results import counter_evidence
 from ...results.counter_evidence import MINOR_FAULTS
 from ...results.facts import Facts
 from ...results.findings import Finding, Status
 from ...results.rules import Context
-from .allocator import faults_negligible
-from .base import Cause, mechanism, probe_of, probe_text
 
-__all__ = ["FIX", "HugePages"]
+from ...studies.cause import Cause, faults_negligible, mechanism, probe_of, probe_text
+from .control import TORCH_ENV
+from .probe import PROBE
+from .setting import HUGE_PAGES
+
+__all__ = ["FIX", "HugePages", "CAUSES"]
 
 #: What a user sets, and what torch then does.
 FIX = (f"{TORCH_ENV}=1 in the environment the process starts with (torch then aligns each buffer of 2 MiB or "
@@ -33,15 +34,15 @@ FIX = (f"{TORCH_ENV}=1 in the environment the process starts with (torch then al
 
 
 class HugePages(Cause):
-    name = "thp"
+    name = HUGE_PAGES.name
     title = "transparent huge pages for large buffers"
-    probe = probe_of("thp")
+    probe = probe_of(HUGE_PAGES)
 
     def probes(self, facts: Facts | None) -> list[dict]:
         return [self.probe]
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        pages = facts.huge_pages
+        pages = facts.of(PROBE)
         if pages is None or pages.mode is None:
             return "the kernel's transparent-huge-page mode was not read in the probe worker (no THP here)"
         if pages.mode == "never":
@@ -58,8 +59,8 @@ class HugePages(Cause):
         probe = probe_text(self.probe)
         before, after = ctx.counter(ctx.baseline, MINOR_FAULTS), ctx.counter(cell, MINOR_FAULTS)
         moved = counter_evidence.change_text(MINOR_FAULTS, before, after)
-        readback = ctx.readback(cell, "thp") or {}
-        phrase = settings.SETTINGS["thp"].facts_phrase(readback)
+        readback = ctx.readback(cell, HUGE_PAGES.name) or {}
+        phrase = HUGE_PAGES.facts_phrase(readback)
         read = f"; {phrase}" if phrase else ""
         fields = dict(a=cell, b=ctx.baseline, setting=probe,
                       evidence={"faults_per_iter": {"default": before, "on": after}, "readback": readback})
@@ -67,7 +68,7 @@ class HugePages(Cause):
         faults_fell = counter_evidence.moved_down(MINOR_FAULTS, before, after)
         if cmp.faster and faults_fell and on_huge:
             return self.finding(ctx, cmp, f"with {probe} it is {cmp.effect_text()}; {moved}{read}: "
-                                          f"{mechanism('thp')}; the fix: {FIX}{_retain_text(ctx)}",
+                                          f"{mechanism(HUGE_PAGES)}; the fix: {FIX}{_retain_text(ctx)}",
                                 Status.CAUSE, **fields)
         if cmp.faster:
             why = "no buffer was read back on huge pages" if not on_huge else \
@@ -86,3 +87,6 @@ def _retain_text(ctx: Context) -> str:
         return ""
     return (f"; {probe_text(probe_of('alloc'))}, which keeps freed memory instead of faulting it in again, "
             f"measured {cmp.headline()}")
+
+
+CAUSES = (HugePages(),)

@@ -1,0 +1,52 @@
+"""What a probe is: :class:`Probe`, one cause's evidence from the probe worker, and :class:`ProbedCall`,
+what it can look at (:mod:`benchctl.probes` gathers them all)."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+__all__ = ["ProbedCall", "Probe"]
+
+
+@dataclass(frozen=True)
+class ProbedCall:
+    """What a probe can look at after the probe worker's timed iterations: the workload's ``call`` (None: a
+    workload that times itself), the torch ``modules`` found in its state, the thread counts its code set
+    (``thread_calls``) and what each probe's watch saw over the timed iterations (``watched``, by key)."""
+
+    call: Callable[[], Any] | None = None
+    modules: tuple = ()
+    thread_calls: Any = None
+    watched: dict[str, Any] = field(default_factory=dict)
+
+    def watcher(self, probe: "Probe") -> Any:
+        """What ``probe``'s :meth:`Probe.watch` yielded over the timed iterations (None: none ran)."""
+        return self.watched.get(probe.key)
+
+
+class Probe(abc.ABC):
+    """One cause's evidence from the probe worker. ``key`` names its typed fact in
+    :class:`~benchctl.results.facts.Facts` and in a saved document's facts; ``fact`` is that fact's frozen
+    dataclass, built by :meth:`read` from the note's keys this probe wrote with :meth:`record`."""
+
+    key: ClassVar[str] = ""
+    fact: ClassVar[type] = object
+
+    def watch(self) -> contextlib.AbstractContextManager:
+        """A context around the timed iterations whose value :meth:`record` gets back (default: none)."""
+        return contextlib.nullcontext()
+
+    @abc.abstractmethod
+    def record(self, probed: ProbedCall) -> dict:
+        """The probe note's keys for this cause, JSON-serialisable (worker side, after the profiled call)."""
+
+    @abc.abstractmethod
+    def read(self, note: dict) -> Any:
+        """The typed fact from the probe note's keys, or None where they are missing."""
+
+    def from_json(self, data: dict) -> Any:
+        """The typed fact from a saved document's facts (its dataclass fields)."""
+        return self.fact(**data)

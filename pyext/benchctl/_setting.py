@@ -1,0 +1,148 @@
+"""What a setting of a matrix cell is: the :class:`Setting` every setting subclasses, and its errors.
+
+A setting is a small class with these duties:
+
+* ``canonical(value)``: validate a value (from the CLI's text or from Python)
+  and return its canonical JSON form, or raise :class:`SettingError`;
+* ``check_available()``: runner side, before any worker: raise
+  :class:`SettingUnavailable` if this build or machine cannot apply it at all;
+* ``environment(value, env, cell)``: runner side, before the worker starts:
+  edit the worker's environment (thread-pool sizes, allocator, extra vars);
+* ``apply(value)``: worker side, after ``import torch``: change process
+  state and return what was observed right after the change;
+* ``readback(value)``: worker side, after the workload: the state the
+  workload actually ran under (threads created during the run included);
+* ``during(value)``: worker side, at the end of every timed iteration: a cheap
+  check of what the process runs under now, in the setting's own values, so that
+  a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
+  ``setup()``) is seen and never judged.
+
+It also declares ``in_process``: whether it can be applied and undone inside a running
+process (FTZ/DAZ, a thread count) or needs a fresh one (an allocator preloaded, a variable
+read once at start).
+
+The settings themselves live with the causes they probe (``benchctl.causes.<name>.setting``)
+or, for those no cause owns, in :mod:`benchctl.settings`, which gathers them all.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+from . import _validate
+from .errors import UnavailableError
+
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "split_values"]
+
+
+class SettingError(_validate.ArgumentError):
+    """A setting value that is invalid (a user error), or, as :class:`SettingUnavailable`, cannot be applied here."""
+
+
+class SettingUnavailable(UnavailableError, SettingError):
+    """A valid setting this machine or build cannot apply (no FP control, an allocator not installed):
+    the environment's kind of error, still a SettingError for callers that refuse any bad setting."""
+
+
+class Setting(abc.ABC):
+    name = ""
+    #: "VALUES: what it does", the setting's one description: ``python -m benchctl run --help`` lists it.
+    help = ""
+    #: Worker applies settings in increasing ``order`` (threads before pin: pin pins the sized team).
+    order = 0
+    #: Whether ``apply``/``readback`` need torch imported first (its thread pools must exist).
+    needs_torch = False
+    #: Whether a running process can apply and undo it (paired cells), or it needs a fresh process.
+    in_process = False
+
+    @abc.abstractmethod
+    def canonical(self, value: Any) -> Any:
+        """The value's canonical JSON form; SettingError when it is not one this setting takes."""
+
+    def check_available(self) -> None:
+        """Raise SettingUnavailable when this machine or build cannot apply the setting at all."""
+
+    def environment(self, value: Any, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return env
+
+    def owns(self, value: Any) -> tuple[str, ...]:
+        """Variables this value decides even when it leaves them as they were (conflict checks)."""
+        return ()
+
+    def apply(self, value: Any) -> Any:
+        return None
+
+    def readback(self, value: Any) -> Any:
+        return None
+
+    def during(self, value: Any) -> Any:
+        """This setting's value as the process runs now (cheap: sampled after every timed iteration), or
+        None where it has no in-run check; a value other than ``value`` means the workload changed it."""
+        return None
+
+    #: The value that probes this setting's cause against the unchanged workload, if any.
+    probe: Any = None
+    #: Per-iteration counter (summary field) that moves when this setting is the cause, if any.
+    evidence_counter: str | None = None
+    #: What the slowdown is when this setting closes a gap (completes "the slowdown is ...");
+    #: the verdict names it only when ``evidence_counter`` moved with the gap.
+    mechanism: str | None = None
+
+    def facts(self, observed: Any) -> Any:
+        """The part of a readback that evidence needs (the full readback stays in the run)."""
+        return observed
+
+    def facts_phrase(self, facts: Any) -> str:
+        """A few words proving the setting took effect, e.g. "FTZ/DAZ read back on 4/4 threads"."""
+        return ""
+
+    def _pairs(self, value: Any, example: str) -> dict[str, Any]:
+        """``NAME=VALUE``, ``[A=1,B=2]``, ``none`` (or a dict) as {name: value text}."""
+        if isinstance(value, dict):
+            return value
+        text = str(value).strip()
+        if text.lower() in ("", "none", "{}"):
+            return {}
+        pairs = {}
+        for item in _bracketed_items(self.name, value, text):
+            name, sep, inner = item.partition("=")
+            if not sep:
+                raise SettingError(f"{self.name}={value!r}: write {example}")
+            pairs[name.strip()] = inner
+        return pairs
+
+    def _choice(self, value: Any, choices: tuple[str, ...]) -> str:
+        text = str(value).strip().lower()
+        if text not in choices:
+            raise SettingError(f"{self.name}={value!r}: choose one of {', '.join(choices)}")
+        return text
+
+
+def _bracketed_items(name: str, value: Any, text: str) -> list[str]:
+    """The items of ``[A,B,...]`` (or ``[text]`` alone); a bracket error names the setting."""
+    if not (text.startswith("[") and text.endswith("]")):
+        return [text]
+    try:
+        return split_values(text[1:-1])
+    except SettingError as e:
+        raise SettingError(f"{name}={value!r}: {e}") from None
+
+
+def split_values(text: str) -> list[str]:
+    """Split on commas that are not inside [...] (so ``pin=[0,1],compact`` is two values)."""
+    values, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise SettingError(f"unbalanced ']' in {text!r}")
+        elif ch == "," and depth == 0:
+            values.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise SettingError(f"unbalanced '[' in {text!r}")
+    values.append(text[start:])
+    return [v.strip() for v in values]
