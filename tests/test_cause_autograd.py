@@ -10,17 +10,19 @@ import textwrap
 import pytest
 import torch
 
-from benchctl import ArgumentError, anomaly, inference, settings, workloads
+from benchctl import ArgumentError, settings, workloads
+from benchctl.causes.anomaly import control as anomaly
+from benchctl.causes.anomaly.rule import ANOMALY_FIX, Anomaly
+from benchctl.causes.recording import control as inference
+from benchctl.causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts, autograd_census
+from benchctl.causes.recording.rule import RECORDING_FIX, Recording
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
-from benchctl.results.autograd_facts import AutogradFacts
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
 from benchctl.run import runner
 from benchctl.run.recorder import Recorder
-from benchctl.studies import causes
-from benchctl.studies.causes.autograd import ANOMALY_FIX, NOT_RUN, RECORDING_FIX
-from benchctl.workloads.probe_autograd import autograd_census
+from benchctl.studies.cause import NOT_RUN
 from synthetic_results import make_doc
 from test_causes import facts
 
@@ -31,6 +33,11 @@ ANOMALY_SEEN = AutogradFacts(calls=40, anomaly=40, recording=30, gradients=2, re
 RECORDING_SEEN = AutogradFacts(calls=16, recording=16, recording_ops={"linear": 8, "relu": 8}, parameters=16,
                                grad_parameters=16)
 NOTHING_SEEN = AutogradFacts(calls=3, recording=0, parameters=0, grad_parameters=0)
+
+
+def with_autograd(seen):
+    """The synthetic facts with ``seen`` as the probe worker's autograd census (None: not watched)."""
+    return facts(probed={} if seen is None else {AUTOGRAD.key: seen})
 
 
 def _model():
@@ -141,31 +148,31 @@ def test_census_of_a_call_that_fails_under_it_says_why():
 
 
 def test_facts_carry_the_census_through_json():
-    facts_ = Facts(autograd=RECORDING_SEEN)
+    facts_ = Facts(probed={AUTOGRAD.key: RECORDING_SEEN})
     assert Facts.from_json(facts_.to_json()) == facts_
-    assert Facts.from_json({**facts_.to_json(), "autograd": None}).autograd is None
+    assert Facts.from_json({**facts_.to_json(), "probed": {}}).of(AUTOGRAD) is None
 
 
 # --- the pre-checks --------------------------------------------------------------------------------
 
 
 def test_anomaly_ruled_out_where_it_was_never_on_and_kept_where_it_was():
-    cause = causes.Anomaly()
-    assert cause.precheck(facts(autograd=NOTHING_SEEN), None) == \
+    cause = Anomaly()
+    assert cause.precheck(with_autograd(NOTHING_SEEN), None) == \
         "anomaly detection on for 0 of 3 torch calls of its probe call: it was never on"
-    assert cause.precheck(facts(autograd=ANOMALY_SEEN), None) is None
-    assert cause.precheck(facts(autograd=None), None) is None  # not watched: nothing rules it out
-    assert cause.precheck(facts(autograd=AutogradFacts(error="RuntimeError: x")), None) is None
+    assert cause.precheck(with_autograd(ANOMALY_SEEN), None) is None
+    assert cause.precheck(with_autograd(None), None) is None  # not watched: nothing rules it out
+    assert cause.precheck(with_autograd(AutogradFacts(error="RuntimeError: x")), None) is None
 
 
 def test_recording_ruled_out_where_nothing_records_or_gradients_are_computed():
-    cause = causes.Recording()
-    assert cause.precheck(facts(autograd=NOTHING_SEEN), None) == \
+    cause = Recording()
+    assert cause.precheck(with_autograd(NOTHING_SEEN), None) == \
         "0 of 3 torch calls of its probe call record an autograd graph: nothing to stop recording"
-    assert cause.precheck(facts(autograd=ANOMALY_SEEN), None) == \
+    assert cause.precheck(with_autograd(ANOMALY_SEEN), None) == \
         "it computes gradients (2 backward or autograd.grad calls in its probe call): they are needed"
-    assert "times its own iterations" in cause.precheck(facts(autograd=None), None)
-    assert cause.precheck(facts(autograd=RECORDING_SEEN), None) is None
+    assert "times its own iterations" in cause.precheck(with_autograd(None), None)
+    assert cause.precheck(with_autograd(RECORDING_SEEN), None) is None
 
 
 # --- the judgements --------------------------------------------------------------------------------
@@ -177,7 +184,7 @@ def _run(planted, readback=None):
 
 
 def _judge(cause, doc, autograd):
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=facts(autograd=autograd))
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=with_autograd(autograd))
     found = cause.judge(ctx)
     assert len(found) == 1
     return found[0]
@@ -191,7 +198,7 @@ def _anomaly_readback(cell):
 
 
 def test_anomaly_named_with_its_evidence_and_fix_when_off_is_faster():
-    found = _judge(causes.Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0, _anomaly_readback), ANOMALY_SEEN)
+    found = _judge(Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0, _anomaly_readback), ANOMALY_SEEN)
     assert found.status is Status.CAUSE and found.mark == "*", found.message
     assert found.message.startswith("anomaly detection left on: with anomaly detection off it is 4.00× faster [95% CI")
     assert "anomaly detection on for 40 of 40 torch calls of its probe call" in found.message
@@ -200,17 +207,17 @@ def test_anomaly_named_with_its_evidence_and_fix_when_off_is_faster():
 
 
 def test_anomaly_not_the_cause_when_off_changes_nothing_and_unconfirmed_when_never_seen_on():
-    flat = _judge(causes.Anomaly(), _run(lambda p: 1.0), ANOMALY_SEEN)
+    flat = _judge(Anomaly(), _run(lambda p: 1.0), ANOMALY_SEEN)
     assert flat.status is Status.NOT_CAUSE and "anomaly detection off changes nothing beyond ±5%" in flat.message
-    unseen = _judge(causes.Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0), None)
+    unseen = _judge(Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0), None)
     assert unseen.status is Status.UNCONFIRMED and "was not seen on" in unseen.message
     # Its call was not watched, yet the probe cell refused the code's call to turn it on: that is the evidence.
-    refused = _judge(causes.Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0, _anomaly_readback), None)
+    refused = _judge(Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0, _anomaly_readback), None)
     assert refused.status is Status.CAUSE and "the code asked to turn it on 1 time in the probe cell" in refused.message
 
 
 def test_anomaly_open_when_the_probe_is_within_reach_of_the_band():
-    open_ = _judge(causes.Anomaly(), _run(lambda p: 0.95 if p == OFF else 1.0), ANOMALY_SEEN)
+    open_ = _judge(Anomaly(), _run(lambda p: 0.95 if p == OFF else 1.0), ANOMALY_SEEN)
     assert open_.status is Status.UNRESOLVED and open_.mark == "?" and open_.is_open, open_.message
     assert "unresolved: anomaly detection off gives 0.95" in open_.message
 
@@ -222,14 +229,14 @@ def test_anomaly_probe_the_code_undid_is_reported_not_judged():
                                 "during": {"held": False, "seen": "on", "samples": 16}}}
         return {}
 
-    found = _judge(causes.Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0, undone), ANOMALY_SEEN)
+    found = _judge(Anomaly(), _run(lambda p: 0.25 if p == OFF else 1.0, undone), ANOMALY_SEEN)
     assert found.status is Status.UNRESOLVED and found.comparison is None
     assert found.message == ("anomaly detection left on: the workload's own code set anomaly=on during the timed "
                              "iterations: the anomaly=off probe was not measured")
 
 
 def test_recording_named_with_its_evidence_and_fix_when_inference_mode_is_faster():
-    found = _judge(causes.Recording(), _run(lambda p: 0.7 if p == ON else 1.0), RECORDING_SEEN)
+    found = _judge(Recording(), _run(lambda p: 0.7 if p == ON else 1.0), RECORDING_SEEN)
     assert found.status is Status.CAUSE, found.message
     assert "under torch.inference_mode() it is 1.43× faster [95% CI" in found.message
     assert ("16 of 16 torch calls of its probe call record an autograd graph (linear ×8, relu ×8); 16 of 16 "
@@ -238,9 +245,9 @@ def test_recording_named_with_its_evidence_and_fix_when_inference_mode_is_faster
 
 
 def test_recording_not_the_cause_when_inference_mode_changes_nothing():
-    found = _judge(causes.Recording(), _run(lambda p: 1.0), RECORDING_SEEN)
+    found = _judge(Recording(), _run(lambda p: 1.0), RECORDING_SEEN)
     assert found.status is Status.NOT_CAUSE and "torch.inference_mode() changes nothing" in found.message
-    unseen = _judge(causes.Recording(), _run(lambda p: 0.7 if p == ON else 1.0), None)
+    unseen = _judge(Recording(), _run(lambda p: 0.7 if p == ON else 1.0), None)
     assert unseen.status is Status.UNCONFIRMED and "no call was seen recording" in unseen.message
 
 
@@ -250,7 +257,7 @@ def test_recording_of_a_call_that_fails_under_inference_mode_needs_autograd():
         if run["cell"]["with"] == ON:
             run.update(status="failed", phases={}, error="RuntimeError while running workload 'x': element 0 of "
                                                          "tensors does not require grad and does not have a grad_fn")
-    found = _judge(causes.Recording(), analyse(doc), RECORDING_SEEN)
+    found = _judge(Recording(), analyse(doc), RECORDING_SEEN)
     assert found.status is Status.NOT_CAUSE and found.mark == "-" and not found.is_open
     assert found.message.startswith("autograd recording where no gradient is needed: it needs autograd's graph: "
                                     "under torch.inference_mode() its call fails (RuntimeError while running")
@@ -309,7 +316,7 @@ def test_probe_worker_notes_the_census(tmp_path):
     path = tmp_path / "model.py"
     path.write_text("import torch\nmodel = torch.nn.Linear(4, 4)\n\ndef infer():\n    return model(torch.ones(1, 4))\n")
     doc = runner.run_matrix(f"{path}:infer", {"iterations": 2}, {}, progress=False, control=False, probe=True)
-    seen = Facts.from_probe(doc).autograd
+    seen = Facts.from_probe(doc).of(AUTOGRAD)
     assert (seen.calls, seen.recording, seen.anomaly, seen.gradients) == (2, 1, 0, 0), seen
     assert seen.recording_ops == {"linear": 1}
 
@@ -330,8 +337,8 @@ def test_a_workload_that_times_itself_refuses_the_inference_setting():
     run({}, Recorder())  # as written without the setting
 
 
-@pytest.mark.parametrize("cause, probe, text", [(causes.Anomaly(), OFF, "anomaly=off"),
-                                                (causes.Recording(), ON, "inference=on")], ids=["anomaly", "recording"])
+@pytest.mark.parametrize("cause, probe, text", [(Anomaly(), OFF, "anomaly=off"),
+                                                (Recording(), ON, "inference=on")], ids=["anomaly", "recording"])
 def test_a_probe_cell_the_budget_left_unrun_is_said_open(cause, probe, text):
     doc = make_doc({"with": PROBES}, factor=lambda c: 1.0, phase="call", control=True)
     doc["runs"] = [r for r in doc["runs"] if r["cell"]["with"] != probe]  # a loaded machine: the budget ran out

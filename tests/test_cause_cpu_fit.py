@@ -7,15 +7,15 @@ import textwrap
 import pytest
 import torch
 
-from benchctl import cpu_quota, settings, thread_clamp
+from benchctl import settings
+from benchctl.causes.cpu_fit import control, rule as cpu_fit_rule
+from benchctl.causes.cpu_fit.probe import PROBE as FIT, CpuFit, CpuFitWatch, thread_calls
+from benchctl.causes.threads.rule import Threads
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
-from benchctl.results.thread_facts import CpuFit
 from benchctl.run import runner
-from benchctl.studies import causes
-from benchctl.workloads.probe_mask import CpuFitWatch, thread_calls
 from synthetic_results import make_doc
 from test_causes import facts
 
@@ -40,13 +40,13 @@ def clamp_readback(cell, held=True):
 
 
 def judge(doc, fit=TWO_ON_ONE):
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=facts(cpu_fit=fit))
-    return causes.CpuFit().judge(ctx)
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=facts(probed={FIT.key: fit}))
+    return cpu_fit_rule.CpuFit().judge(ctx)
 
 
 def judge_threads(doc, fit=TWO_ON_ONE):
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=facts(cpu_fit=fit))
-    return causes.Threads().judge(ctx)
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=facts(probed={FIT.key: fit}))
+    return Threads().judge(ctx)
 
 
 def switches(c):
@@ -67,31 +67,31 @@ def test_a_team_fits_its_cpus_or_not():
 
 def test_precheck_rules_out_a_team_that_fits_and_keeps_one_that_does_not():
     fits = CpuFit(threads=2, team=2, team_cpus=[0, 1], quota=None)
-    reason = causes.CpuFit().precheck(facts(cpu_fit=fits), None)
+    reason = cpu_fit_rule.CpuFit().precheck(facts(probed={FIT.key: fits}), None)
     assert reason.startswith("its team fits the CPUs it may use: a team of 2 threads on CPUs [0, 1]")
-    assert causes.CpuFit().precheck(facts(cpu_fit=TWO_ON_ONE), None) is None
+    assert cpu_fit_rule.CpuFit().precheck(facts(probed={FIT.key: TWO_ON_ONE}), None) is None
     quota = CpuFit(threads=4, team=4, team_cpus=[0, 1, 2, 3], quota=1.0)
-    assert causes.CpuFit().precheck(facts(cpu_fit=quota), None) is None
-    assert causes.CpuFit().precheck(facts(cpu_fit=None), None) is None  # not measured: nothing ruled out
+    assert cpu_fit_rule.CpuFit().precheck(facts(probed={FIT.key: quota}), None) is None
+    assert cpu_fit_rule.CpuFit().precheck(facts(probed={}), None) is None  # not measured: nothing ruled out
 
 
 def test_the_facts_survive_the_results_file():
-    saved = facts(cpu_fit=TWO_ON_ONE).to_json()
-    assert Facts.from_json(saved).cpu_fit == TWO_ON_ONE
+    saved = facts(probed={FIT.key: TWO_ON_ONE}).to_json()
+    assert Facts.from_json(saved).of(FIT) == TWO_ON_ONE
 
 
 def test_the_thread_count_cause_leaves_a_count_the_code_sets_past_one_cpu_to_this_one():
     sets_two = CpuFit(threads=2, team=2, team_cpus=[0], quota=None, asked=[2])
-    reason = causes.Threads().precheck(facts(cpu_fit=sets_two), None)
+    reason = Threads().precheck(facts(probed={FIT.key: sets_two}), None)
     assert reason == ("its own code sets torch's thread count (torch.set_num_threads(2)) past the 1 CPU it may "
                       "use: threads=1 would be undone by it, and one thread held against it is the probe of "
-                      f"{causes.CpuFit.title}")
-    assert causes.CpuFit().precheck(facts(cpu_fit=sets_two), None) is None
-    assert causes.Threads().precheck(facts(cpu_fit=TWO_ON_ONE), None) is None  # the code sets no count
+                      f"{cpu_fit_rule.CpuFit.title}")
+    assert cpu_fit_rule.CpuFit().precheck(facts(probed={FIT.key: sets_two}), None) is None
+    assert Threads().precheck(facts(probed={FIT.key: TWO_ON_ONE}), None) is None  # the code sets no count
     fits = CpuFit(threads=2, team=2, team_cpus=[0, 1], quota=None, asked=[2])
-    assert causes.Threads().precheck(facts(cpu_fit=fits), None) is None
+    assert Threads().precheck(facts(probed={FIT.key: fits}), None) is None
     four_of_eight = CpuFit(threads=8, team=8, team_cpus=list(range(8)), quota=4.0, asked=[8])
-    assert causes.Threads().precheck(facts(cpu_fit=four_of_eight), None) is None  # clamp=usable is 4, not 1
+    assert Threads().precheck(facts(probed={FIT.key: four_of_eight}), None) is None  # clamp=usable is 4, not 1
 
 
 # ------------------------------------------------------------------ the judgement
@@ -104,7 +104,7 @@ def test_named_with_what_the_code_asked_and_what_ran_when_the_clamp_is_faster():
     assert "with torch's threads held at the CPUs it may use (its code asked for 2 thread(s) " \
            "(torch.set_num_threads); torch ran 1 on the 1 CPU(s) it may use) it is 50.00× faster" in found.message
     assert "context switches/iter go from 300 to 2" in found.message
-    assert "a team of 2 threads on CPUs [0]" in found.message and causes.cpu_fit.FIX in found.message
+    assert "a team of 2 threads on CPUs [0]" in found.message and cpu_fit_rule.FIX in found.message
 
 
 def test_the_thread_count_is_not_named_for_what_holding_the_usable_cpus_removes():
@@ -162,23 +162,23 @@ def _tree(tmp_path, v2_max="max 100000", v1_quota="-1", throttled=0):
 def tree(tmp_path, monkeypatch):
     def make(**kw):
         mountinfo, groups = _tree(tmp_path, **kw)
-        monkeypatch.setattr(cpu_quota, "_MOUNTINFO", str(mountinfo))
-        monkeypatch.setattr(cpu_quota, "_OWN_GROUPS", str(groups))
+        monkeypatch.setattr(control, "_MOUNTINFO", str(mountinfo))
+        monkeypatch.setattr(control, "_OWN_GROUPS", str(groups))
     return make
 
 
 def test_both_hierarchies_and_the_ancestors_are_read(tree):
     tree(v2_max="250000 100000", v1_quota="50000", throttled=7)
-    found = cpu_quota.quotas()
+    found = control.quotas()
     assert [(q.version, q.path, q.cpus) for q in found] == [(2, "/job", 2.5), (2, "/", None), (1, "/job", 0.5),
                                                             (1, "/", None)]
-    assert cpu_quota.quota_cpus(found) == 0.5 and cpu_quota.throttled_periods(found) == 8
-    assert cpu_quota.usable_cpus(0.5) == 1 and cpu_quota.usable_cpus(None) == len(os.sched_getaffinity(0))
+    assert control.quota_cpus(found) == 0.5 and control.throttled_periods(found) == 8
+    assert control.usable_cpus(0.5) == 1 and control.usable_cpus(None) == len(os.sched_getaffinity(0))
 
 
 def test_no_quota_reads_as_none(tree):
     tree()
-    assert cpu_quota.quota_cpus() is None and "no CPU quota" in cpu_quota.quotas()[0].text
+    assert control.quota_cpus() is None and "no CPU quota" in control.quotas()[0].text
 
 
 # ------------------------------------------------------------------ the clamp and its setting
@@ -189,7 +189,7 @@ def test_the_clamp_holds_torchs_count_at_the_usable_cpus_and_restores_everything
     before, original = torch.get_num_threads(), torch.set_num_threads
     mask = os.sched_getaffinity(0)
     try:
-        with thread_clamp.clamped() as clamp:
+        with control.clamped() as clamp:
             os.sched_setaffinity(0, {min(mask)})
             torch.set_num_threads(len(mask))
             assert torch.get_num_threads() == 1 and clamp.asked == [len(mask)] and clamp.holds()
@@ -271,9 +271,9 @@ def test_the_probe_worker_sees_the_setup_cut_the_mask_and_size_torch_past_it(tmp
             return torch.mm(a, a)
     """))
     doc = runner.run_matrix(f"{path}", {"iterations": 3}, {}, repeat=1, control=False, progress=False, probe=True)
-    fit = Facts.from_probe(doc).cpu_fit
+    fit = Facts.from_probe(doc).of(FIT)
     assert fit.asked == [2] and fit.team_cpus == [min(os.sched_getaffinity(0))] and fit.over, fit
-    assert causes.CpuFit().precheck(Facts.from_probe(doc), None) is None
+    assert cpu_fit_rule.CpuFit().precheck(Facts.from_probe(doc), None) is None
 
 
 def test_the_probe_reads_the_team_and_its_cpus():

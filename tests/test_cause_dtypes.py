@@ -14,7 +14,9 @@ from benchctl.results.dtype_profile import DtypeProfile, DtypeTiming, OpCall, Op
 from benchctl.results.facts import Facts, OpRow
 from benchctl.results.findings import Status
 from benchctl.studies import dtype_profile, pipeline
-from benchctl.studies.causes import CAUSES, dtypes
+from benchctl.causes.float64.rule import Float64
+from benchctl.causes.half.rule import HalfPrecision
+from benchctl.studies.causes import CAUSES
 from benchctl.workloads import op_calls, op_table
 from synthetic_results import make_doc
 
@@ -50,8 +52,8 @@ def test_both_causes_are_in_the_library():
     assert {"half", "float64"} <= {c.name for c in CAUSES}
 
 
-@pytest.mark.parametrize("cause, dtype, words", [(dtypes.HalfPrecision(), HALF, "float16 / bfloat16"),
-                                                 (dtypes.Float64(), DOUBLE, "float64")])
+@pytest.mark.parametrize("cause, dtype, words", [(HalfPrecision(), HALF, "float16 / bfloat16"),
+                                                 (Float64(), DOUBLE, "float64")])
 def test_precheck_rules_out_without_a_meaningful_share_of_the_dtype(cause, dtype, words):
     assert cause.precheck(facts_with(dtype="float"), None) == f"no op in {words} (under 10%)"
     assert cause.precheck(facts_with(dtype=dtype, costly_us=5.0), None) == \
@@ -61,7 +63,7 @@ def test_precheck_rules_out_without_a_meaningful_share_of_the_dtype(cause, dtype
 
 
 def test_named_with_the_measured_ratio_share_and_estimate():
-    found = judge(dtypes.HalfPrecision(), facts_with([timing(4.6, 4.0, 5.0)]))
+    found = judge(HalfPrecision(), facts_with([timing(4.6, 4.0, 5.0)]))
     assert found.status is Status.CAUSE
     # 90% of op time at 1/4.6 of it, the ops the whole wall time: 1 / (0.1 + 0.9 / 4.6) = 3.38.
     assert ("90% of its op time is aten::addmm in float16, which runs 4.6× slower than in float32 on this CPU "
@@ -73,28 +75,28 @@ def test_named_with_the_measured_ratio_share_and_estimate():
 
 
 def test_not_the_cause_where_the_dtype_runs_as_fast_as_float32():
-    found = judge(dtypes.HalfPrecision(), facts_with([timing(0.6, 0.5, 0.9)]))
+    found = judge(HalfPrecision(), facts_with([timing(0.6, 0.5, 0.9)]))
     assert found.status is Status.NOT_CAUSE and "not what makes it slow here" in found.message
     assert "(measured: aten::addmm 0.6× [0.5, 0.9])" in found.message and "faster on the whole" not in found.message
 
 
 def test_open_where_the_profile_or_the_share_is_weak():
-    within_spread = judge(dtypes.HalfPrecision(), facts_with([timing(1.3, 1.0, 2.0)]))
+    within_spread = judge(HalfPrecision(), facts_with([timing(1.3, 1.0, 2.0)]))
     assert within_spread.status is Status.UNCONFIRMED
     assert "cannot tell it from float32 beyond its repeats' spread" in within_spread.message
-    small = judge(dtypes.Float64(), facts_with([timing(3.0, 2.8, 3.2, share=0.3, dtype=DOUBLE)], dtype=DOUBLE,
+    small = judge(Float64(), facts_with([timing(3.0, 2.8, 3.2, share=0.3, dtype=DOUBLE)], dtype=DOUBLE,
                                                costly_us=43.0))
     assert small.status is Status.UNCONFIRMED and "hold only 30% of its op time" in small.message
-    unmeasured = judge(dtypes.HalfPrecision(), facts_with(None))
+    unmeasured = judge(HalfPrecision(), facts_with(None))
     assert unmeasured.status is Status.UNCONFIRMED and "the dtype profile was not measured" in unmeasured.message
-    failed = judge(dtypes.HalfPrecision(), facts_with([DtypeTiming("aten::addmm", HALF, 0.9, error="not an aten op")]))
+    failed = judge(HalfPrecision(), facts_with([DtypeTiming("aten::addmm", HALF, 0.9, error="not an aten op")]))
     assert failed.status is Status.UNCONFIRMED and "aten::addmm not replayed (not an aten op)" in failed.message
 
 
 def test_several_slower_ops_are_named_together_with_their_ratios():
     both = [timing(2.7, 2.0, 3.0, share=0.8, dtype=DOUBLE), timing(1.9, 1.8, 2.0, share=0.15, dtype=DOUBLE,
                                                                     op="aten::tanh")]
-    found = judge(dtypes.Float64(), facts_with(both, dtype=DOUBLE))
+    found = judge(Float64(), facts_with(both, dtype=DOUBLE))
     assert found.status is Status.CAUSE
     assert ("95% of its op time is aten::addmm and aten::tanh in float64, which run slower than in float32 on this "
             "CPU (measured: aten::addmm 2.7× [2.0, 3.0], aten::tanh 1.9× [1.8, 2.0])") in found.message
@@ -102,15 +104,15 @@ def test_several_slower_ops_are_named_together_with_their_ratios():
 
 def test_each_cause_reads_only_its_own_dtypes():
     facts = facts_with([timing(2.5, 2.2, 2.8, dtype=DOUBLE)], dtype=DOUBLE)
-    assert judge(dtypes.Float64(), facts).status is Status.CAUSE
-    assert "cast to float32" in judge(dtypes.Float64(), facts).message
-    assert dtypes.HalfPrecision().precheck(facts, None) is not None  # no half op: out before judging
+    assert judge(Float64(), facts).status is Status.CAUSE
+    assert "cast to float32" in judge(Float64(), facts).message
+    assert HalfPrecision().precheck(facts, None) is not None  # no half op: out before judging
 
 
 def test_calls_to_profile_keep_the_costly_ops_with_their_shares():
-    calls = dtypes.calls_to_profile(facts_with(None))
+    calls = dtype_profile.calls_to_profile(facts_with(None))
     assert [(c.op, d, round(s, 2)) for c, d, s in calls] == [("aten::addmm", HALF, 0.9)]
-    assert dtypes.calls_to_profile(facts_with(None, dtype="float")) == []
+    assert dtype_profile.calls_to_profile(facts_with(None, dtype="float")) == []
     plain = facts_with(None, dtype="float")
     assert pipeline.measure_dtype_profile(plain) is plain  # nothing costly: no profile runs
 

@@ -8,21 +8,23 @@ import numpy as np
 import pytest
 import torch
 
-from benchctl import cuda_state, settings
+from benchctl import settings
+from benchctl.causes.async_clock import control as cuda_state
+from benchctl.causes.async_clock.rule import HOST_COVERS_GPU, AsyncClock
+from benchctl.causes.cuda_first_call.probe import PROBE as CUDA, CudaFacts, by_shapes, cuda_census
+from benchctl.causes.cuda_first_call.rule import CudaFirstCall
+from benchctl.causes.cudnn_autotune.rule import CudnnAutotune
+from benchctl.causes.tf32.rule import MIN_MATMUL_SHARE, Tf32
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
-from benchctl.results.cuda_facts import CudaFacts
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
 from benchctl.run.recorder import Recorder
-from benchctl.studies import causes
-from benchctl.studies.causes import gpu
-from benchctl.workloads.probe_cuda import by_shapes, cuda_census
 from benchctl.workloads.user import load
 from conftest import require_gpu
 from synthetic_results import make_doc
 
-GPU_CAUSES = (causes.AsyncClock(), causes.CudnnAutotune(), causes.CudaFirstCall(), causes.Tf32())
+GPU_CAUSES = (AsyncClock(), CudnnAutotune(), CudaFirstCall(), Tf32())
 PROBES = [{}, {"sync": "cuda"}, {"cudnn_benchmark": "off"}, {"cuda_init": "eager"}, {"matmul_precision": "high"},
           {"matmul_precision": "highest"}]
 ON_GPU = CudaFacts(initialized=True, available=True, cudnn_benchmark="on", matmul_precision="highest", host_ms=0.2,
@@ -32,7 +34,7 @@ ON_GPU = CudaFacts(initialized=True, available=True, cudnn_benchmark="on", matmu
 
 def facts(**cuda_changes):
     return Facts(phases=["call"], median_ms={"call": 10.0}, cpus=2,
-                 cuda=CudaFacts(**{**ON_GPU.__dict__, **cuda_changes}))
+                 probed={CUDA.key: CudaFacts(**{**ON_GPU.__dict__, **cuda_changes})})
 
 
 def run_with(planted, readback=None):
@@ -54,9 +56,9 @@ def only(probe, factor, rest=1.0):
 
 @pytest.mark.parametrize("cause", GPU_CAUSES, ids=lambda c: c.name)
 def test_every_gpu_cause_is_out_without_cuda_and_adds_no_cell(cause):
-    no_device = Facts(cuda=CudaFacts(initialized=False, available=False))
+    no_device = Facts(probed={CUDA.key: CudaFacts(initialized=False, available=False)})
     assert "no CUDA device here" in cause.precheck(no_device, None) and cause.probes(no_device) == []
-    cpu_work = Facts(cuda=CudaFacts(initialized=False, available=True))
+    cpu_work = Facts(probed={CUDA.key: CudaFacts(initialized=False, available=True)})
     assert "ran no CUDA work" in cause.precheck(cpu_work, None) and cause.probes(cpu_work) == []
     unknown = Facts()  # a registered workload whose probe note says nothing of CUDA
     assert "nothing is known of its GPU use" in cause.precheck(unknown, None) and cause.probes(unknown) == []
@@ -64,64 +66,64 @@ def test_every_gpu_cause_is_out_without_cuda_and_adds_no_cell(cause):
 
 
 def test_each_gpu_precheck_rules_out_on_its_own_evidence():
-    assert "already waits for its own GPU work" in causes.AsyncClock().precheck(facts(host_ms=39.0), None)
+    assert "already waits for its own GPU work" in AsyncClock().precheck(facts(host_ms=39.0), None)
     assert "one call read 39 ms on the host clock against 40 ms on CUDA events" in \
-        causes.AsyncClock().precheck(facts(host_ms=39.0), None)
-    assert causes.AsyncClock().precheck(facts(host_ms=None, event_ms=None), None) is None  # unknown: probed
-    autotune = causes.CudnnAutotune()
+        AsyncClock().precheck(facts(host_ms=39.0), None)
+    assert AsyncClock().precheck(facts(host_ms=None, event_ms=None), None) is None  # unknown: probed
+    autotune = CudnnAutotune()
     assert "benchmark is off" in autotune.precheck(facts(cudnn_benchmark="off"), None)
     assert "ran no convolution" in autotune.precheck(facts(conv_calls=0, new_shape_ms=()), None)
     assert "repeat from call to call" in autotune.precheck(facts(new_shape_ms=(), seen_shape_ms=(5.0, 5.1)), None)
     assert autotune.probes(facts(cudnn_benchmark="off")) == []
-    assert "take 1.0% of its GPU kernel time" in causes.Tf32().precheck(facts(matmul_fp32_share=0.01), None)
-    assert causes.Tf32().precheck(facts(matmul_fp32_share=None), None) is None
+    assert "take 1.0% of its GPU kernel time" in Tf32().precheck(facts(matmul_fp32_share=0.01), None)
+    assert Tf32().precheck(facts(matmul_fp32_share=None), None) is None
 
 
 def test_cuda_first_call_is_out_where_the_probe_worker_had_no_lazy_start():
     def with_first(extra):
         return Facts(**{**facts().__dict__, "first_extra": {"call": extra}})
-    reason = causes.CudaFirstCall().precheck(with_first(2.0), None)
+    reason = CudaFirstCall().precheck(with_first(2.0), None)
     assert "its first iterations cost 2.0 steady iterations in the probe worker: under 10" in reason
-    assert causes.CudaFirstCall().precheck(with_first(30.0), None) is None  # a lazy start: probed
-    assert causes.CudaFirstCall().precheck(with_first(None), None) is None  # too short to say: probed
+    assert CudaFirstCall().precheck(with_first(30.0), None) is None  # a lazy start: probed
+    assert CudaFirstCall().precheck(with_first(None), None) is None  # too short to say: probed
 
 
 def test_tf32_probes_the_other_precision():
-    assert causes.Tf32().probes(facts()) == [{"matmul_precision": "high"}]
-    assert causes.Tf32().probes(facts(matmul_precision="high")) == [{"matmul_precision": "highest"}]
-    assert causes.Tf32().probes(facts(matmul_precision="medium")) == [{"matmul_precision": "highest"}]
+    assert Tf32().probes(facts()) == [{"matmul_precision": "high"}]
+    assert Tf32().probes(facts(matmul_precision="high")) == [{"matmul_precision": "highest"}]
+    assert Tf32().probes(facts(matmul_precision="medium")) == [{"matmul_precision": "highest"}]
 
 
 # --- judgements on synthetic runs --------------------------------------------------------------------------------
 
 def test_async_clock_named_when_synchronising_shows_the_gpu_time_the_host_clock_missed():
-    found = judge(causes.AsyncClock(), run_with(only({"sync": "cuda"}, 20.0)))
+    found = judge(AsyncClock(), run_with(only({"sync": "cuda"}, 20.0)))
     assert found.status == Status.CAUSE and found.mark == "*", found.message
     assert "synchronised before each clock read it is 20.00× slower [95% CI" in found.message
     assert "one call read 0.2 ms on the host clock against 40 ms on CUDA events" in found.message
     assert settings.SETTINGS["sync"].mechanism in found.message and "torch.cuda.synchronize()" in found.message
-    same = judge(causes.AsyncClock(), run_with(lambda p: 1.0))
+    same = judge(AsyncClock(), run_with(lambda p: 1.0))
     assert same.status == Status.NOT_CAUSE and same.mark == "-"
     assert "synchronising before each clock read changes nothing beyond ±5%" in same.message
-    open_ = judge(causes.AsyncClock(), run_with(only({"sync": "cuda"}, 1.05)))
+    open_ = judge(AsyncClock(), run_with(only({"sync": "cuda"}, 1.05)))
     assert open_.status == Status.UNRESOLVED and open_.mark == "?", open_.message
-    unexplained = judge(causes.AsyncClock(), run_with(only({"sync": "cuda"}, 3.0)), facts(host_ms=None))
+    unexplained = judge(AsyncClock(), run_with(only({"sync": "cuda"}, 3.0)), facts(host_ms=None))
     assert unexplained.status == Status.UNCONFIRMED and "unconfirmed" in unexplained.message
 
 
 def test_cudnn_autotune_named_when_benchmark_off_is_faster_and_shapes_were_new():
-    found = judge(causes.CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.4)))
+    found = judge(CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.4)))
     assert found.status == Status.CAUSE, found.message
     assert "with torch.backends.cudnn.benchmark off it is 2.50× faster" in found.message
     assert "3 of 3 probe calls after the first ran convolution shapes no earlier one ran (median 85 ms" in \
         found.message
     assert settings.SETTINGS["cudnn_benchmark"].mechanism in found.message
-    seen = judge(causes.CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.4)),
+    seen = judge(CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.4)),
                  facts(new_shape_ms=(), seen_shape_ms=()))
     assert seen.status == Status.UNCONFIRMED and seen.mark == "?"
-    same = judge(causes.CudnnAutotune(), run_with(lambda p: 1.0))
+    same = judge(CudnnAutotune(), run_with(lambda p: 1.0))
     assert same.status == Status.NOT_CAUSE and "cudnn.benchmark off changes nothing beyond ±5%" in same.message
-    assert judge(causes.CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.952))).status == \
+    assert judge(CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.952))).status == \
         Status.UNRESOLVED
 
 
@@ -131,7 +133,7 @@ def test_a_probe_the_code_switches_back_is_reported_never_judged():
             return {}
         return {"cudnn_benchmark": {"requested": "off", "observed": "on",
                                     "during": {"held": False, "seen": "on", "samples": 16}}}
-    found = judge(causes.CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.4), readback))
+    found = judge(CudnnAutotune(), run_with(only({"cudnn_benchmark": "off"}, 0.4), readback))
     assert found.status == Status.UNRESOLVED and found.comparison is None
     assert "the workload's own code set cudnn_benchmark=on during the timed iterations" in found.message
 
@@ -143,28 +145,28 @@ def _first_iterations(doc, lazy, eager):
 
 
 def test_cuda_first_call_named_when_an_eager_context_removes_the_first_iteration_cost():
-    found = judge(causes.CudaFirstCall(), _first_iterations(run_with(lambda p: 1.0), 50.0, 1.2))
+    found = judge(CudaFirstCall(), _first_iterations(run_with(lambda p: 1.0), 50.0, 1.2))
     assert found.status == Status.CAUSE, found.message
     assert "its first iteration is 41.67× faster [95% CI" in found.message, found.message  # 50 / 1.2
     assert settings.SETTINGS["cuda_init"].mechanism in found.message
-    kept = judge(causes.CudaFirstCall(), _first_iterations(run_with(lambda p: 1.0), 50.0, 50.0))
+    kept = judge(CudaFirstCall(), _first_iterations(run_with(lambda p: 1.0), 50.0, 50.0))
     assert kept.status == Status.NOT_CAUSE and "warm-up cause's finding" in kept.message
     assert "creating the CUDA context first changes nothing beyond" in kept.message
-    assert judge(causes.CudaFirstCall(), _first_iterations(run_with(lambda p: 1.0), 1.05, 1.0)).status == \
+    assert judge(CudaFirstCall(), _first_iterations(run_with(lambda p: 1.0), 1.05, 1.0)).status == \
         Status.UNRESOLVED
 
 
 def test_tf32_named_when_tf32_matmuls_are_faster_and_matmuls_take_the_time():
-    found = judge(causes.Tf32(), run_with(only({"matmul_precision": "high"}, 0.5)))
+    found = judge(Tf32(), run_with(only({"matmul_precision": "high"}, 0.5)))
     assert found.status == Status.CAUSE, found.message
     assert "at precision 'highest'; at 'high' it is 2.00× faster" in found.message
     assert "float32 matmuls take 60% of its GPU kernel time" in found.message
-    unmeasured = judge(causes.Tf32(), run_with(only({"matmul_precision": "high"}, 0.5)), facts(matmul_fp32_share=None))
+    unmeasured = judge(Tf32(), run_with(only({"matmul_precision": "high"}, 0.5)), facts(matmul_fp32_share=None))
     assert unmeasured.status == Status.UNCONFIRMED
-    already = judge(causes.Tf32(), run_with(only({"matmul_precision": "highest"}, 2.0)), facts(matmul_precision="high"))
+    already = judge(Tf32(), run_with(only({"matmul_precision": "highest"}, 2.0)), facts(matmul_precision="high"))
     assert already.status == Status.NOT_CAUSE and "already runs TF32" in already.message, already.message
-    assert judge(causes.Tf32(), run_with(lambda p: 1.0)).status == Status.NOT_CAUSE
-    assert judge(causes.Tf32(), run_with(only({"matmul_precision": "high"}, 0.952))).status == Status.UNRESOLVED
+    assert judge(Tf32(), run_with(lambda p: 1.0)).status == Status.NOT_CAUSE
+    assert judge(Tf32(), run_with(only({"matmul_precision": "high"}, 0.952))).status == Status.UNRESOLVED
 
 
 # --- settings, facts and the collector (CPU) ----------------------------------------------------------------------
@@ -242,7 +244,7 @@ def test_the_probe_worker_notes_the_gpu_evidence_of_a_user_workload(tmp_path):
     rec = Recorder(probe=True)
     fn({**params, "iterations": 3}, rec)
     assert rec.notes["probe"]["cuda"] == {"initialized": False, "available": cuda_state.available()}
-    assert Facts(cuda=CudaFacts.from_json(rec.notes["probe"]["cuda"])).no_cuda_reason() is not None
+    assert Facts(probed={CUDA.key: CudaFacts.from_json(rec.notes["probe"]["cuda"])}).no_cuda_reason() is not None
 
 
 def test_probe_calls_are_split_by_whether_their_convolution_shapes_are_new():
@@ -258,15 +260,15 @@ def test_cuda_facts_survive_the_document():
     doc = make_doc({"with": [{}]}, factor=lambda c: 1.0, repeat=1, phase="call")
     doc["runs"][0]["notes"] = {"probe": probe}
     found = Facts.from_probe(analyse(doc))
-    assert found.cuda == CudaFacts(**{**ON_GPU.__dict__, "new_shape_ms": (90.0,), "seen_shape_ms": (5.0,)})
+    assert found.of(CUDA) == CudaFacts(**{**ON_GPU.__dict__, "new_shape_ms": (90.0,), "seen_shape_ms": (5.0,)})
     ns = doc["runs"][0]["phases"]["call"]["ns"]
     assert found.first_extra["call"] == pytest.approx(ns[0] / float(np.median(ns[1:])) - 1)
     assert Facts.from_json(json.loads(json.dumps(found.to_json()))) == found
-    assert Facts.from_json(Facts().to_json()).cuda is None
+    assert Facts.from_json(Facts().to_json()).of(CUDA) is None
 
 
 def test_the_cause_words_are_module_constants():
-    assert gpu.HOST_COVERS_GPU == 0.9 and gpu.MIN_MATMUL_SHARE == 0.05
+    assert HOST_COVERS_GPU == 0.9 and MIN_MATMUL_SHARE == 0.05
 
 
 # --- on a GPU ---------------------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ from benchctl import settings
 from benchctl.causes.thp import control as huge_pages
 from benchctl.causes.thp.probe import PROBE as THP_PROBE, HugePageFacts
 from benchctl.causes.thp.rule import HugePages
+from benchctl.causes.allocator.rule import Allocator
 from benchctl.results import queries, rules
 from benchctl._probe import ProbedCall
 from benchctl.results.analysis import analyse
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
-from benchctl.studies import causes
 from synthetic_results import make_doc
 
 PROBE = {"thp": "on"}
@@ -67,7 +67,7 @@ def test_precheck_rules_it_out_without_huge_pages_with_them_already_on_or_with_f
                 probed={THP_PROBE.key: MADVISE})
     assert "under 1%" in cause.precheck(few, None)
     # The allocator's pre-check is the same fault-cost test.
-    assert cause.precheck(few, None) == causes.Allocator().precheck(few, None)
+    assert cause.precheck(few, None) == Allocator().precheck(few, None)
 
 
 def test_named_when_huge_pages_make_it_faster_with_fewer_faults_and_a_buffer_read_back_on_them():

@@ -9,13 +9,12 @@ import sys
 import pytest
 
 from benchctl import settings
+from benchctl.causes.isa import probe as probe_isa, rule as isa_rule
+from benchctl.causes.isa.probe import PROBE as ISA, Dispatch
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
-from benchctl.results.cpu_facts import Dispatch
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
-from benchctl.studies import causes
-from benchctl.workloads import probe_isa
 from synthetic_results import make_doc
 
 FORCED = Dispatch("default", forced="default", best="avx512", flags=("avx2", "avx512f", "fma"))
@@ -39,25 +38,25 @@ def _run(factor, seen="avx512", held=True):
 
 
 def _context(doc, isa=FORCED):
-    return rules.Context(doc, "run", queries.Comparisons(doc), facts=Facts(phases=["run"], isa=isa))
+    return rules.Context(doc, "run", queries.Comparisons(doc), facts=Facts(phases=["run"], probed={ISA.key: isa}))
 
 
 def test_precheck_rules_it_out_where_torch_already_uses_the_best_kernels_or_nothing_is_known():
-    cause = causes.Isa()
+    cause = isa_rule.Isa()
     assert "torch dispatches to avx512 kernels (torch's own choice), the best this CPU offers" in \
-        cause.precheck(Facts(isa=BEST), None)
+        cause.precheck(Facts(probed={ISA.key: BEST}), None)
     forced_best = Dispatch("avx512", forced="avx512", best="avx512")
-    assert "(ATEN_CPU_CAPABILITY=avx512), the best" in cause.precheck(Facts(isa=forced_best), None)
-    assert "were not read" in cause.precheck(Facts(isa=None), None)
-    assert "were not read" in cause.precheck(Facts(isa=Dispatch("default", best=None)), None)
-    assert cause.probes(Facts(isa=BEST)) == [] and cause.probes(None) == []
-    assert cause.precheck(Facts(isa=FORCED), None) is None
-    assert cause.probes(Facts(isa=FORCED)) == [PROBE]
-    assert cause.probes(Facts(isa=Dispatch("avx2", forced="avx2", best="avx512"))) == [PROBE]
+    assert "(ATEN_CPU_CAPABILITY=avx512), the best" in cause.precheck(Facts(probed={ISA.key: forced_best}), None)
+    assert "were not read" in cause.precheck(Facts(probed={}), None)
+    assert "were not read" in cause.precheck(Facts(probed={ISA.key: Dispatch("default", best=None)}), None)
+    assert cause.probes(Facts(probed={ISA.key: BEST})) == [] and cause.probes(None) == []
+    assert cause.precheck(Facts(probed={ISA.key: FORCED}), None) is None
+    assert cause.probes(Facts(probed={ISA.key: FORCED})) == [PROBE]
+    assert cause.probes(Facts(probed={ISA.key: Dispatch("avx2", forced="avx2", best="avx512")})) == [PROBE]
 
 
 def test_named_when_the_best_kernels_are_faster_and_torch_read_them_back():
-    found = causes.Isa().judge_phase(_context(_run(0.1)))
+    found = isa_rule.Isa().judge_phase(_context(_run(0.1)))
     assert found.status == Status.CAUSE and found.explains, found.message
     assert "with isa=avx512 it is 10.00× faster" in found.message
     assert "unchanged it runs default kernels (ATEN_CPU_CAPABILITY=default), with isa=avx512 torch read back " \
@@ -67,15 +66,15 @@ def test_named_when_the_best_kernels_are_faster_and_torch_read_them_back():
 
 
 def test_not_named_when_the_kernels_change_nothing_or_torch_did_not_switch():
-    same = causes.Isa().judge_phase(_context(_run(1.0)))
+    same = isa_rule.Isa().judge_phase(_context(_run(1.0)))
     assert same.status == Status.NOT_CAUSE and "changes nothing beyond" in same.message
-    unswitched = causes.Isa().judge_phase(_context(_run(0.5, seen="default")))
+    unswitched = isa_rule.Isa().judge_phase(_context(_run(0.5, seen="default")))
     assert unswitched.status == Status.UNCONFIRMED and "torch read back default" in unswitched.message
 
 
 def test_a_probe_the_workload_undid_is_reported_not_judged():
     ctx = _context(_run(0.1, seen="default", held=False))
-    [found] = causes.Isa().judge(ctx)
+    [found] = isa_rule.Isa().judge(ctx)
     assert found.status == Status.UNRESOLVED
     assert "the workload's own code set isa=default during the timed iterations" in found.message
 
@@ -128,5 +127,5 @@ def test_the_collector_reports_torchs_choice_and_the_facts_carry_it_through_a_re
     isa = Dispatch.from_probe(evidence)
     assert isa.used == evidence["cpu_capability"] and isa.flags == tuple(evidence["vector_flags"])
     assert Dispatch.from_probe({}) is None
-    again = Facts.from_json(json.loads(json.dumps(Facts(isa=FORCED).to_json())))
-    assert again.isa == FORCED and again.isa.below_best
+    again = Facts.from_json(json.loads(json.dumps(Facts(probed={ISA.key: FORCED}).to_json())))
+    assert again.of(ISA) == FORCED and again.of(ISA).below_best

@@ -7,8 +7,7 @@ from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.facts import Facts, LayoutCopy, OpRow
 from benchctl.results.findings import Status
-from benchctl.studies import causes
-from benchctl.studies.causes import memory_format
+from benchctl.causes.memory_format import rule as memory_format
 from benchctl.workloads import layout_copies
 from synthetic_results import make_doc
 
@@ -25,7 +24,7 @@ def facts(copy_us, copies=(BACK,)):
 
 def judge(f):
     doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="run", control=True))
-    return causes.MemoryFormat().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
+    return memory_format.MemoryFormat().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
 
 
 def test_layouts_from_strides():
@@ -58,10 +57,10 @@ def test_copies_that_keep_the_layout_are_not_conversions():
 
 
 def test_precheck_rules_out_no_or_negligible_copies_and_keeps_a_large_share():
-    assert "no copy in its profiled call changes" in causes.MemoryFormat().precheck(facts(0.0, copies=()), None)
-    assert "take 1.0% of its op time" in causes.MemoryFormat().precheck(facts(100.0), None)
-    assert causes.MemoryFormat().precheck(facts(3_000.0), None) is None
-    assert "not known" in causes.MemoryFormat().precheck(Facts(phases=["run"]), None)
+    assert "no copy in its profiled call changes" in memory_format.MemoryFormat().precheck(facts(0.0, copies=()), None)
+    assert "take 1.0% of its op time" in memory_format.MemoryFormat().precheck(facts(100.0), None)
+    assert memory_format.MemoryFormat().precheck(facts(3_000.0), None) is None
+    assert "not known" in memory_format.MemoryFormat().precheck(Facts(phases=["run"]), None)
 
 
 def test_judged_a_cause_with_the_share_and_the_copies_open_below_its_share():

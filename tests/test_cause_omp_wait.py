@@ -12,13 +12,13 @@ import time
 import pytest
 
 from benchctl import settings
+from benchctl._probe import ProbedCall
+from benchctl.causes.omp_wait import probe as omp_probe, rule as omp_rule, setting as omp_setting
+from benchctl.causes.omp_wait.probe import PROBE as OMP, TeamWait
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
-from benchctl.results.cpu_facts import TeamWait
 from benchctl.results.facts import Facts
 from benchctl.results.findings import Status
-from benchctl.studies import causes
-from benchctl.workloads import probe_omp_wait
 from synthetic_results import make_doc
 
 BUSY = TeamWait("libgomp", 2, {}, 0.8, 80.0)
@@ -32,7 +32,7 @@ def _run(factor, switches_passive, switches_default=30.0, runtimes=("libgomp",),
     def readback(cell):
         if cell["with"] != PROBE:
             return {}
-        passive = settings.PASSIVE_WAIT if variables is None else variables
+        passive = omp_setting.PASSIVE_WAIT if variables is None else variables
         seen = {"runtimes": list(runtimes), "variables": dict(passive)}
         return {"omp_wait": {"requested": "passive", "applied": None, "observed": seen}}
     doc = make_doc({"with": [{}, PROBE]}, factor=lambda c: factor if c["with"] == PROBE else 1.0,
@@ -41,28 +41,28 @@ def _run(factor, switches_passive, switches_default=30.0, runtimes=("libgomp",),
 
 
 def _judge(doc, wait=BUSY):
-    ctx = rules.Context(doc, "run", queries.Comparisons(doc), facts=Facts(phases=["run"], omp_wait=wait))
-    return causes.OmpWait().judge_phase(ctx)
+    ctx = rules.Context(doc, "run", queries.Comparisons(doc), facts=Facts(phases=["run"], probed={OMP.key: wait}))
+    return omp_rule.OmpWait().judge_phase(ctx)
 
 
 def test_precheck_rules_it_out_where_no_team_can_spin_or_nothing_else_needs_the_cpus():
-    cause = causes.OmpWait()
-    assert "no OpenMP runtime" in cause.precheck(Facts(omp_wait=TeamWait(None, 2, {}, 0.8)), None)
-    assert "team is one thread" in cause.precheck(Facts(omp_wait=TeamWait("libgomp", 1, {}, 0.8)), None)
+    cause = omp_rule.OmpWait()
+    assert "no OpenMP runtime" in cause.precheck(Facts(probed={OMP.key: TeamWait(None, 2, {}, 0.8)}), None)
+    assert "team is one thread" in cause.precheck(Facts(probed={OMP.key: TeamWait("libgomp", 1, {}, 0.8)}), None)
     spun_down = TeamWait("libgomp", 2, {"GOMP_SPINCOUNT": "0"}, 0.8)
-    assert "already sleeps at once (GOMP_SPINCOUNT=0)" in cause.precheck(Facts(omp_wait=spun_down), None)
+    assert "already sleeps at once (GOMP_SPINCOUNT=0)" in cause.precheck(Facts(probed={OMP.key: spun_down}), None)
     intel = TeamWait("libiomp5", 2, {"KMP_BLOCKTIME": "0"}, 0.8)
-    assert "(KMP_BLOCKTIME=0)" in cause.precheck(Facts(omp_wait=intel), None)
+    assert "(KMP_BLOCKTIME=0)" in cause.precheck(Facts(probed={OMP.key: intel}), None)
     # libgomp reads no KMP_BLOCKTIME: it still spins.
-    assert cause.precheck(Facts(omp_wait=TeamWait("libgomp", 2, {"KMP_BLOCKTIME": "0"}, 0.8)), None) is None
+    assert cause.precheck(Facts(probed={OMP.key: TeamWait("libgomp", 2, {"KMP_BLOCKTIME": "0"}, 0.8)}), None) is None
     quiet = TeamWait("libgomp", 2, {}, 0.001, 10.0)
     assert "kept 0.001 CPUs busy, 10.0 CPU ms, over the probe's timed iterations" in \
-        cause.precheck(Facts(omp_wait=quiet), None)
+        cause.precheck(Facts(probed={OMP.key: quiet}), None)
     short = TeamWait("libgomp", 2, {}, 0.19, 2.0)  # a few CPU ms in all: nothing that a spinning team slows
-    assert "kept 0.190 CPUs busy, 2.0 CPU ms" in cause.precheck(Facts(omp_wait=short), None)
-    assert "was not read" in cause.precheck(Facts(omp_wait=None), None)
-    assert cause.precheck(Facts(omp_wait=BUSY), None) is None
-    assert cause.precheck(Facts(omp_wait=TeamWait("libgomp", 2, {}, None)), None) is None  # unknown: kept
+    assert "kept 0.190 CPUs busy, 2.0 CPU ms" in cause.precheck(Facts(probed={OMP.key: short}), None)
+    assert "was not read" in cause.precheck(Facts(probed={}), None)
+    assert cause.precheck(Facts(probed={OMP.key: BUSY}), None) is None
+    assert cause.precheck(Facts(probed={OMP.key: TeamWait("libgomp", 2, {}, None)}), None) is None  # unknown: kept
 
 
 def test_named_when_passive_is_faster_and_the_runtime_started_with_it():
@@ -111,7 +111,7 @@ def test_the_readback_names_the_runtime_and_what_it_started_with():
     out = subprocess.run([sys.executable, "-c", _READBACK], env=env, capture_output=True, text=True, timeout=120)
     seen = json.loads(out.stdout)
     assert "libgomp" in seen["runtimes"]  # torch's wheels bundle it
-    assert seen["variables"] == settings.PASSIVE_WAIT
+    assert seen["variables"] == omp_setting.PASSIVE_WAIT
     assert "libgomp started with OMP_WAIT_POLICY=PASSIVE" in settings.SETTINGS["omp_wait"].facts_phrase(seen)
 
 
@@ -125,21 +125,30 @@ def test_the_collector_counts_the_cpu_of_threads_outside_torchs_team():
         while not stop.is_set():
             sum(range(10_000))
 
-    with probe_omp_wait.ThreadCpu() as quiet:
+    with OMP.watch() as quiet:
         time.sleep(0.2)
-    evidence = probe_omp_wait.omp_wait_evidence(quiet)
+    evidence = OMP.record(ProbedCall(watched={OMP.key: quiet}))
     assert evidence["omp_runtime"] == "libgomp" and evidence["omp_team"] == torch.get_num_threads()
     neighbour = threading.Thread(target=burn)
     neighbour.start()
     try:
-        with probe_omp_wait.ThreadCpu() as busy:
+        with OMP.watch() as busy:
             time.sleep(0.3)  # the main thread sleeps: the neighbour has the GIL
     finally:
         stop.set()
         neighbour.join()
-    burnt = probe_omp_wait.omp_wait_evidence(busy)["cpus_beside_team"]
-    assert evidence["cpus_beside_team"] < causes.omp_wait.QUIET_BESIDE_CPUS < burnt, (evidence, burnt)
-    assert probe_omp_wait.omp_wait_evidence(busy)["cpu_ms_beside_team"] > causes.omp_wait.QUIET_BESIDE_MS
+    burnt = OMP.record(ProbedCall(watched={OMP.key: busy}))["cpus_beside_team"]
+    assert evidence["cpus_beside_team"] < omp_rule.QUIET_BESIDE_CPUS < burnt, (evidence, burnt)
+    assert OMP.record(ProbedCall(watched={OMP.key: busy}))["cpu_ms_beside_team"] > omp_rule.QUIET_BESIDE_MS
     wait = TeamWait.from_probe(evidence)
     assert wait.runtime == "libgomp" and TeamWait.from_probe({}) is None
-    assert Facts.from_json(json.loads(json.dumps(Facts(omp_wait=BUSY).to_json()))).omp_wait == BUSY
+    assert Facts.from_json(json.loads(json.dumps(Facts(probed={OMP.key: BUSY}).to_json()))).of(OMP) == BUSY
+
+
+def test_the_wait_variables_are_listed_once_and_the_passive_values_and_each_runtimes_drawn_from_them():
+    assert tuple(omp_setting.WAIT_VARIABLES) == ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "KMP_LIBRARY")
+    assert omp_setting.PASSIVE_WAIT == {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "0", "KMP_BLOCKTIME": "0"}
+    assert omp_setting.RUNTIME_WAIT_VARIABLES == {"libgomp": ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"),
+                                                  "libiomp5": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME"),
+                                                  "libomp": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
+    assert set(omp_probe.omp_wait_evidence(None)["omp_wait_env"]) <= set(omp_setting.WAIT_VARIABLES)

@@ -10,8 +10,7 @@ from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.facts import Facts, OpRow, PyFrame, WarningSeen
 from benchctl.results.findings import Status
-from benchctl.studies import causes
-from benchctl.studies.causes import python_time
+from benchctl.causes.python_time import rule as python_time
 from benchctl.workloads import probe_python
 from synthetic_results import make_doc
 
@@ -29,19 +28,20 @@ def facts(inside_us, wall_us=50_000.0, median_ms=45.0, **changes):
 
 def judge(f):
     doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="run", control=True))
-    return causes.PythonTime().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
+    return python_time.PythonTime().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
 
 
 def test_precheck_rules_out_a_call_spent_in_torchs_ops_and_keeps_one_spent_outside():
-    assert "90% of its profiled call is in torch's ops" in causes.PythonTime().precheck(facts(45_000.0), None)
-    assert causes.PythonTime().precheck(facts(5_000.0), None) is None
-    assert "not measured" in causes.PythonTime().precheck(Facts(phases=["run"]), None)  # no profiled call
+    assert "90% of its profiled call is in torch's ops" in python_time.PythonTime().precheck(facts(45_000.0), None)
+    assert python_time.PythonTime().precheck(facts(5_000.0), None) is None
+    assert "not measured" in python_time.PythonTime().precheck(Facts(phases=["run"]), None)  # no profiled call
 
 
 def test_compiling_is_not_counted_as_python_time():
     compiled = facts(5_000.0, call_compile_us=40_000.0)
     assert abs(compiled.outside_share() - 0.1) < 1e-9
-    assert "90% of its profiled call is in torch's ops or compiling" in causes.PythonTime().precheck(compiled, None)
+    said = python_time.PythonTime().precheck(compiled, None)
+    assert "90% of its profiled call is in torch's ops or compiling" in said
 
 
 def test_judged_a_cause_with_the_share_the_frames_and_torchs_warning():

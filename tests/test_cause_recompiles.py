@@ -9,8 +9,7 @@ from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.facts import CompileLog, Facts
 from benchctl.results.findings import Status
-from benchctl.studies import causes
-from benchctl.studies.causes import recompiles
+from benchctl.causes.recompiles import rule as recompiles
 from benchctl.workloads.probe_compile import CompileWatch
 from synthetic_results import make_doc
 
@@ -25,14 +24,15 @@ def facts(compiles, compile_s, iteration_s=0.1, guards=(GUARD,)):
 
 def judge(f):
     doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="run", control=True))
-    return causes.Recompiles().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
+    return recompiles.Recompiles().judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
 
 
 def test_precheck_rules_out_no_dynamo_no_compile_and_one_first_compile():
-    assert "dynamo was not loaded" in causes.Recompiles().precheck(Facts(phases=["run"]), None)
-    assert "compiled nothing in its 3 timed iterations" in causes.Recompiles().precheck(facts([0] * 3, [0] * 3), None)
-    assert "first timed iteration only" in causes.Recompiles().precheck(facts([1, 0, 0], [0.09, 0, 0]), None)
-    assert causes.Recompiles().precheck(facts([1, 1, 1], [0.09] * 3), None) is None
+    assert "dynamo was not loaded" in recompiles.Recompiles().precheck(Facts(phases=["run"]), None)
+    nothing = recompiles.Recompiles().precheck(facts([0] * 3, [0] * 3), None)
+    assert "compiled nothing in its 3 timed iterations" in nothing
+    assert "first timed iteration only" in recompiles.Recompiles().precheck(facts([1, 0, 0], [0.09, 0, 0]), None)
+    assert recompiles.Recompiles().precheck(facts([1, 1, 1], [0.09] * 3), None) is None
 
 
 def test_judged_a_cause_with_the_share_and_the_guard_that_failed():

@@ -4,6 +4,12 @@ import re
 
 import pytest
 
+from benchctl.causes.allocator.rule import Allocator
+from benchctl.causes.denormals.rule import Denormals
+from benchctl.causes.order.rule import Order
+from benchctl.causes.placement.rule import Placement
+from benchctl.causes.threads.rule import Threads
+from benchctl.causes.warmup.rule import Warmup
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.facts import Facts
@@ -45,37 +51,37 @@ def status(finding):
 
 def test_denormals_named_with_its_evidence_when_ftz_removes_the_slowdown():
     doc = run_with(lambda p: 0.4 if p == {"ftz": "process"} else 1.0)
-    found = judge(causes.Denormals(), doc)
+    found = judge(Denormals(), doc)
     assert status(found) == Status.CAUSE and found.explains
     assert "with FTZ/DAZ on every thread it is 2.50× faster" in found.message
     assert "div 2.6×" in found.message and "outputs 100 subnormal of 100" in found.message
 
 
 def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():
-    assert "no subnormal values" in causes.Denormals().precheck(
+    assert "no subnormal values" in Denormals().precheck(
         facts(census={"outputs": {"values": 100, "subnormal": 0}}), PENALTY)
-    assert "does not penalise" in causes.Denormals().precheck(facts(ops=["aten::mul"]), PENALTY)
-    assert causes.Denormals().precheck(facts(), PENALTY) is None  # div is penalised and the values hold subnormals
-    assert causes.Denormals().precheck(facts(census=None), None) is None  # nothing known: nothing ruled out
+    assert "does not penalise" in Denormals().precheck(facts(ops=["aten::mul"]), PENALTY)
+    assert Denormals().precheck(facts(), PENALTY) is None  # div is penalised and the values hold subnormals
+    assert Denormals().precheck(facts(census=None), None) is None  # nothing known: nothing ruled out
     counted_nothing = facts(census={"outputs": {"values": 0, "subnormal": 0}})  # it returns no tensor
-    assert counted_nothing.subnormals() is None and causes.Denormals().precheck(counted_nothing, None) is None
+    assert counted_nothing.subnormals() is None and Denormals().precheck(counted_nothing, None) is None
 
 
 def test_allocator_named_only_when_faults_fall_with_the_time():
     def faults(c):
         return {"minor_faults": 100.0 if c["with"] == {"alloc": "retain"} else 20_000.0}
     doc = run_with(lambda p: 0.5 if p == {"alloc": "retain"} else 1.0, counters=faults)
-    found = judge(causes.Allocator(), doc)
+    found = judge(Allocator(), doc)
     assert status(found) == Status.CAUSE
     assert "minor page faults/iter go from 20k to 100" in found.message
     flat = run_with(lambda p: 0.5 if p == {"alloc": "retain"} else 1.0, counters=lambda c: {"minor_faults": 9.0})
-    assert status(judge(causes.Allocator(), flat)) == Status.UNCONFIRMED
+    assert status(judge(Allocator(), flat)) == Status.UNCONFIRMED
 
 
 def test_allocator_ruled_out_when_its_faults_cost_next_to_nothing():
     few = facts(counters={"call": {"minor_faults_per_iter": 3.0}})
-    assert "under 1%" in causes.Allocator().precheck(few, None)
-    assert causes.Allocator().precheck(facts(), None) is None
+    assert "under 1%" in Allocator().precheck(few, None)
+    assert Allocator().precheck(facts(), None) is None
 
 
 def test_threads_oversubscription_with_context_switches():
@@ -83,42 +89,42 @@ def test_threads_oversubscription_with_context_switches():
         return {"context_switches": 5.0 if c["with"] == {"threads": 1} else 400.0}
     doc = run_with(lambda p: 0.3 if p == {"threads": 1} else (1.5 if p == {"busy": "pool"} else 1.0),
                    counters=switches)
-    found = judge(causes.Threads(), doc)
+    found = judge(Threads(), doc)
     assert status(found) == Status.CAUSE and "with 1 thread it is 3.33× faster" in found.message
     assert "context switches/iter go from 400 to 5" in found.message
     assert "another busy BLAS pool beside it makes it 1.50× slower" in found.message
     assert "other processes" not in found.message
     for run in doc["runs"]:
         run["beside"] = {"other_cpus": 1.2, "steal_cpus": 0.1}  # another program kept the CPUs busy
-    found = judge(causes.Threads(), doc)
+    found = judge(Threads(), doc)
     assert "other processes kept 1.30 CPUs busy beside it" in found.message
 
 
 def test_threads_that_do_useful_work_are_not_a_cause():
     doc = run_with(lambda p: 1.8 if p == {"threads": 1} else 1.0)
-    found = judge(causes.Threads(), doc)
+    found = judge(Threads(), doc)
     assert status(found) == Status.NOT_CAUSE and "its threads do useful work" in found.message
 
 
 def test_threads_ruled_out_where_the_code_itself_runs_one_thread():
-    assert "one thread already" in causes.Threads().precheck(facts(torch_threads=1), None)
-    assert causes.Threads().precheck(facts(torch_threads=2), None) is None
-    assert causes.Threads().precheck(facts(), None) is None  # not known: probed
+    assert "one thread already" in Threads().precheck(facts(torch_threads=1), None)
+    assert Threads().precheck(facts(torch_threads=2), None) is None
+    assert Threads().precheck(facts(), None) is None  # not known: probed
 
 
 def test_placement_and_the_ruled_out_cases():
     def migrations(c):
         return {"cpu_migrations": 0.0 if c["with"] == {"pin": "compact"} else 6.0}
     doc = run_with(lambda p: 0.8 if p == {"pin": "compact"} else 1.0, counters=migrations)
-    assert status(judge(causes.Placement(), doc)) == Status.CAUSE
+    assert status(judge(Placement(), doc)) == Status.CAUSE
     still = facts(counters={"call": {"cpu_migrations_per_iter": 0.1}})
-    assert "do not move between CPUs" in causes.Placement().precheck(still, None)
-    assert "one CPU" in causes.Placement().precheck(facts(cpus=1), None)
+    assert "do not move between CPUs" in Placement().precheck(still, None)
+    assert "one CPU" in Placement().precheck(facts(cpus=1), None)
 
 
 def test_no_planted_cause_is_named():
     doc = run_with(lambda p: 1.0)
-    for cause in (causes.Denormals(), causes.Allocator(), causes.Placement()):
+    for cause in (Denormals(), Allocator(), Placement()):
         found = judge(cause, doc)
         assert status(found) == Status.NOT_CAUSE and not found.explains, found.message
         assert "changes nothing beyond ±5%" in found.message
@@ -132,27 +138,27 @@ def _first_call_slower(factor):
 
 
 def test_warmup_named_when_the_first_iteration_costs_the_series_more_than_the_band():
-    found = judge(causes.Warmup(), _first_call_slower(50))  # lazy initialisation on the first call
+    found = judge(Warmup(), _first_call_slower(50))  # lazy initialisation on the first call
     assert status(found) == Status.CAUSE and re.search(r"takes 50\.\d\d× its steady median", found.message)
     assert re.search(r"makes a series \+30\d\.\d% \[95% CI", found.message), found.message  # 49 / 16
 
 
 def test_a_start_of_a_few_iterations_is_not_lazy_initialisation():
-    found = judge(causes.Warmup(), _first_call_slower(1.6))  # 0.6 / 16 iterations: under 4% of the series
+    found = judge(Warmup(), _first_call_slower(1.6))  # 0.6 / 16 iterations: under 4% of the series
     assert status(found) == Status.NOT_CAUSE and "costs 0.6 steady iterations" in found.message, found.message
-    found = judge(causes.Warmup(), _first_call_slower(8))  # +44% of this short series, yet only 7 iterations
+    found = judge(Warmup(), _first_call_slower(8))  # +44% of this short series, yet only 7 iterations
     assert status(found) == Status.NOT_CAUSE and "not lazy initialisation" in found.message, found.message
-    flat = judge(causes.Warmup(), run_with(lambda p: 1.0))
+    flat = judge(Warmup(), run_with(lambda p: 1.0))
     assert status(flat) == Status.NOT_CAUSE and "costs 0.0 steady iterations" in flat.message, flat.message
 
 
 def test_order_alone_against_after_the_earlier_phase():
     doc = make_doc({"with": [{}, {"only": "eval"}]}, factor=lambda c: 1.4 if c["with"] else 1.0, control=True)
     analyse(doc)
-    found = judge(causes.Order(), doc, phase="eval", phases=["train", "eval"])
+    found = judge(Order(), doc, phase="eval", phases=["train", "eval"])
     assert status(found) == Status.CAUSE
     assert "eval alone in a fresh process is 1.40× slower than after train [95% CI 1.3" in found.message
-    assert "one phase" in causes.Order().precheck(facts(), None)
+    assert "one phase" in Order().precheck(facts(), None)
 
 
 def test_every_cause_has_a_name_and_the_library_lists_each_once():

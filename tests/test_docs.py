@@ -119,3 +119,12 @@ def test_mkdocs_build_strict(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert os.path.exists(tmp_path / "site" / "index.html")
+
+
+def test_the_cause_table_lists_every_registered_cause_in_the_answers_order():
+    from benchctl.studies.causes import CAUSES
+
+    lines = open(os.path.join(ROOT, "docs", "causes.md")).read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| cause (`name`)")) + 2
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    assert [line.split("`")[1] for line in lines[start:end]] == [cause.name for cause in CAUSES]

@@ -6,12 +6,13 @@ import pytest
 
 from benchctl import fpenv
 
+from benchctl.causes.placement.rule import Placement
+from benchctl.causes.threads.rule import Threads
 from benchctl.results import queries, rules
 from benchctl.results.analysis import analyse
 from benchctl.results.findings import Status
 from benchctl.results.verdict import Gap, SettingEffect
 from benchctl.run import runner
-from benchctl.studies import causes
 from test_causes import PROBES, facts
 from synthetic_results import make_doc
 
@@ -60,9 +61,9 @@ def test_the_engine_reports_an_undone_probe_and_never_judges_it():
                            readback=_undone_in_threads_cell, phase="call", control=True))
     ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=facts())
     assert ctx.probe_held({"with": {"threads": 1}}, "threads") == (False, 2)
-    [found] = causes.Threads().judge(ctx)
+    [found] = Threads().judge(ctx)
     assert found.status is Status.UNRESOLVED and found.mark == "?" and not found.is_open
-    assert found.message == f"{causes.Threads.title}: {UNDONE}"
+    assert found.message == f"{Threads.title}: {UNDONE}"
     assert found.evidence["undone"] == {"setting": "threads", "requested": 1, "seen": 2}
     # The generic rule says the same of that cell and still judges the others.
     effects = SettingEffect().judge(ctx)
@@ -70,7 +71,7 @@ def test_the_engine_reports_an_undone_probe_and_never_judges_it():
     assert [(f.status, f.message) for f in undone] == [(Status.UNRESOLVED, UNDONE)]
     assert all(f.comparison is not None for f in effects if f not in undone)
     # Causes whose probes held are judged as before.
-    assert causes.Placement().judge(ctx)[0].comparison is not None
+    assert Placement().judge(ctx)[0].comparison is not None
 
 
 def test_a_flush_mode_the_code_clears_is_recorded_as_not_held(tmp_path):

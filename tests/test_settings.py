@@ -61,8 +61,8 @@ def test_workload_parameters_are_typed_like_their_defaults():
 
 
 def test_unknown_key_names_settings_and_parameters():
-    known = (r"ftz, threads, pin, alloc, thp, env, busy, pools, clamp, anomaly, inference, sync, cudnn_benchmark, "
-             r"matmul_precision, cuda_init, isa, omp_wait, only, with")
+    known = (r"ftz, threads, pin, alloc, thp, env, busy, pools, clamp, anomaly, inference, sync, "
+             r"cudnn_benchmark, matmul_precision, cuda_init, isa, omp_wait, only, with")
     with pytest.raises(SettingError, match=rf"'speed' is neither a setting \({known}\).*ms"):
         settings.canonical_matrix({"speed": [1]}, SLEEP_PARAMS)
 
@@ -192,7 +192,7 @@ def test_only_and_busy():
 
 
 def test_the_busy_pool_runs_and_stops():
-    from benchctl import contention
+    from benchctl import _contention as contention
 
     state = contention.start_busy_pool(threads=1)
     try:

@@ -15,16 +15,22 @@ __all__ = ["ProbedCall", "Probe"]
 class ProbedCall:
     """What a probe can look at after the probe worker's timed iterations: the workload's ``call`` (None: a
     workload that times itself), the torch ``modules`` found in its state, the thread counts its code set
-    (``thread_calls``) and what each probe's watch saw over the timed iterations (``watched``, by key)."""
+    (``thread_calls``) and what each probe's watch saw over the timed iterations (``watched``, by key) and
+    over the profiled call (``called``, by key)."""
 
     call: Callable[[], Any] | None = None
     modules: tuple = ()
     thread_calls: Any = None
     watched: dict[str, Any] = field(default_factory=dict)
+    called: dict[str, Any] = field(default_factory=dict)
 
     def watcher(self, probe: "Probe") -> Any:
         """What ``probe``'s :meth:`Probe.watch` yielded over the timed iterations (None: none ran)."""
         return self.watched.get(probe.key)
+
+    def call_watcher(self, probe: "Probe") -> Any:
+        """What ``probe``'s :meth:`Probe.watch_call` yielded over the profiled call (None: none ran)."""
+        return self.called.get(probe.key)
 
 
 class Probe(abc.ABC):
@@ -37,6 +43,11 @@ class Probe(abc.ABC):
 
     def watch(self) -> contextlib.AbstractContextManager:
         """A context around the timed iterations whose value :meth:`record` gets back (default: none)."""
+        return contextlib.nullcontext()
+
+    def watch_call(self) -> contextlib.AbstractContextManager:
+        """A context around the profiled call (inside the profiler) whose value :meth:`record` gets back
+        (default: none)."""
         return contextlib.nullcontext()
 
     @abc.abstractmethod

@@ -15,7 +15,10 @@ A setting is a small class with these duties:
 * ``during(value)``: worker side, at the end of every timed iteration: a cheap
   check of what the process runs under now, in the setting's own values, so that
   a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
-  ``setup()``) is seen and never judged.
+  ``setup()``) is seen and never judged;
+* ``phase_ended(phase, last)``: worker side, where each phase ends, for every registered
+  setting whatever the cell's: what the setting reads of the process there (glibc malloc's
+  state), kept in the worker's result under the phase's ``phase_key``.
 
 It also declares ``in_process``: whether it can be applied and undone inside a running
 process (FTZ/DAZ, a thread count) or needs a fresh one (an allocator preloaded, a variable
@@ -28,12 +31,12 @@ or, for those no cause owns, in :mod:`benchctl.settings`, which gathers them all
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, Callable
 
 from . import _validate
 from .errors import UnavailableError
 
-__all__ = ["SettingError", "SettingUnavailable", "Setting", "split_values"]
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "split_values", "format_value"]
 
 
 class SettingError(_validate.ArgumentError):
@@ -76,9 +79,26 @@ class Setting(abc.ABC):
     def readback(self, value: Any) -> Any:
         return None
 
+    def clock_wait(self) -> Callable[[], None] | None:
+        """Worker side: a function every timed iteration calls before each of its clock reads (``sync=cuda``: wait
+        for the GPU there, so that work lands in the iteration that queued it), or None for none. Asked of every
+        setting, whatever the cell: the function itself knows whether its setting was applied."""
+        return None
+
     def during(self, value: Any) -> Any:
         """This setting's value as the process runs now (cheap: sampled after every timed iteration), or
         None where it has no in-run check; a value other than ``value`` means the workload changed it."""
+        return None
+
+    #: The key under which :meth:`phase_ended`'s reading is kept in each phase of a worker's result (its
+    #: error, where the reading raised, under ``KEY_error``); None: the setting's name.
+    phase_key: str | None = None
+
+    def phase_ended(self, phase: str, last: bool) -> Any:
+        """Worker side, where ``phase`` ends, called for every registered setting whatever the cell's (the
+        baseline cell is read too): what this setting reads of the process there, or None where it reads
+        nothing. ``last``: the phase that ran last, read after the timed work (a costly reading belongs there);
+        otherwise the phase ended as another's first iteration started, outside its time."""
         return None
 
     #: The value that probes this setting's cause against the unchanged workload, if any.
@@ -127,6 +147,15 @@ def _bracketed_items(name: str, value: Any, text: str) -> list[str]:
         return split_values(text[1:-1])
     except SettingError as e:
         raise SettingError(f"{name}={value!r}: {e}") from None
+
+
+def format_value(value: Any) -> str:
+    """A setting's value as ``--set`` writes it: ``"[0,1]"``, ``"[A=1,B=2]"``, ``"none"``, ``"compact"``."""
+    if isinstance(value, dict):
+        return "[" + ",".join(f"{k}={format_value(v)}" for k, v in value.items()) + "]" if value else "none"
+    if isinstance(value, list):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return str(value)
 
 
 def split_values(text: str) -> list[str]:

@@ -3,9 +3,9 @@ per cause that needs one (``benchctl.causes.<name>.probe``), gathered in :data:`
 
 A probe writes its keys into the probe worker's note and reads the same keys back, in one file, so
 no key crosses a layer as a bare string. The probe worker (:mod:`benchctl.workloads.user`) runs every
-probe's :meth:`Probe.watch` around its timed iterations and :meth:`Probe.record` after its profiled
-call; :class:`benchctl.results.facts.Facts` holds one typed entry per probe (:meth:`Probe.read`),
-which a cause asks for with ``facts.of(PROBE)``.
+probe's :meth:`Probe.watch` around its timed iterations, :meth:`Probe.watch_call` around its profiled call
+and :meth:`Probe.record` after it; :class:`benchctl.results.facts.Facts` holds one typed entry per probe
+(:meth:`Probe.read`), which a cause asks for with ``facts.of(PROBE)``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,20 @@ from typing import Any, Iterator
 
 from . import _plugins
 from ._probe import Probe, ProbedCall
+from .causes.cpu_fit import probe as _cpu_fit
+from .causes.cuda_first_call import probe as _cuda_first_call
+from .causes.isa import probe as _isa
+from .causes.omp_wait import probe as _omp_wait
+from .causes.pools import probe as _pools
+from .causes.recording import probe as _recording
 from .causes.thp import probe as _thp
 
-__all__ = ["ProbedCall", "Probe", "PROBES", "watching", "recorded", "read_all", "from_json", "to_json"]
+__all__ = ["ProbedCall", "Probe", "PROBES", "watching", "calling", "recorded", "read_all", "from_json", "to_json"]
 
 
 #: Every probe: the built-in causes', then those of installed packages (``benchctl.causes`` entry points).
-PROBES: tuple[Probe, ...] = (*_thp.PROBES,
+PROBES: tuple[Probe, ...] = (*_pools.PROBES, *_cpu_fit.PROBES, *_isa.PROBES, *_omp_wait.PROBES, *_thp.PROBES,
+                             *_cuda_first_call.PROBES, *_recording.PROBES,
                              *_plugins.gathered("probe", "PROBES"))
 
 
@@ -35,6 +42,13 @@ def watching(active: bool) -> Iterator[dict[str, Any]]:
         return
     with contextlib.ExitStack() as stack:
         yield {p.key: stack.enter_context(p.watch()) for p in PROBES}
+
+
+@contextlib.contextmanager
+def calling() -> Iterator[dict[str, Any]]:
+    """Around a probe worker's profiled call: every probe's call watch, yielding {key: what it yielded}."""
+    with contextlib.ExitStack() as stack:
+        yield {p.key: stack.enter_context(p.watch_call()) for p in PROBES}
 
 
 def recorded(probed: ProbedCall) -> dict:
@@ -52,8 +66,9 @@ def read_all(note: dict) -> dict[str, Any]:
 
 def from_json(data: dict) -> dict[str, Any]:
     """{key: typed fact} from a saved document's facts: its ``probed`` entries, or, in a document written
-    before probes had their own entry, the same names at the top level."""
-    saved = data.get("probed") or {p.key: data[p.key] for p in PROBES if data.get(p.key)}
+    before probes had their own entry, the same names at the top level (a document written while only some
+    probes had moved holds both: each key is read from where it is)."""
+    saved = {**{p.key: data[p.key] for p in PROBES if data.get(p.key)}, **(data.get("probed") or {})}
     return {p.key: p.from_json(saved[p.key]) for p in PROBES if saved.get(p.key)}
 
 

@@ -70,7 +70,7 @@ def devices_here() -> tuple[str, ...]:
 
 def cause_here(plant: dict) -> str | None:
     """The cause ``plant`` plants on this machine: None where the CPU has a flag the cause needs absent."""
-    from benchctl.workloads.probe_isa import cpu_flags
+    from benchctl.causes.isa.probe import cpu_flags
 
     lacks = set(plant.get("cpu_lacks", ()))
     return None if lacks & (cpu_flags() or frozenset()) else plant["cause"]

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from . import wording
 
-__all__ = ["FAULT_COST_MAX_US", "FACTOR", "LEAST", "WORDS", "MINOR_FAULTS", "CONTEXT_SWITCHES", "CPU_MIGRATIONS",
-           "least", "differ", "moved_down", "change_text"]
+__all__ = ["FAULT_COST_MIN_US", "FAULT_COST_MAX_US", "FACTOR", "LEAST", "WORDS", "MINOR_FAULTS", "CONTEXT_SWITCHES",
+           "CPU_MIGRATIONS", "least", "differ", "moved_down", "change_text"]
 
 MINOR_FAULTS = "minor_faults_per_iter"
 CONTEXT_SWITCHES = "context_switches_per_iter"
 CPU_MIGRATIONS = "cpu_migrations_per_iter"
 
-#: The most one minor page fault was seen to cost on the development machines (page zeroing included;
-#: 0.5-3 µs): extra faults that would cost less than a slowdown at this price cannot be what slowed it.
+#: What one minor page fault was seen to cost on the development machines, page zeroing included: 0.5-3 µs.
+#: The least: faults that would cost under a negligible share of an iteration at this price are not probed as
+#: a cause (explain's pre-checks; the optimistic end, kept as the pre-checks have always judged) ...
+FAULT_COST_MIN_US = 0.5
+#: ... and the most: extra faults that would cost less than a slowdown at this price cannot be what slowed it.
 FAULT_COST_MAX_US = 3.0
 
 #: A counter "differs" between two cells when one is this many times the other ...

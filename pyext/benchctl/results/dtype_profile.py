@@ -4,7 +4,7 @@ its own dtype against float32.
 :mod:`benchctl.workloads.op_calls` records the first call of the ops that take the probe call's
 time (:class:`OpCall`); :mod:`benchctl.studies.dtype_profile` replays the ones in a costly dtype on
 random tensors of the recorded shapes, in that dtype and in float32 (:class:`DtypeTiming`), before
-any cell runs; the dtype causes (:mod:`benchctl.studies.causes.dtypes`) read the result
+any cell runs; the dtype causes (:mod:`benchctl.causes.half`, :mod:`benchctl.causes.float64`) read the result
 (:class:`DtypeProfile`) through :class:`benchctl.results.facts.Facts`.
 """
 

@@ -14,13 +14,10 @@ from typing import Any
 import numpy as np
 
 from .. import probes
+from ..causes.cuda_first_call.probe import PROBE as CUDA_PROBE
 from . import queries
-from .autograd_facts import AutogradFacts
-from .cpu_facts import Dispatch, TeamWait
-from .cuda_facts import CudaFacts
 from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
-from .thread_facts import CpuFit, ThreadCpu
 
 __all__ = ["OpRow", "WarningSeen", "PyFrame", "LayoutCopy", "CompileLog", "Facts", "warmup_extra"]
 
@@ -179,13 +176,9 @@ class Facts:
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
     ``call_wall_us`` that call's wall time and ``call_cpu_us`` the calling thread's CPU time in it (None when
-    unknown); ``cuda``: what the probe learnt of its GPU
-    use (:class:`~.cuda_facts.CudaFacts`; None when unknown); ``first_extra``: per phase, what the probe
+    unknown); ``first_extra``: per phase, what the probe
     worker's first iterations cost beyond its steady median, in steady iterations (:func:`warmup_extra`);
-    ``autograd``: what autograd did in one call (None when unknown: a workload that times itself);
     ``torch_threads``: torch's intra-op thread count after the probe call, as the code left it;
-    ``thread_cpu``: the CPU time torch's team and the other native threads took over the timed iterations;
-    ``cpu_fit``: torch's team against the CPUs it may use (both None when unknown);
     ``op_calls``: the first call of the ops that took most of its time, replayable
     (:class:`~.dtype_profile.OpCall`); ``dtype_profile``: those in a costly dtype timed on this CPU
     against float32, measured in the explain process before any cell ran (None: not measured).;
@@ -195,9 +188,7 @@ class Facts:
     (:class:`PyFrame`, empty when not profiled); ``warnings``: those raised from setup on
     (:class:`WarningSeen`); ``compile``: what torch.compile did in the timed iterations
     (:class:`CompileLog`, None when dynamo was never loaded).;
-    ``isa``: torch's kernel capability and this CPU's (:class:`~.cpu_facts.Dispatch`; None when unknown);
-    ``omp_wait``: how torch's OpenMP team waits and what else of the workload's ran beside it
-    (:class:`~.cpu_facts.TeamWait`; None when unknown); ``probed``: each cause probe's typed fact, by its
+    ``probed``: each cause probe's typed fact, by its
     key (:mod:`benchctl.probes`; read with :meth:`of`)."""
 
     phases: list[str] = field(default_factory=list)
@@ -210,21 +201,16 @@ class Facts:
     op_table: tuple[OpRow, ...] = ()
     call_wall_us: float | None = None
     call_cpu_us: float | None = None
-    cuda: CudaFacts | None = None
     first_extra: dict[str, float | None] = field(default_factory=dict)
-    autograd: AutogradFacts | None = None
     torch_threads: int | None = None
-    thread_cpu: ThreadCpu | None = None
-    cpu_fit: CpuFit | None = None
     op_calls: tuple[OpCall, ...] = ()
     dtype_profile: DtypeProfile | None = None
     call_compile_us: float = 0.0
+    profile_intact: bool = True
     layout_copies: tuple[LayoutCopy, ...] = ()
     python_frames: tuple[PyFrame, ...] = ()
     warnings: tuple[WarningSeen, ...] = ()
     compile: CompileLog | None = None
-    isa: Dispatch | None = None
-    omp_wait: TeamWait | None = None
     probed: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -244,18 +230,15 @@ class Facts:
                    ops=list(probe.get("ops", [])), census=census, pools=list(notes.get("pools", [])),
                    op_table=_typed(probe.get("op_table"), OpRow), call_wall_us=probe.get("call_wall_us"),
                    call_cpu_us=probe.get("call_cpu_us"),
-                   cuda=CudaFacts.from_json(probe.get("cuda")),
                    first_extra={p: warmup_extra(d["ns"], d.get("warmup") or 0) for p, d in series.items()},
-                   autograd=AutogradFacts.from_note(probe.get("autograd")), torch_threads=probe.get("torch_threads"),
-                   thread_cpu=ThreadCpu.from_note(probe.get("thread_cpu")),
-                   cpu_fit=CpuFit.from_note(probe.get("cpu_fit")),
+                   torch_threads=probe.get("torch_threads"),
                    op_calls=tuple(OpCall.from_json(c) for c in probe.get("op_calls", [])),
                    call_compile_us=float(probe.get("call_compile_us") or 0.0),
+                   profile_intact=bool(probe.get("profile_intact", True)),
                    layout_copies=_typed(probe.get("layout_copies"), LayoutCopy),
                    python_frames=_typed(probe.get("python_frames"), PyFrame),
                    warnings=_typed(probe.get("warnings"), WarningSeen),
                    compile=CompileLog.from_json(probe.get("compile")),
-                   isa=Dispatch.from_probe(probe), omp_wait=TeamWait.from_probe(probe),
                    probed=probes.read_all(probe))
 
     @classmethod
@@ -269,17 +252,11 @@ class Facts:
             return None
         typed = {"op_table": _typed(data.get("op_table"), OpRow),
                  "op_calls": tuple(OpCall.from_json(c) for c in data.get("op_calls", ())),
-                 "cuda": CudaFacts.from_json(data.get("cuda")),
-                 "autograd": AutogradFacts.from_note(data.get("autograd")),
-                 "thread_cpu": ThreadCpu.from_note(data.get("thread_cpu")),
-                 "cpu_fit": CpuFit.from_note(data.get("cpu_fit")),
                  "dtype_profile": DtypeProfile.from_json(data.get("dtype_profile")),
                  "layout_copies": _typed(data.get("layout_copies"), LayoutCopy),
                  "python_frames": _typed(data.get("python_frames"), PyFrame),
                  "warnings": _typed(data.get("warnings"), WarningSeen),
                  "compile": CompileLog.from_json(data.get("compile")),
-                 "isa": Dispatch(**data["isa"]) if data.get("isa") else None,
-                 "omp_wait": TeamWait(**data["omp_wait"]) if data.get("omp_wait") else None,
                  "probed": probes.from_json(data)}
         legacy = {p.key for p in probes.PROBES}  # written at the top level before probes had their entry
         return cls(**{**{k: v for k, v in data.items() if k not in legacy}, **typed})
@@ -287,15 +264,25 @@ class Facts:
     def to_json(self) -> dict:
         return asdict(self)
 
+    def unprofiled_why(self) -> str:
+        """Why no op time of the probe worker's call is known, in words (when the op table is empty)."""
+        if not self.profile_intact:
+            return "the code's own profiler, started inside the call, took over the probe's profiler session"
+        if self.call_wall_us is None:
+            return "a @benchctl.workload function times its own phases, which are not profiled"
+        return "its profiled call ran no torch op"
+
     def of(self, probe: probes.Probe) -> Any:
         """``probe``'s typed fact (its ``fact`` class), or None where the probe worker did not record it."""
         return self.probed.get(probe.key)
 
     def no_cuda_reason(self) -> str | None:
-        """Why no GPU cause can apply here (see :meth:`CudaFacts.no_cuda_reason`); None: the workload used CUDA."""
-        if self.cuda is None:
+        """Why no GPU cause can apply here (see
+        :meth:`~benchctl.causes.cuda_first_call.probe.CudaFacts.no_cuda_reason`); None: the workload used CUDA."""
+        cuda = self.of(CUDA_PROBE)
+        if cuda is None:
             return "nothing is known of its GPU use (no probe of it ran): no GPU cause is probed"
-        return self.cuda.no_cuda_reason()
+        return cuda.no_cuda_reason()
 
     def op_share(self, keep) -> float | None:
         """The share of the profiled call's own op time (``self_us``) in the rows ``keep(row)`` accepts;

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings as _settings
-from ..malloc_state import MallocState
+from ..causes.allocator.control import MallocState
 from .._validate import ArgumentError
 from . import processes
 from .comparison import Comparison

@@ -6,8 +6,8 @@ A workload never times itself. It wraps each iteration it wants measured in
 in-process one (ticks only), used directly by tests and simple scripts;
 the worker's :class:`CountedRecorder` also reads event counters around each
 iteration and, after each, whether the cell's settings still hold
-(:class:`SettingWatch`), and glibc malloc's state at the end of each phase
-(:class:`benchctl.malloc_state.MallocState`).
+(:class:`SettingWatch`), and what each setting reads where a phase ends
+(:meth:`benchctl.settings.Setting.phase_ended`: glibc malloc's state).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .. import clock, counters, cuda_state, malloc_state
+from .. import clock, counters
+from .. import settings as _settings
 from ..settings import ONLY_PHASE_ENV
 
 __all__ = ["Recorder", "CountedRecorder", "SettingWatch", "COUNTER_SCOPE", "open_counter_group"]
@@ -41,6 +42,11 @@ class Recorder:
         self.notes: dict[str, Any] = {}
         self.only = only if only is not None else os.environ.get(ONLY_PHASE_ENV)
         self.probe = probe
+        self._waits = _settings.clock_waits()
+
+    def _wait(self) -> None:
+        for wait in self._waits:
+            wait()
 
     def runs(self, phase: str) -> bool:
         """Whether this process runs ``phase``: all phases run unless the ``only`` setting names one."""
@@ -48,13 +54,13 @@ class Recorder:
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
-        """Time one iteration of ``phase``. A raising iteration is not recorded. Under ``sync=cuda`` each clock
-        read first waits for the GPU (:func:`benchctl.cuda_state.wait`): work queued before the iteration is
-        left out of it, and work it queued is in it."""
-        cuda_state.wait()
+        """Time one iteration of ``phase``. A raising iteration is not recorded. Each clock read first calls the
+        settings' waits (:func:`benchctl.settings.clock_waits`; ``sync=cuda`` waits for the GPU): work queued
+        before the iteration is left out of it, and work it queued is in it."""
+        self._wait()
         with clock.Stopwatch() as sw:
             yield
-            cuda_state.wait()
+            self._wait()
         self.ticks.setdefault(phase, []).append(sw.ticks)
 
     def note(self, key: str, value: Any) -> None:
@@ -110,11 +116,12 @@ class CountedRecorder(Recorder):
     ``(name, setting, value)``; each that has an in-run check is sampled after
     every iteration, outside its time (``during[name]``).
 
-    ``malloc[phase]``: glibc malloc's state where ``phase`` ended. The first time a phase
-    ends (another phase's first iteration starts, outside its time) ``mallinfo2()`` alone is
-    read: the full probe forks, and the fork would cost the next phase one fault per page it
-    writes. :meth:`finish`, after the timed work, probes in full (threshold, largest free
-    block) for the phase that ran last.
+    ``ended[phase][name]``: what setting ``name`` read where ``phase`` ended
+    (:meth:`~benchctl.settings.Setting.phase_ended`, asked of every registered setting; those that
+    read nothing are left out), ``ended_errors[phase][name]`` why a reading failed. The first time
+    a phase ends (another phase's first iteration starts, outside its time) each is asked with
+    ``last=False``; :meth:`finish`, after the timed work, asks again with ``last=True`` for the
+    phase that ran last.
     """
 
     def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False,
@@ -124,33 +131,39 @@ class CountedRecorder(Recorder):
         self._group = group
         self.during = {name: SettingWatch(setting, value) for name, setting, value in plan
                        if setting.during(value) is not None}
-        self.malloc: dict[str, malloc_state.MallocState] = {}
-        self.malloc_errors: dict[str, str] = {}
+        self.ended: dict[str, dict[str, Any]] = {}
+        self.ended_errors: dict[str, dict[str, str]] = {}
         self._phase: str | None = None
+        self._phases_ended: set[str] = set()
 
-    def _read_malloc(self, phase: str, probe: bool) -> None:
-        try:
-            self.malloc[phase] = malloc_state.read(probe=probe)
-            self.malloc_errors.pop(phase, None)
-        except Exception as e:  # a readback never fails the measurement: the result says why it is missing
-            self.malloc_errors[phase] = f"{type(e).__name__}: {e}"
+    def _phase_ended(self, phase: str, last: bool) -> None:
+        """Ask every registered setting what it reads where ``phase`` ended."""
+        self._phases_ended.add(phase)
+        for name, setting in _settings.SETTINGS.items():
+            try:
+                value = setting.phase_ended(phase, last)
+            except Exception as e:  # a readback never fails the measurement: the result says why it is missing
+                self.ended_errors.setdefault(phase, {})[name] = f"{type(e).__name__}: {e}"
+                continue
+            if value is not None:
+                self.ended.setdefault(phase, {})[name] = value
+                self.ended_errors.get(phase, {}).pop(name, None)
 
     def finish(self) -> None:
-        """Probe malloc's state where the last phase ended (the workload returned)."""
+        """Ask the settings what they read where the last phase ended (the workload returned)."""
         if self._phase is not None:
-            self._read_malloc(self._phase, probe=True)
+            self._phase_ended(self._phase, last=True)
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
-        if (self._phase is not None and phase != self._phase and self._phase not in self.malloc
-                and self._phase not in self.malloc_errors):
-            self._read_malloc(self._phase, probe=False)
+        if self._phase is not None and phase != self._phase and self._phase not in self._phases_ended:
+            self._phase_ended(self._phase, last=False)
         self._phase = phase
-        cuda_state.wait()
+        self._wait()
         before = self._group.read() if self._group is not None else None
         with clock.Stopwatch() as sw:
             yield
-            cuda_state.wait()
+            self._wait()
         after = self._group.read() if self._group is not None else None
         self.ticks.setdefault(phase, []).append(sw.ticks)
         for watch in self.during.values():

@@ -4,8 +4,9 @@ The runner writes the job (workload, its arguments, the cell's settings and
 where to put the result) to a JSON file and starts this module with its own
 interpreter, no shell. The worker applies the settings, runs the workload
 under a :class:`~benchctl.run.recorder.CountedRecorder` (which checks after
-every timed iteration that the settings still hold, and glibc malloc's state
-where each phase ends: ``phases[phase]["malloc"]``), reads every setting back,
+every timed iteration that the settings still hold, and asks every setting what it
+reads where each phase ends: ``phases[phase][setting.phase_key]``, e.g. glibc malloc's
+state under ``"malloc"``), reads every setting back,
 and writes one JSON result atomically to ``result_path``.
 Exit status 0 means the result says ``"status": "ok"``; on an exception the
 worker still writes what it has (``"status": "failed"`` with the error and
@@ -44,10 +45,14 @@ def _phases(rec: CountedRecorder) -> dict[str, Any]:
             "ns": [float(v) for v in clock.to_ns(ticks)] if ticks else [],
             "counters": rec.counters.get(phase, {}),
         }
-        if phase in rec.malloc:
-            out[phase]["malloc"] = rec.malloc[phase].to_json()
-        elif phase in rec.malloc_errors:
-            out[phase]["malloc_error"] = rec.malloc_errors[phase]
+        read, errors = rec.ended.get(phase, {}), rec.ended_errors.get(phase, {})
+        for name, setting in settings.SETTINGS.items():
+            key = setting.phase_key or name
+            if name in read:
+                value = read[name]
+                out[phase][key] = value.to_json() if hasattr(value, "to_json") else value
+            elif name in errors:
+                out[phase][f"{key}_error"] = errors[name]
     return out
 
 

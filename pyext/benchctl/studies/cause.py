@@ -18,18 +18,21 @@ from .. import settings
 from .._setting import Setting
 from ..results import wording
 from ..results.comparison import Comparison, Outcome
-from ..results.counter_evidence import FAULT_COST_MAX_US, MINOR_FAULTS
+from ..results.document import cell_id
+from ..results.counter_evidence import FAULT_COST_MIN_US, MINOR_FAULTS
 from ..results.facts import Facts
 from ..results.findings import Finding, Status
 from ..results.rules import Context, Rule
 from ..results.verdict import setting_text
 
-__all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NEGLIGIBLE_SHARE", "probe_phase",
-           "faults_negligible"]
+__all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NOT_RUN", "NEGLIGIBLE_SHARE",
+           "probe_phase", "faults_negligible"]
 
 
 #: What an evidence-only finding says of its fix.
 EVIDENCE_ONLY = "evidence only (no setting can change the code, so no fix was measured)"
+#: What a cause says when its probe cell ran no process (the budget ran out before it: a loaded machine).
+NOT_RUN = "not measured: its {probe} cell ran no process within the budget"
 #: A cost under this share of an iteration cannot explain its time: what every pre-check calls negligible.
 NEGLIGIBLE_SHARE = 0.01
 
@@ -48,14 +51,14 @@ def faults_negligible(facts: Facts) -> str | None:
         faults, ms = facts.counters[phase].get(MINOR_FAULTS), facts.median_ms.get(phase)
         if faults is None or not ms:
             return None  # unknown: nothing is ruled out
-        cost_ms = faults * FAULT_COST_MAX_US / 1e3
+        cost_ms = faults * FAULT_COST_MIN_US / 1e3
         if cost_ms >= NEGLIGIBLE_SHARE * ms:
             return None
         costs.append(f"{wording.count(faults)} minor faults per {phase} iteration would cost about "
                      f"{cost_ms * 1e3:.0f} µs of its {ms:.3g} ms")
     if not costs:
         return None
-    return "; ".join(costs) + f" (at {FAULT_COST_MAX_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
+    return "; ".join(costs) + f" (at {FAULT_COST_MIN_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
 
 
 def _setting(setting: Setting | str) -> Setting:
@@ -123,6 +126,14 @@ class Cause(Rule):
         status = Status.UNRESOLVED if cmp.outcome in (Outcome.UNRESOLVED, Outcome.ONE_PROCESS) else Status.NOT_CAUSE
         words = cmp.change_text(what) + (": not what this cause would do" if cmp.beyond_band else "")
         return self.finding(ctx, cmp, words + suffix, status, **fields)
+
+    def not_run(self, ctx: Context, cell: dict | None) -> Finding | None:
+        """The open finding when the probe ``cell`` is in the matrix yet ran no process at all, or None."""
+        if cell is None or any(cell_id(r["cell"]) == cell_id(cell) for r in ctx.doc["runs"]):
+            return None
+        probe = probe_text(settings.split_cell(cell)[0])
+        return self.finding(ctx, None, NOT_RUN.format(probe=probe), Status.UNRESOLVED, a=cell, b=ctx.baseline,
+                            setting=probe)
 
     def ruled_out(self, reason: str) -> Finding:
         """The finding of a cause ruled out before any cell ran, its text prefixed with the title."""

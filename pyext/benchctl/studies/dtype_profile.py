@@ -19,9 +19,13 @@ import time
 from typing import Any, Callable, Iterable
 
 from .. import _procfs, clock
+from ..causes.float64 import rule as _float64
+from ..causes.half import rule as _half
 from ..results.dtype_profile import DtypeProfile, DtypeTiming, OpCall, OpInput
+from ..results.facts import Facts
 
-__all__ = ["FLAGS", "BUDGET_S", "ROUNDS", "MAX_ELEMENTS", "cpu_flags", "replay", "measure"]
+__all__ = ["FLAGS", "BUDGET_S", "ROUNDS", "MAX_ELEMENTS", "DTYPE_CAUSES", "calls_to_profile", "cpu_flags", "replay",
+           "measure"]
 
 #: The CPU flags that bear on half-precision arithmetic, read from /proc/cpuinfo.
 FLAGS = ("f16c", "avx512_fp16", "amx_fp16", "avx512_bf16", "amx_bf16")
@@ -41,6 +45,16 @@ MAX_ELEMENTS = 1 << 26
 _TORCH_DTYPES = {"float": "float32", "double": "float64", "c10::Half": "float16", "c10::BFloat16": "bfloat16",
                  "long int": "int64", "int": "int32", "short int": "int16", "signed char": "int8",
                  "unsigned char": "uint8", "bool": "bool"}
+
+
+#: Both dtype causes (:mod:`benchctl.causes.half`, :mod:`benchctl.causes.float64`), for the pipeline's choice
+#: of what to replay.
+DTYPE_CAUSES = (_half.HalfPrecision(), _float64.Float64())
+
+
+def calls_to_profile(facts: Facts) -> list[tuple[OpCall, str, float]]:
+    """The calls the dtype profile replays: those of every dtype cause its precheck keeps."""
+    return [c for cause in DTYPE_CAUSES if cause.precheck(facts, None) is None for c in cause.calls(facts)]
 
 
 def cpu_flags(fields: dict[str, str] | None = None) -> tuple[str, ...]:

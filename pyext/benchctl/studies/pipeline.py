@@ -37,8 +37,7 @@ from ..results.rules import Rule
 from ..run import rounds, runner
 from ..workloads import user
 from . import dtype_profile, penalty
-from .causes import dtypes
-from .causes.denormals import ops_of, penalty_evidence
+from ..causes.denormals.rule import ops_of, penalty_evidence
 
 __all__ = ["PROBE_SHARE", "Study", "run_study", "measure_penalty", "measure_dtype_profile", "took_text", "reanswer"]
 
@@ -145,7 +144,7 @@ def _penalty(study: Study, facts: Facts, say: Callable[[str], None]) -> dict[str
 
 def measure_dtype_profile(facts: Facts, say: Callable[[str], None] = _quiet) -> Facts:
     """``facts`` with the dtype profile of the ops the dtype causes would judge (unchanged when none)."""
-    calls = dtypes.calls_to_profile(facts)
+    calls = dtype_profile.calls_to_profile(facts)
     if not calls:
         return facts
     say(f"dtype profile of {', '.join(f'{c.op} ({d})' for c, d, _ in calls)} against float32 on this CPU")

@@ -23,8 +23,9 @@ from ..results.comparison import Outcome
 from ..results.findings import Finding, Status
 from ..results.rules import Context, Rule
 from ..results.verdict import Gap, GapUnderSetting, SettingEffect
-from .causes import Allocator, Cause, Denormals
-from .causes.denormals import FMA_OPS, penalised_ops, ratios_text
+from ..causes.allocator.rule import Allocator
+from ..causes.denormals.rule import FMA_OPS, Denormals, penalised_ops, ratios_text
+from .cause import Cause
 from .penalty import OP_NAMES
 
 __all__ = ["PENALTY_OPS", "NAIVE_MISLEADS_RATIO", "ZeroVsUniformOnCpu", "SeedNaiveTiming", "resnet_order_rules",

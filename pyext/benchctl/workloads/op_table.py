@@ -13,12 +13,17 @@ from typing import Any, Iterable
 
 from ..denormals import CENSUS_SCOPE
 
-__all__ = ["dtypes_of", "in_census", "workload_events", "census_us", "rows"]
+__all__ = ["INTACT_MARK", "dtypes_of", "in_census", "workload_events", "census_us", "rows", "intact"]
+
+#: An empty range the probe worker records right after its profiled call, inside its profiler session: present
+#: in the events only where the session lasted the whole call (a profiler the code starts inside the call takes
+#: the session over, and the probe's events are lost).
+INTACT_MARK = "benchctl::probe_session_intact"
 
 
 def workload_events(events: Iterable[Any]) -> list[Any]:
     """The profiler's events of the workload's own code: without the census's (:func:`in_census`)."""
-    return [event for event in events if not in_census(event)]
+    return [event for event in events if not in_census(event) and event.name != INTACT_MARK]
 
 
 def dtypes_of(event: Any) -> list[str]:
@@ -52,7 +57,7 @@ def rows(events: Iterable[Any]) -> list[dict]:
     ``self_us``, largest first. The census's own ops (:func:`in_census`) are left out."""
     table: dict[tuple[str, tuple[str, ...]], dict] = {}
     for event in events:
-        if in_census(event):
+        if in_census(event) or event.name == INTACT_MARK:
             continue
         dtypes = dtypes_of(event)
         row = table.setdefault((event.name, tuple(dtypes)), {
@@ -63,3 +68,8 @@ def rows(events: Iterable[Any]) -> list[dict]:
         if getattr(event, "cpu_parent", None) is None:
             row["top_us"] += float(event.cpu_time_total)
     return sorted(table.values(), key=lambda r: -r["self_us"])
+
+
+def intact(events: Iterable[Any]) -> bool:
+    """Whether the probe's profiler session lasted its whole call (:data:`INTACT_MARK` was recorded)."""
+    return any(event.name == INTACT_MARK for event in events)

@@ -25,10 +25,10 @@ torch profiler (which ops run, in which dtypes, for how long: :mod:`.op_table`; 
 tensor's layout: :mod:`.layout_copies`) and with forward hooks on the modules found in the state (the
 subnormal census of what the code produces); when much of that call is outside torch's ops, one more
 under cProfile (:mod:`.probe_python`); then one more, also untimed, whose torch calls are watched for
-autograd's recording and anomaly mode (:mod:`.probe_autograd`: its interception stays out of the
-profile); where the process ran CUDA work, a few more calls give the GPU causes' evidence
-(:mod:`.probe_cuda`). The probe worker also records the warnings raised from setup on, and what
-``torch.compile`` compiled in each timed iteration (:mod:`.probe_compile`).
+autograd's recording and anomaly mode (:mod:`benchctl.causes.recording.probe`: its interception stays out of
+the profile); where the process ran CUDA work, a few more calls give the GPU causes' evidence
+(:mod:`benchctl.causes.cuda_first_call.probe`). The probe worker also records the warnings raised from setup
+on, and what ``torch.compile`` compiled in each timed iteration (:mod:`.probe_compile`).
 """
 
 from __future__ import annotations
@@ -42,17 +42,13 @@ import time
 import types
 from typing import Any, Callable
 
-from .. import _validate, inference, probes
+from .. import _validate, probes
+from ..causes.recording import control as inference
 from .._probe import ProbedCall
 from ..denormals import layer_watch, values_census, weights_census
 from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
-from .probe_cuda import cuda_census
-from .probe_isa import isa_evidence
-from .probe_autograd import autograd_census
-from .probe_mask import CpuFitWatch, ThreadCalls, thread_calls
-from .probe_omp_wait import ThreadCpu as BesideTeamWatch, omp_wait_evidence
-from .probe_pools import ThreadCpuWatch
+from ..causes.cpu_fit.probe import ThreadCalls, thread_calls
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
 
@@ -149,32 +145,34 @@ def _probe_evidence(rec) -> Any:
 
 
 def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: CompileWatch,
-                calls: ThreadCalls | None = None, thread_cpu: ThreadCpuWatch | None = None,
-                beside: BesideTeamWatch | None = None, watched: dict | None = None) -> None:
+                calls: ThreadCalls | None = None, watched: dict | None = None) -> None:
     """One untimed call under the torch profiler (which ops run, the copies that change a layout),
     with the census of the values it computes: the layer outputs of the modules in ``state``, the
     tensors it returns, the weights; then, when much of it was outside torch's ops, one more under
-    cProfile (its top Python-side functions); one more for what autograd does in it
-    (:func:`.probe_autograd.autograd_census`); and what ``seen`` and ``watch`` recorded. ``calls``: the
-    thread counts the code set itself until then; ``thread_cpu`` and ``beside``: what ran beside torch's
-    team over the timed iterations (:func:`_beside_watches`); ``watched``: what each cause's probe watched
-    over them (:func:`benchctl.probes.watching`), for its record (:func:`benchctl.probes.recorded`)."""
+    cProfile (its top Python-side functions); what each cause's probe records of it (one more call for
+    what autograd does in it: :func:`benchctl.causes.recording.probe.autograd_census`; a few more on the GPU:
+    :func:`benchctl.causes.cuda_first_call.probe.cuda_census`); and what ``seen`` and ``watch`` recorded. ``calls``: the
+    thread counts the code set itself until then; ``watched``: what each cause's probe watched over the timed
+    iterations (:func:`benchctl.probes.watching`), and, with what each watched over the profiled call
+    (:func:`benchctl.probes.calling`), for its record (:func:`benchctl.probes.recorded`)."""
     import torch
 
     probe_started = time.perf_counter()
     modules = _modules_in(state)
     with contextlib.ExitStack() as stack:
-        watched = [stack.enter_context(layer_watch(m)) for m in modules]
+        layer_records = [stack.enter_context(layer_watch(m)) for m in modules]  # not ``watched``: the probes'
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
             # Inside the profiler: its first start (seconds) is not the call's time.
-            with CpuFitWatch(calls) as cpu_fit:
+            with probes.calling() as called:
                 compiled_s = watch.compile_seconds()
                 started, cpu_started = time.perf_counter(), time.thread_time()
                 out = call()
                 wall_us = (time.perf_counter() - started) * 1e6
                 cpu_us = (time.thread_time() - cpu_started) * 1e6  # the calling thread on a CPU
                 compile_us = (watch.compile_seconds() - compiled_s) * 1e6
-    layers = [r for records in watched for r in records if r["calls"]]
+            with torch.profiler.record_function(op_table.INTACT_MARK):
+                pass
+    layers = [r for records in layer_records for r in records if r["calls"]]
     weights = [weights_census(m) for m in modules]
     events = prof.events()
     census_us = op_table.census_us(events)  # the census hooks' time is benchctl's, not the call's
@@ -183,10 +181,10 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
     inside_us = sum(row["top_us"] for row in table) + compile_us
     outside = 1.0 - min(1.0, inside_us / wall_us) if table and wall_us > 0 else 0.0
     frames = probe_python.top_frames(call) if outside >= probe_python.FRAMES_FROM_OUTSIDE_SHARE else []
-    cuda, autograd = cuda_census(call), autograd_census(call, modules)
     rec.note("probe", {
         "ops": sorted({event.name for event in op_table.workload_events(events)}),
         "op_table": table,
+        "profile_intact": op_table.intact(events),
         "op_calls": op_calls.first_calls(events),
         "call_wall_us": wall_us,
         "call_cpu_us": cpu_us,
@@ -200,13 +198,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
         "modules": len(modules),
         "torch_threads": torch.get_num_threads(),  # as the code left it: its setup() may have set one
-        "cuda": cuda,
-        "autograd": autograd,
-        **(thread_cpu.note() if thread_cpu is not None else {}),
-        **cpu_fit.note(),
-        **isa_evidence(),
-        **omp_wait_evidence(beside),
-        **probes.recorded(ProbedCall(call, tuple(modules), calls, watched or {})),
+        **probes.recorded(ProbedCall(call, tuple(modules), calls, watched or {}, called)),
         # All of this untimed probing (the profiler's first start alone took ~5 s here): what explain's
         # sizing takes out of the probe worker's duration, which would otherwise count as every worker's start.
         "probe_s": time.perf_counter() - probe_started,
@@ -233,28 +225,13 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
             return
 
 
-@contextlib.contextmanager
-def _beside_watches(watch: CompileWatch | None) -> Any:
-    """In a probe worker (``watch`` given), around the timed iterations: what ran beside torch's team while
-    nothing of benchctl's probing runs (the profiler's threads only start after them), over every timed
-    iteration rather than one short call: (a :class:`ThreadCpuWatch` of the native threads, the competing
-    pools' evidence; a :class:`BesideTeamWatch` of every other thread and child process, the OpenMP wait's);
-    elsewhere (None, None)."""
-    if watch is None:
-        yield None, None
-        return
-    with ThreadCpuWatch() as pools, BesideTeamWatch() as beside:
-        yield pools, beside
-
-
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
         with _probe_evidence(rec) as (seen, watch):
-            with thread_calls(active=watch is not None) as calls, _beside_watches(watch) as beside, \
-                    probes.watching(watch is not None) as watched:
+            with thread_calls(active=watch is not None) as calls, probes.watching(watch is not None) as watched:
                 _timed(rec, "call", fn, args, watch)
             if watch is not None:
-                _probe_call(rec, fn, fn, seen, watch, calls, *beside, watched=watched)
+                _probe_call(rec, fn, fn, seen, watch, calls, watched=watched)
 
     return run, dict(_PARAMS)
 
@@ -266,10 +243,10 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
         with _probe_evidence(rec) as (seen, watch):
             with thread_calls(active=watch is not None) as calls:
                 state = target.setup()
-                with _beside_watches(watch) as beside, probes.watching(watch is not None) as watched:
+                with probes.watching(watch is not None) as watched:
                     _timed(rec, "run", lambda: target.run(state), args, watch)
             if watch is not None:
-                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls, *beside, watched=watched)
+                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls, watched=watched)
 
     return run, dict(_PARAMS)
 
@@ -286,8 +263,8 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
                                "layout_copies": [], "python_frames": [], "warnings": [], "compile": {},
                                "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
-                               "weights": {"values": 0, "subnormal": 0}, "cuda": cuda_census(None),
-                               **isa_evidence(), **omp_wait_evidence(None), **probes.recorded(ProbedCall())})
+                               "weights": {"values": 0, "subnormal": 0},
+                               **probes.recorded(ProbedCall())})
 
     return run, dict(mark["params"])
 

@@ -1,0 +1,3 @@
+"""Autograd anomaly detection left on (setting ``anomaly``)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""cuDNN autotuning on every new shape (setting ``cudnn_benchmark``)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Arithmetic on subnormal (denormal) numbers, which FTZ/DAZ removes (setting ``ftz``)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""The state earlier phases leave in the process (probed with the ``only`` setting)."""
+
+__all__: list[str] = []

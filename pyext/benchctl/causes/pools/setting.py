@@ -1,0 +1,65 @@
+"""The ``pools`` setting: every thread pool other than torch's own held at one thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._setting import Setting
+from . import control
+
+__all__ = ["CapOtherPools", "CAP_OTHER_POOLS", "SETTINGS"]
+
+
+class CapOtherPools(Setting):
+    """``pools``: every thread pool other than torch's own held at one thread (:mod:`.control`)."""
+
+    name = "pools"
+    help = ("off | capped: hold every pool but torch's own (numpy's OpenBLAS, BLIS, an MKL of its own) at one "
+            "thread: OPENBLAS_NUM_THREADS/BLIS_NUM_THREADS=1 at start, threadpoolctl after import")
+    order = 15  # after threads (which sizes every pool), before pin
+    needs_torch = True  # torch's own pools must be loaded to be told apart
+    in_process = True
+
+    def __init__(self) -> None:
+        self._capped: list = []  # the controllers capped at apply: read cheaply after every iteration
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("off", "capped"))
+
+    def environment(self, value: str, env: dict[str, str], cell: dict) -> dict[str, str]:
+        return {**env, **control.START_ENV} if value == "capped" else env
+
+    def owns(self, value: str) -> tuple[str, ...]:
+        return tuple(control.START_ENV) if value == "capped" else ()
+
+    def apply(self, value: str) -> Any:
+        if value != "capped":
+            return None
+        found = control.cap()
+        self._capped = control.controllers(torch_own=False)
+        return [p.text for p in found]
+
+    probe = "capped"
+    evidence_counter = "context_switches_per_iter"
+    mechanism = "another library's thread pool competing with torch's for the same CPUs"
+
+    def facts(self, observed: dict) -> dict:
+        return {"others": observed.get("others"), "capped": observed.get("capped")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        others = facts.get("others")
+        return f"read back at one thread each: {', '.join(others)}" if others and facts.get("capped") else ""
+
+    def during(self, value: str) -> str | None:
+        if value != "capped":
+            return None
+        sizes = [lib.get_num_threads() for lib in self._capped]
+        return value if all(n == 1 for n in sizes) else "off"
+
+    def readback(self, value: str) -> dict:
+        others = control.others()
+        return {"others": [p.text for p in others], "capped": control.capped(others)}
+
+
+CAP_OTHER_POOLS = CapOtherPools()
+SETTINGS = (CAP_OTHER_POOLS,)

@@ -1,0 +1,3 @@
+"""Autograd recording a graph where no gradient is needed (setting ``inference``)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""The thread count and oversubscription (setting ``threads``)."""
+
+__all__: list[str] = []

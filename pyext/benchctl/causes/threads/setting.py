@@ -1,0 +1,50 @@
+"""The ``threads`` setting: intra-op thread count for torch and every BLAS/OpenMP pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import _validate, threads
+from ..._setting import Setting, SettingError
+
+__all__ = ["ThreadCount", "THREADS", "SETTINGS"]
+
+
+class ThreadCount(Setting):
+    """``threads``: intra-op thread count for torch and every BLAS/OpenMP pool."""
+
+    name = "threads"
+    help = "N: intra-op threads (OMP_NUM_THREADS/MKL_NUM_THREADS at start, benchctl.threads after import)"
+    order = 10
+    needs_torch = True
+    in_process = True  # benchctl.threads resizes every pool of a running process
+
+    def canonical(self, value: Any) -> int:
+        text_count = isinstance(value, str) and value.strip().isdecimal()  # isdigit() admits "²", int() does not
+        try:
+            return _validate.count("threads", int(value) if text_count else value, 1)
+        except _validate.ArgumentError:
+            raise SettingError(f"threads={value!r}: expected a positive integer") from None
+
+    def environment(self, value: int, env: dict[str, str], cell: dict) -> dict[str, str]:
+        # Sized at start as well: pools created before our call then agree.
+        return {**env, "OMP_NUM_THREADS": str(value), "MKL_NUM_THREADS": str(value)}
+
+    def apply(self, value: int) -> Any:
+        return threads.set_num_threads(value)
+
+    probe = 1
+    evidence_counter = "context_switches_per_iter"
+    mechanism = "more threads than the CPUs can run at once"
+
+    def readback(self, value: int) -> Any:
+        return threads.get_num_threads()
+
+    def during(self, value: int) -> int:
+        import torch  # imported by the worker before any setting that needs it
+
+        return torch.get_num_threads()
+
+
+THREADS = ThreadCount()
+SETTINGS = (THREADS,)
