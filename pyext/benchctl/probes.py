@@ -21,6 +21,7 @@ from .causes.cuda_first_call import probe as _cuda_first_call
 from .causes.isa import probe as _isa
 from .causes.omp_wait import probe as _omp_wait
 from .causes.pools import probe as _pools
+from .causes.profiler import probe as _profiler
 from .causes.recording import probe as _recording
 from .causes.thp import probe as _thp
 
@@ -30,7 +31,7 @@ __all__ = ["ProbedCall", "Probe", "PROBES", "watching", "calling", "recorded", "
 #: Every probe: the built-in causes', then those of installed packages (``benchctl.causes`` entry points).
 PROBES: tuple[Probe, ...] = (*_pools.PROBES, *_cpu_fit.PROBES, *_isa.PROBES, *_omp_wait.PROBES, *_thp.PROBES,
                              *_cuda_first_call.PROBES, *_recording.PROBES,
-                             *_plugins.gathered("probe", "PROBES"))
+                             *_profiler.PROBES, *_plugins.gathered("probe", "PROBES"))
 
 
 @contextlib.contextmanager

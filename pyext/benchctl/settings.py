@@ -46,6 +46,7 @@ from .causes.isa import setting as _isa
 from .causes.omp_wait import setting as _omp_wait
 from .causes.placement import setting as _placement
 from .causes.pools import setting as _pools
+from .causes.profiler import setting as _profiler
 from .causes.recording import setting as _recording
 from .causes.tf32 import setting as _tf32
 from .causes.thp import setting as _thp
@@ -178,6 +179,7 @@ SETTINGS: dict[str, Setting] = {
     s.name: s for s in (*_denormals.SETTINGS, *_threads.SETTINGS, *_placement.SETTINGS, *_allocator.SETTINGS,
                         *_thp.SETTINGS, ExtraEnvironment(),
                         BusyPool(), *_pools.SETTINGS, *_cpu_fit.SETTINGS, *_anomaly.SETTINGS, *_recording.SETTINGS,
+                        *_profiler.SETTINGS,
                         *_async_clock.SETTINGS, *_cudnn_autotune.SETTINGS, *_tf32.SETTINGS,
                         *_cuda_first_call.SETTINGS, *_isa.SETTINGS, *_omp_wait.SETTINGS,
                         OnlyPhase(), Combination(), *_plugins.gathered("setting", "SETTINGS"))

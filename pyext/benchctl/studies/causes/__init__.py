@@ -19,6 +19,7 @@ from ...causes.omp_wait import rule as _omp_wait
 from ...causes.order import rule as _order
 from ...causes.placement import rule as _placement
 from ...causes.pools import rule as _pools
+from ...causes.profiler import rule as _profiler
 from ...causes.python_time import rule as _python_time
 from ...causes.recompiles import rule as _recompiles
 from ...causes.recording import rule as _recording
@@ -34,7 +35,7 @@ __all__ = ["Cause", "CAUSES"]
 CAUSES: tuple[Cause, ...] = (*_denormals.CAUSES, *_allocator.CAUSES, *_thp.CAUSES, *_threads.CAUSES,
                              *_placement.CAUSES, *_warmup.CAUSES, *_order.CAUSES,
                              *_pools.CAUSES, *_cpu_fit.CAUSES, *_omp_wait.CAUSES, *_isa.CAUSES,
-                             *_anomaly.CAUSES, *_recording.CAUSES,
+                             *_anomaly.CAUSES, *_recording.CAUSES, *_profiler.CAUSES,
                              *_half.CAUSES, *_float64.CAUSES, *_python_time.CAUSES, *_memory_format.CAUSES,
                              *_recompiles.CAUSES, *_async_clock.CAUSES, *_cudnn_autotune.CAUSES,
                              *_cuda_first_call.CAUSES, *_tf32.CAUSES, *_plugins.gathered("rule", "CAUSES"))

@@ -1,0 +1,3 @@
+"""The autograd profiler left on around the work (setting ``profiler``)."""
+
+__all__: list[str] = []
