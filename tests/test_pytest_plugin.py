@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from benchctl.pytest_plugin import assertions
+from benchctl.pytest_plugin import assertions, results_file
 from benchctl.pytest_plugin.stats import Stats
 from benchctl.results import document, processes
 
@@ -125,6 +125,21 @@ def test_it(benchctl):
                                  "test_call_form_returns_the_result_and_fills_stats.py::test_it * in-process *"])
 
 
+def test_the_terminal_table_writes_each_time_column_in_one_unit():
+    from benchctl.pytest_plugin import terminal
+    from benchctl.pytest_plugin.options import Options
+    from benchctl.pytest_plugin.session import Session
+
+    session = Session(Options())
+    for nodeid, median in (("t.py::fast", 2.5e-7), ("t.py::slow", 1.25e-4)):
+        session.record(nodeid).stats = Stats(median, median, median, median, 0.0, 0.0, 20, 1,
+                                             (median * 0.99, median * 1.01), 0)
+    lines = terminal.lines(session)
+    assert "median µs" in lines[1] and "95% CI µs" in lines[1]
+    rows = {line.split()[0]: line.split() for line in lines[3:]}
+    assert rows["t.py::fast"][1] == "0.2500" and rows["t.py::slow"][1] == "125.0000"  # one unit, one precision
+
+
 def test_pedantic_runs_exactly_the_rounds_asked_for(pytester):
     pytester.makepyfile(WORK + """
 import pytest
@@ -201,7 +216,7 @@ def test_raises(benchctl):
     ("isolate='yes'", "isolate must be True or False"),
     ("speed=2", "unknown keyword speed"),
 ])
-def test_bad_marker_values_fail_at_collection(pytester, marker, message):
+def test_a_bad_marker_fails_its_test_and_the_others_in_its_file_run(pytester, marker, message):
     pytester.makepyfile(f"""
 import pytest
 
@@ -211,11 +226,15 @@ def test_marked(benchctl):
 
 def test_other():
     pass
+
+def test_timed(benchctl):
+    benchctl(len, "x")
 """)
     result = run(pytester)
-    result.assert_outcomes(errors=1)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(errors=1, passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"*::test_marked: @pytest.mark.benchctl: {lit(message)}*"])
+    result.stdout.fnmatch_lines(["*::test_timed * in-process *"])  # measured, in the table
 
 
 def test_settings_are_in_force_for_the_measured_calls_and_restored_after(pytester):
@@ -474,17 +493,57 @@ def test_sized(benchctl):
     assert len(kept["process_medians_ns"]) == 3 and min(kept["process_medians_ns"]) > 0  # repeat 2, at least 3
 
 
-def test_a_session_that_measured_nothing_writes_a_file_the_cli_reads(pytester):
+def test_a_session_that_measured_nothing_writes_no_file_and_says_so(pytester):
     pytester.makepyfile("def test_plain():\n    pass\n")
-    run(pytester, "--benchctl-json=empty.json").assert_outcomes(passed=1)
-    path = str(pytester.path / "empty.json")
-    assert document.load(path)["matrix"] == {}
-    for command in (["report", path], ["compare", path, path]):
-        done = subprocess.run([sys.executable, "-m", "benchctl", *command], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
+    baseline = pytester.path / "baseline.json"
+    baseline.write_text("a saved baseline")
+    result = run(pytester, f"--benchctl-json={baseline}", "--benchctl-json=fresh.json")  # the last one counts
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["--benchctl-json fresh.json not written: no test measured anything*"])
+    assert not (pytester.path / "fresh.json").exists()
+    again = run(pytester, f"--benchctl-json={baseline}")
+    again.stdout.fnmatch_lines([f"--benchctl-json {baseline} not written: no test measured anything (a file already "
+                                "there is left as it was)"])
+    assert baseline.read_text() == "a saved baseline"
+
+
+def test_a_saved_file_of_no_test_is_compared_with(pytester, tmp_path):
+    path = str(tmp_path / "empty.json")  # as an earlier plugin wrote for a session that measured nothing
+    document.save(document.new_document(results_file.WORKLOAD, {}, {}, 1, {}), path)
+    pytester.makepyfile("def test_plain():\n    pass\n")
     again = run(pytester, f"--benchctl-compare={path}")
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines([f"against {path}:", "  no test of this run measured anything to compare"])
+
+
+def test_a_failed_test_s_timings_are_left_out_of_the_table_the_file_and_the_comparison(pytester):
+    pytester.makepyfile(WORK + """
+import pytest
+
+def test_passes(benchctl):
+    benchctl(work, 200)
+
+def test_fails_after_timing(benchctl):
+    benchctl(work, 200)
+    assert False, "wrong result"
+
+@pytest.mark.benchctl(threads=1)
+def test_fails_after_asserting(benchctl):
+    benchctl.assert_faster(lambda: work(20000), lambda: work(200), by=1.1)
+""")
+    result = run(pytester, "--benchctl-json=out.json")
+    result.assert_outcomes(passed=1, failed=2)
+    name = "test_a_failed_test_s_timings_are_left_out_of_the_table_the_file_and_the_comparison.py"
+    result.stdout.fnmatch_lines([f"left out of the table, the results file and the comparison, because the test "
+                                 f"failed: {name}::test_fails_after_timing, {name}::test_fails_after_asserting"])
+    table = result.stdout.str().split("= benchctl =")[1].split("assertions:")[0]
+    assert "::test_passes" in table and "::test_fails" not in table
+    doc = document.load(str(pytester.path / "out.json"))
+    # The failed assertion stays (it is the failure), on a run that holds no timings.
+    assert doc["matrix"] == {"test": [f"{name}::test_passes", f"{name}::test_fails_after_asserting"]}
+    kept = [r for r in doc["runs"] if r["cell"]["test"].endswith("after_asserting")]
+    assert [r["phases"] for r in kept] == [{}] and kept[0]["notes"]["assertions"][0]["outcome"] == "not_shown"
+    assert [e["cell"]["test"] for e in doc["summary"]] == [f"{name}::test_passes"]
 
 
 def test_compare_refuses_a_file_of_another_workload(pytester, tmp_path):

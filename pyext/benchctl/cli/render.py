@@ -14,8 +14,10 @@ from ..results.findings import Finding
 __all__ = ["render"]
 
 
-def render(doc: dict, subject: str | None = None, baseline: Any = None, closing: str | None = None) -> str:
-    """The report of ``doc``, ``closing`` (e.g. how long it took), and the answer about ``subject``."""
+def render(doc: dict, subject: str | None = None, baseline: Any = None, closing: str | None = None,
+           verbose: bool = False) -> str:
+    """The report of ``doc``, ``closing`` (e.g. how long it took), and the answer about ``subject``; ``verbose``:
+    each ruled-out finding with its reason, not only its name (:func:`benchctl.results.answer.format_answer`)."""
     findings = [Finding.from_json(f) for f in doc.get("verdict") or []]
     parts = [report.format_report(doc, baseline=baseline)]
     if closing:
@@ -24,5 +26,5 @@ def render(doc: dict, subject: str | None = None, baseline: Any = None, closing:
     def widened(finding: Finding) -> str:
         return "".join(o.open_text() for o in outlying.widening(doc, finding))
 
-    parts.append(answer.format_answer(findings, subject or doc["workload"], beside=widened))
+    parts.append(answer.format_answer(findings, subject or doc["workload"], beside=widened, verbose=verbose))
     return "\n\n".join(parts)

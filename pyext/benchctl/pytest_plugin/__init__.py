@@ -19,9 +19,9 @@ benchctl only gets its options and marker.
 """
 
 from .hooks import (benchctl, pytest_addoption, pytest_configure, pytest_load_initial_conftests,
-                    pytest_pycollect_makeitem, pytest_pyfunc_call, pytest_runtest_makereport, pytest_sessionfinish,
-                    pytest_terminal_summary)
+                    pytest_pycollect_makeitem, pytest_pyfunc_call, pytest_runtest_makereport, pytest_runtest_setup,
+                    pytest_sessionfinish, pytest_terminal_summary)
 
 __all__ = ["benchctl", "pytest_addoption", "pytest_configure", "pytest_load_initial_conftests",
-           "pytest_pycollect_makeitem", "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_sessionfinish",
-           "pytest_terminal_summary"]
+           "pytest_pycollect_makeitem", "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_runtest_setup",
+           "pytest_sessionfinish", "pytest_terminal_summary"]

@@ -99,8 +99,8 @@ def benchmark_weave(benchmark):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_pycollect_makeitem(collector, name, obj):
-    """Check each collected test's benchmark marker; a bad one is a collection error naming it."""
-    return stash_marker(collector, (yield), MARKER, MARK, lambda item: parse(item.get_closest_marker(MARKER)))
+    """Check each collected test's benchmark marker; a bad one fails that test, naming it."""
+    return stash_marker((yield), MARKER, MARK, lambda item: parse(item.get_closest_marker(MARKER)))
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -15,15 +15,15 @@ from typing import Iterator
 
 import pytest
 
-from .collecting import stash_marker
+from .collecting import bad_marker, stash_marker
 from .markers import MARKER, MARKER_HELP, Spec, parse
 from .options import Options, add_options
 from .session import FIXTURE, OUTCOME, PHASE, SESSION, SPEC, Session, serve, skip_here
 from .takeover import take_over
 
 __all__ = ["benchctl", "pytest_addoption", "pytest_load_initial_conftests", "pytest_configure",
-           "pytest_pycollect_makeitem", "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_sessionfinish",
-           "pytest_terminal_summary"]
+           "pytest_pycollect_makeitem", "pytest_runtest_setup", "pytest_pyfunc_call", "pytest_runtest_makereport",
+           "pytest_sessionfinish", "pytest_terminal_summary"]
 
 
 @pytest.fixture
@@ -76,8 +76,17 @@ def pytest_configure(config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_pycollect_makeitem(collector, name, obj):
-    """Check each collected test's benchctl markers; a bad one is a collection error naming it."""
-    return stash_marker(collector, (yield), MARKER, SPEC, lambda item: parse(item.iter_markers(MARKER)))
+    """Check each collected test's benchctl markers; a bad one fails that test (:func:`pytest_runtest_setup`)."""
+    return stash_marker((yield), MARKER, SPEC, lambda item: parse(item.iter_markers(MARKER)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item) -> None:
+    """A test whose benchctl (or benchmark) marker is bad fails here, before its fixtures, with what to write;
+    the other tests of its file run."""
+    bad = bad_marker(item)
+    if bad is not None:
+        pytest.fail(bad, pytrace=False)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -108,6 +117,9 @@ def pytest_runtest_makereport(item, call):
     report = yield
     if report.when == "call" or (report.when == "setup" and not report.passed):
         item.stash[OUTCOME] = report.outcome
+        state = item.config.stash.get(SESSION, None)
+        if report.failed and state is not None:
+            state.failed.append(item.nodeid)
     return report
 
 
@@ -115,6 +127,7 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     state = session.config.stash.get(SESSION, None)
     if state is None or state.bridge is not None:
         return  # an isolated worker: its recorder carries the results
+    state.drop_failed()
     if not state.records and not state.options.json_path and state.saved is None:
         return
     from ..results.document import save
@@ -124,9 +137,12 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     if isolated and (state.options.json_path or state.saved is not None):
         # How fast the machine itself ran this session, for a comparison with another.
         state.reference = reference.measure(max(isolated), state.options.worker_timeout_s)
-    state.document = results_file.build(session.config, state, with_metadata=bool(state.options.json_path))
-    if state.options.json_path:
+    # A file of no runs is not written: under the name of a saved baseline it would replace it.
+    write = bool(state.options.json_path) and any(r.runs for r in state.records.values())
+    state.document = results_file.build(session.config, state, with_metadata=write)
+    if write:
         save(state.document, state.options.json_path)
+        state.json_written = True
     if state.saved is not None:
         state.drift = reference.drift(state.document, state.saved)
         state.judgements = compare.judge(state.document, state.saved, state.drift.band)
@@ -138,7 +154,8 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 
 def pytest_terminal_summary(terminalreporter) -> None:
     state = terminalreporter.config.stash.get(SESSION, None)
-    if state is None or state.bridge is not None or not (state.records or state.document or state.judgements):
+    if state is None or state.bridge is not None or not (state.records or state.document or state.judgements
+                                                         or state.dropped):
         return
     from . import terminal
 

@@ -59,9 +59,28 @@ class Session:
     drift: Any = None
     #: In an isolated worker: the bridge to the worker's recorder (see workloads.pytest_node).
     bridge: Any = None
+    #: The tests that failed (in setup or call), and those of them whose timings were left out (drop_failed).
+    failed: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)
+    #: Whether --benchctl-json was written (not when nothing was measured: it could replace a baseline).
+    json_written: bool = False
 
     def record(self, nodeid: str) -> TestRecord:
         return self.records.setdefault(nodeid, TestRecord(nodeid))
+
+    def drop_failed(self) -> None:
+        """Leave the timings of failed tests out of the table, the results file and the comparison: a test
+        that failed may have timed something else than it meant to. Its assertions stay (one that was not
+        shown is the failure, and worth keeping), on a run without timings."""
+        for nodeid in self.failed:
+            record = self.records.get(nodeid)
+            if record is None or not (record.runs or record.stats):
+                continue
+            record.stats = None
+            record.runs = [dict(run, phases={}) for run in record.runs] if record.assertions else []
+            if not record.runs:
+                del self.records[nodeid]
+            self.dropped.append(nodeid)
 
 
 def in_process_run(nodeid: str, series: Optional[Series], warmup: int, readback: dict, notes: dict,

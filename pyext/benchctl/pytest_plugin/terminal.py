@@ -3,51 +3,26 @@ and the comparison against a saved run."""
 
 from __future__ import annotations
 
-from typing import Optional
-
+from ..results.tables import format_table, time_unit
 from .compare import CATEGORIES, ONE_PROCESS_NOTE
 from .session import Session
 
-__all__ = ["seconds", "table", "lines"]
-
-_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+__all__ = ["lines"]
 
 
-def seconds(value: Optional[float], unit: Optional[tuple[float, str]] = None) -> str:
-    """A duration in seconds written in ``unit`` (or the largest one under it), 4 significant digits."""
-    if value is None:
-        return "n/a"
-    scale, name = unit or _unit(value)
-    return f"{value / scale:.4g} {name}"
-
-
-def _unit(value: float) -> tuple[float, str]:
-    return next((u for u in _UNITS if abs(value) >= u[0]), _UNITS[-1])
-
-
-def table(rows: list[list[str]], header: list[str]) -> list[str]:
-    """Aligned columns: the first left-aligned, the others right-aligned."""
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-
-    def line(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-
-    return [line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
-
-
-def _rows(session: Session) -> list[list[str]]:
+def _rows(session: Session) -> tuple[list[list[str]], list[str]]:
+    """The table of measured tests: its rows and header (one time unit per column, from its values)."""
+    measured = [r for r in session.records.values() if r.stats is not None]
+    median = time_unit(r.stats.median for r in measured)
+    ci = time_unit(v for r in measured for v in r.stats.ci95)
     rows = []
-    for record in session.records.values():
+    for record in measured:
         s = record.stats
-        if s is None:
-            continue
-        unit = _unit(s.median)
         how = f"{len(s.processes)} processes" if s.processes else "in-process"
-        rows.append([record.nodeid, seconds(s.median, unit),
-                     f"[{seconds(s.ci95[0], unit)}, {seconds(s.ci95[1], unit)}]",
+        rows.append([record.nodeid, median.text(s.median), ci.interval(s.ci95),
                      "n/a" if s.iqr_over_median is None else f"{s.iqr_over_median:.1%}",
                      f"{s.rounds}x{s.iterations}", how, ", ".join(s.flags) or "-"])
-    return rows
+    return rows, ["test", median.header("median"), ci.header("95% CI"), "IQR/median", "rounds", "measured", "flags"]
 
 
 def _assertion_lines(session: Session) -> list[str]:
@@ -80,16 +55,22 @@ def _comparison_lines(session: Session) -> list[str]:
 def lines(session: Session) -> list[str]:
     """Everything the terminal summary prints (empty when no test used benchctl)."""
     out = []
-    rows = _rows(session)
+    rows, header = _rows(session)
     if rows:
         out.append("per-call time: median of the steady rounds and its 95% CI; rounds x calls per round")
-        out += table(rows, ["test", "median", "95% CI", "IQR/median", "rounds", "measured", "flags"])
+        out += format_table(rows, header)
     assertion_lines = _assertion_lines(session)
     if assertion_lines:
         out += ([""] if out else []) + ["assertions:"] + [f"  {line}" for line in assertion_lines]
     if session.saved is not None:
         out += ([""] if out else []) + _comparison_lines(session)
-    if session.options.json_path and session.document is not None:
-        out += ([""] if out else []) + [f"results written to {session.options.json_path} "
-                                        f"(python -m benchctl report {session.options.json_path})"]
+    if session.dropped:
+        out += ([""] if out else []) + [f"left out of the table, the results file and the comparison, because the "
+                                        f"test failed: {', '.join(session.dropped)}"]
+    path = session.options.json_path
+    if session.json_written:
+        out += ([""] if out else []) + [f"results written to {path} (python -m benchctl report {path})"]
+    elif path:
+        out += ([""] if out else []) + [f"--benchctl-json {path} not written: no test measured anything (a file "
+                                        "already there is left as it was)"]
     return out

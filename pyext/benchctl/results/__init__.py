@@ -7,7 +7,8 @@
   comparison of two cells);
 * :mod:`.summary`, :mod:`.verdict`, :mod:`.analysis`: the ``summary`` and
   ``verdict`` sections;
-* :mod:`.wording`: how ratios, intervals and counts are written;
+* :mod:`.wording`: how ratios, intervals and counts are written; :mod:`.tables`: how
+  tables are laid out and their time columns written (one unit a column);
 * :mod:`.processes`, :mod:`.tdist`: comparisons with the process as the unit;
 * :mod:`.report`, :mod:`.plot`, :mod:`.machines`, :mod:`.pyperf_export`:
   views (one run, a figure, several machines side by side) and exports.

@@ -34,6 +34,7 @@ from ..omp import runtime_kind
 from . import manifest, wording
 from .document import ResultsError, cell_id, load as load_document, matrix_cells
 from .findings import Finding
+from .tables import format_table, time_unit
 
 __all__ = ["Machine", "progress", "file_progress", "load", "facts", "format_machines"]
 
@@ -262,12 +263,7 @@ def facts(doc: dict) -> dict[str, str]:
 
 
 def _table(rows: list[list[str]], header: list[str]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-
-    def line(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-
-    return [line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
+    return format_table(rows, header, text_columns=len(header))  # words in every column
 
 
 def _finding_key(f: Finding) -> str:
@@ -368,12 +364,17 @@ def _medians(machines: list[Machine]) -> list[str]:
     if not order:
         return []
     labels = [m.label for m in machines]
-    rows = [[str(phase), _settings.cell_label(cell)] + [wording.ms(entries[(phase, cid)].get(label))
+    # One unit per machine's column; a summary's times are in ms.
+    seconds = {(phase, cid, label): None if ms is None else ms * 1e-3
+               for (phase, cid), by_label in entries.items() for label, ms in by_label.items()}
+    units = {label: time_unit(v for (_, _, m), v in seconds.items() if m == label) for label in labels}
+    rows = [[str(phase), _settings.cell_label(cell)] + [units[label].text(seconds[(phase, cid, label)])
                                                          if label in entries[(phase, cid)] else "-"
                                                          for label in labels]
             for phase, cid, cell in order]
-    return ["", "median ms per cell (ratios between two machines with their CI: "
-            "python -m benchctl compare A.json B.json):"] + ["  " + r for r in _table(rows, ["phase", "cell"] + labels)]
+    header = ["phase", "cell"] + [units[label].header(label) for label in labels]
+    return ["", "median per cell (ratios between two machines with their CI: python -m benchctl compare A.json "
+            "B.json):"] + ["  " + r for r in format_table(rows, header, text_columns=2)]
 
 
 def _warnings(machines: list[Machine]) -> list[str]:

@@ -19,22 +19,12 @@ import math
 from typing import Any
 
 from .. import settings as _settings
-from . import outlying, processes, queries, wording
+from . import outlying, processes, queries, summary, wording
+from .tables import TimeUnit, format_table, time_unit
 from .comparison import FLOOR, MAX_NO_EFFECT_BAND
 from .document import CONTROL_ARM, cell_id
 
 __all__ = ["format_report", "format_values", "format_comparison"]
-
-
-def _table(rows: list[list[str]], header: list[str], text_columns: int = 1) -> str:
-    """Aligned text table: the first ``text_columns`` columns left-aligned, numbers right-aligned."""
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-
-    def line(r: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < text_columns else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-
-    return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
 def _ratio_cell(comparisons: queries.Comparisons, phase: str, entry: dict, base: dict) -> str:
@@ -56,15 +46,19 @@ def _spread(log_sd: float | None) -> str:
     return "n/a" if log_sd is None else f"{100 * math.expm1(log_sd):.1f}%"
 
 
-def _row(doc: dict, e: dict, phase: str, base: dict, comparisons: queries.Comparisons) -> list[str]:
+def _seconds(ms: float | None) -> float | None:
+    """A summary's milliseconds in seconds, the unit tables read."""
+    return None if ms is None else ms * 1e-3
+
+
+def _row(doc: dict, e: dict, phase: str, base: dict, comparisons: queries.Comparisons, median: TimeUnit,
+         ci: TimeUnit) -> list[str]:
     keys = list(doc["matrix"])
-    label = _settings.cell_label({k: e["cell"][k] for k in keys})
-    lo, hi = e["ci95_ms"]
     return [
-        label + (" [A/A arm B]" if e.get("arm") == CONTROL_ARM else ""),
+        summary.label({k: e["cell"][k] for k in keys}, e.get("arm")),
         str(e.get("processes", e.get("repetitions", "?"))),
-        wording.ms(e["median_ms"]),
-        f"[{wording.ms(lo)}, {wording.ms(hi)}]",
+        median.text(_seconds(e["median_ms"])),
+        ci.interval([_seconds(v) for v in e["ci95_ms"]]),
         _share(e.get("within_iqr_over_median", e.get("iqr_over_median"))),
         _spread(e.get("between_process_log_sd")),
         wording.count(e.get("minor_faults_per_iter")),
@@ -77,10 +71,12 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
     entries = [e for e in doc["summary"] if e["phase"] == phase]
     if not entries:
         return []
-    rows = [_row(doc, e, phase, base, comparisons) for e in entries]
-    header = ["cell", "proc", "median ms", "95% CI ms", "within", "between", "faults/iter", "migr/iter",
-              "vs baseline [95% CI]"]
-    lines = ["", f"phase {phase}", *_noise_lines(doc, phase, comparisons), _table(rows, header)]
+    median = time_unit(_seconds(e["median_ms"]) for e in entries)
+    ci = time_unit(_seconds(v) for e in entries for v in e["ci95_ms"])
+    rows = [_row(doc, e, phase, base, comparisons, median, ci) for e in entries]
+    header = ["cell", "proc", median.header("median"), ci.header("95% CI"), "within", "between", "faults/iter",
+              "migr/iter", "vs baseline [95% CI]"]
+    lines = ["", f"phase {phase}", *_noise_lines(doc, phase, comparisons), *format_table(rows, header)]
     for e, row in zip(entries, rows):
         lines += [f"  note [{row[0]}]: {flag}" for flag in e.get("flags", [])]
         slowed = outlying.outlying_process(doc, phase, e["cell"], e.get("arm"))
@@ -194,9 +190,10 @@ def format_values(doc: dict) -> str:
     return "Values:\n" + "\n".join(lines) if lines else ""
 
 
-def _comparison_row(a: dict, b: dict, entry_a: dict, entry_b: dict) -> list[str]:
+def _comparison_row(a: dict, b: dict, entry_a: dict, entry_b: dict, units: tuple[TimeUnit, TimeUnit]) -> list[str]:
     phase, cell = entry_a["phase"], entry_a["cell"]
-    head = [phase, _settings.cell_label(cell), wording.ms(entry_a["median_ms"]), wording.ms(entry_b["median_ms"])]
+    head = [phase, _settings.cell_label(cell), units[0].text(_seconds(entry_a["median_ms"])),
+            units[1].text(_seconds(entry_b["median_ms"]))]
     try:
         # Two files have no shared control: judged against the floor alone.
         cmp = processes.compare(queries.process_medians(b, phase, cell), queries.process_medians(a, phase, cell))
@@ -215,17 +212,17 @@ def format_comparison(a: dict, b: dict, a_name: str = "A", b_name: str = "B") ->
     for key in ("python", "platform"):
         if a["metadata"].get(key) != b["metadata"].get(key):
             lines.append(f"{key}: {a['metadata'].get(key)} vs {b['metadata'].get(key)}")
-    rows = []
-    for ea in a["summary"]:
-        if ea.get("arm") == CONTROL_ARM:
-            continue
-        eb = queries.summary_entry(b, ea["phase"], ea["cell"])
-        if eb is not None:
-            rows.append(_comparison_row(a, b, ea, eb))
-    if not rows:
+    pairs = [(ea, queries.summary_entry(b, ea["phase"], ea["cell"])) for ea in a["summary"]
+             if ea.get("arm") != CONTROL_ARM]
+    pairs = [(ea, eb) for ea, eb in pairs if eb is not None]
+    if not pairs:
         lines.append("no (phase, cell) in common: nothing to compare")
         return "\n".join(lines)
-    header = ["phase", "cell", f"{a_name} ms", f"{b_name} ms", f"{b_name}/{a_name} [95% CI]", f"{b_name} is"]
-    return "\n".join(lines + ["", _table(rows, header, text_columns=2),
+    units = (time_unit(_seconds(ea["median_ms"]) for ea, _ in pairs),
+             time_unit(_seconds(eb["median_ms"]) for _, eb in pairs))
+    rows = [_comparison_row(a, b, ea, eb, units) for ea, eb in pairs]
+    header = ["phase", "cell", units[0].header(a_name), units[1].header(b_name), f"{b_name}/{a_name} [95% CI]",
+              f"{b_name} is"]
+    return "\n".join(lines + ["", *format_table(rows, header, text_columns=2),
                               f"(processes are the unit; two files share no A/A control, so the {FLOOR:.0%} "
                               "floor is the band)"])

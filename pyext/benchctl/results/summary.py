@@ -18,10 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import settings as _settings
 from .document import CONTROL_ARM
 from . import processes, queries, stats
 
-__all__ = ["COUNTER_FIELDS", "summarize"]
+__all__ = ["COUNTER_FIELDS", "ARM_LABEL", "slots", "label", "summarize"]
+
+#: How every view names the A/A control's second arm, after its cell.
+ARM_LABEL = f"[A/A arm {CONTROL_ARM}]"
 
 #: counter event -> summary key holding its per-iteration median.
 COUNTER_FIELDS = {
@@ -80,9 +84,19 @@ def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any]
     return entry
 
 
+def slots(doc: dict) -> list[tuple[dict, str | None]]:
+    """(cell, arm) of everything a view describes: each cell in matrix order (arm None), then the A/A
+    control's second arm (arm ``"B"``)."""
+    control = doc.get("control")
+    return [(cell, None) for cell in queries.cells(doc)] + ([(control["cell"], CONTROL_ARM)] if control else [])
+
+
+def label(cell: dict, arm: str | None) -> str:
+    """``"n=32"``, or ``"n=32 [A/A arm B]"`` for the control's second arm."""
+    return _settings.cell_label(cell) + (f" {ARM_LABEL}" if arm == CONTROL_ARM else "")
+
+
 def summarize(doc: dict) -> list[dict[str, Any]]:
     """The summary entries of ``doc``, phase by phase, cells in matrix order, the control's arm B last."""
-    control = doc.get("control")
-    slots = [(cell, None) for cell in queries.cells(doc)] + ([(control["cell"], CONTROL_ARM)] if control else [])
-    entries = (_entry(doc, phase, cell, arm) for phase in queries.phases(doc) for cell, arm in slots)
+    entries = (_entry(doc, phase, cell, arm) for phase in queries.phases(doc) for cell, arm in slots(doc))
     return [e for e in entries if e is not None]

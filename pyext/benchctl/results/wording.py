@@ -1,12 +1,12 @@
 """How numbers are written in benchctl's sentences and tables: ratios, intervals, counts, times.
 
 Every sentence and table builds its text from these parts; nothing parses
-text back into numbers.
+text back into numbers. A table's time columns are :mod:`.tables`'.
 """
 
 from __future__ import annotations
 
-__all__ = ["factor", "ratio_ci", "slower_or_faster", "table_ratio", "count", "ms", "duration"]
+__all__ = ["factor", "ratio_ci", "slower_or_faster", "table_ratio", "count", "duration"]
 
 
 def factor(x: float) -> str:
@@ -53,11 +53,6 @@ def count(x: float | None) -> str:
     if abs(x) >= 10 or x == int(x):
         return f"{x:,.0f}"
     return f"{x:.2g}"
-
-
-def ms(x: float | None) -> str:
-    """Milliseconds to four significant digits, ``"n/a"`` for None."""
-    return "n/a" if x is None else f"{x:.4g}"
 
 
 def duration(seconds: float) -> str:
