@@ -242,10 +242,16 @@ def test_environment_variable_forces_the_fallback():
     assert out.stdout.startswith("clock_gettime |") and "forced" in out.stdout
 
 
-def test_invalid_environment_variable_fails_clearly():
-    out = _run_python("import benchctl.clock", BENCHCTL_CLOCK="sundial")
-    assert out.returncode != 0
-    assert "BENCHCTL_CLOCK='sundial' is not one of" in out.stderr
+def test_invalid_environment_variable_fails_clearly_at_first_use_not_at_import():
+    out = _run_python("import benchctl.clock as c\n"
+                      "try:\n    c.info()\nexcept Exception as e:\n    print(type(e).__name__, e)",
+                      BENCHCTL_CLOCK="sundial")
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert out.stdout.startswith("ArgumentError BENCHCTL_CLOCK='sundial' is not one of")
+    cli = subprocess.run([sys.executable, "-m", "benchctl", "clock"], env={**os.environ, "BENCHCTL_CLOCK": "sundial"},
+                         capture_output=True, text=True, timeout=120)
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr
+    assert cli.stderr.startswith("clock: BENCHCTL_CLOCK='sundial' is not one of") and "unset it" in cli.stderr
 
 
 def test_counter_selection_reads_back():
@@ -264,6 +270,6 @@ def test_counter_selection_reads_back():
 
 
 def test_cli_describes_the_clock():
-    out = subprocess.run([sys.executable, "-m", "benchctl", "clock", "--json"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "benchctl", "clock", "--json", "-"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert '"frequency_source"' in out.stdout

@@ -27,7 +27,7 @@ def run_one(check, probe=None):
 
 
 def test_doctor_json_lists_every_check_with_a_status():
-    done = subprocess.run([sys.executable, "-m", "benchctl", "doctor", "--json"],
+    done = subprocess.run([sys.executable, "-m", "benchctl", "doctor", "--json", "-"],
                           capture_output=True, text=True, timeout=120)
     data = json.loads(done.stdout)
     names = [c["name"] for c in data["checks"]]

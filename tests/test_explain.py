@@ -3,13 +3,14 @@ the planted cause, invent none where nothing is planted, and fail clearly on a b
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 
 import pytest
 
-from benchctl import _validate
+from benchctl import _validate, workloads
 from benchctl.cli.render import render
 from benchctl.results import queries
 from benchctl.results.findings import Finding, Status
@@ -83,7 +84,7 @@ def test_every_plant_names_a_cause_of_the_library_and_its_reported_fix():
 
 def test_a_plant_plants_nothing_on_a_cpu_with_a_flag_its_cause_needs_absent():
     """half_linear.py's float16 is native arithmetic on a CPU with avx512_fp16: there it plants nothing."""
-    from benchctl.workloads.probe_isa import cpu_flags
+    from benchctl.causes.isa.probe import cpu_flags
 
     flags = cpu_flags() or frozenset()
     plant = {"target": "Bench", "cause": "half"}
@@ -152,15 +153,19 @@ def test_causes_their_prechecks_rule_out_run_no_cells():
     probed = doc["matrix"]["with"]
     assert {"ftz": "process"} not in probed and not any("only" in p for p in probed)
     assert not any({"sync", "cudnn_benchmark", "cuda_init", "matmul_precision"} & set(p) for p in probed)
-    assert "denormals (subnormal arithmetic): ruled out before running: " in text
+    # The answer names what was ruled out on one line; the reasons are behind --verbose and in the file.
+    named = next(line for line in text.splitlines() if line.startswith(" - ruled out before running: "))
+    names = re.split(r"; | \(", named.split(": ", 1)[1])[0].split(", ")  # up to the next kind or the "(why"
+    assert {"denormals", "order", "async_clock", "tf32"} <= set(names), named
+    assert "denormals (subnormal arithmetic): ruled out before running: " in render(doc, verbose=True)
 
 
 def test_explain_refuses_a_target_that_does_not_load(tmp_path):
-    with pytest.raises((ImportError, FileNotFoundError, _validate.ArgumentError)):
+    with pytest.raises(workloads.TargetImportError, match="no such file"):
         explain.explain(str(tmp_path / "missing.py") + ":fn", progress=False)
     bad = tmp_path / "syntax.py"
     bad.write_text("def fn(:\n")
-    with pytest.raises(SyntaxError):
+    with pytest.raises(workloads.TargetImportError, match="SyntaxError: invalid syntax"):
         explain.explain(f"{bad}:fn", progress=False)
 
 

@@ -217,7 +217,7 @@ def test_answer_says_each_finding_once_found_first_then_open_then_ruled_out():
                        _cmp(1.1, 0.9, 1.3, Outcome.UNRESOLVED), a={"order": "eval_only"}, b={"order": "x"})
     quiet = Finding("setting_effect", "eval", Status.NOT_CAUSE, "threads=2: no difference",
                     _cmp(1.0, 0.99, 1.01, Outcome.NO_EFFECT), in_answer=False)
-    text = answer.format_answer([ruled, keeps, closes, open_gap, quiet], "resnet_order")
+    text = answer.format_answer([ruled, keeps, closes, open_gap, quiet], "resnet_order", verbose=True)
     lines = text.splitlines()
     assert lines[0].startswith("Answer for resnet_order (* measured, and what explains it;")
     assert lines[1:] == [  # one phase: no phase is named
@@ -226,6 +226,11 @@ def test_answer_says_each_finding_once_found_first_then_open_then_ruled_out():
         " - ftz=process does not",
         " - denormals: ruled out before running: no penalty",
     ]
+    # Without verbose the "-" findings are named on one line, ruled out before running apart from measured.
+    short = answer.format_answer([ruled, keeps, closes, open_gap, quiet], "resnet_order").splitlines()
+    assert short[:3] == lines[:3]
+    assert short[3:] == [f" - ruled out before running: denormals; measured, not the cause: keeps_gap "
+                         f"(why each: {answer.VERBOSE_FLAG})"]
     train = Finding("gap", "train", Status.MEASURED, "train is slower", _cmp(1.4, 1.3, 1.5, Outcome.EFFECT))
     assert " * [train] train is slower" in answer.format_answer([closes, train], "resnet_order").splitlines()
     assert answer.settle_text(open_gap).startswith("; about ") and "processes per cell would settle it" in lines[2]

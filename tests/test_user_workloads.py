@@ -124,7 +124,7 @@ def test_bad_targets_fail_before_any_worker(tmp_path):
         workloads.get(f"{path}:NUMBER")
     with pytest.raises(ArgumentError, match="has no 'missing'"):
         workloads.get(f"{path}:missing")
-    with pytest.raises(ArgumentError, match="no such file"):
+    with pytest.raises(workloads.TargetImportError, match="no such file"):
         workloads.get(str(tmp_path / "absent.py") + ":f")
     ok = write(tmp_path, "ok.py", "def f():\n    pass\n")
     with pytest.raises(SettingError, match="expected int"):

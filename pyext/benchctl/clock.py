@@ -8,7 +8,11 @@ At import benchctl picks its tick source:
   :func:`info` says why.
 
 ``BENCHCTL_CLOCK=clock_gettime`` forces the fallback; ``BENCHCTL_CLOCK=rdtsc``
-(or ``cntvct``) demands the counter and fails loudly if it is unusable.
+(or ``cntvct``) demands the counter and fails loudly if it is unusable: a value
+this module cannot honour is raised at the first use of the clock (:func:`check`,
+:func:`info`, :func:`to_ns`, :func:`time_calls`, :class:`Stopwatch`), as the
+request's own error (a wrong value a user error, an unusable counter an
+unavailable one), never by importing benchctl.
 
 A tick is one count of the selected source. :func:`to_ns` converts ticks with
 the counter frequency, which is taken from what the hardware states (CPUID leaf
@@ -32,7 +36,7 @@ from ._validate import ArgumentError, count
 from .errors import UnavailableError
 
 __all__ = [
-    "ENV_VAR", "ClockUnavailable", "cycles", "info", "to_ns", "busy_wait_cycles", "time_calls", "Stopwatch",
+    "ENV_VAR", "ClockUnavailable", "check", "cycles", "info", "to_ns", "busy_wait_cycles", "time_calls", "Stopwatch",
 ]
 
 ENV_VAR = "BENCHCTL_CLOCK"
@@ -49,6 +53,8 @@ _OVERHEAD_SAMPLES = 20_000
 cycles = _native.cycles
 
 _state: dict[str, Any] = {}
+# Why $BENCHCTL_CLOCK could not be honoured at import (None: it was): raised by check().
+_refused: Exception | None = None
 
 
 def _kernel_cpu_flags() -> set[str]:
@@ -85,9 +91,11 @@ class ClockUnavailable(UnavailableError, ValueError):
 
 def _configure(requested: str) -> None:
     """Select the tick source; called at import with $BENCHCTL_CLOCK."""
+    global _refused
     requested = (requested or "auto").strip().lower() or "auto"
     if requested not in _REQUESTS:
-        raise ArgumentError(f"{ENV_VAR}={requested!r} is not one of {', '.join(_REQUESTS)}")
+        raise ArgumentError(f"{ENV_VAR}={requested!r} is not one of {', '.join(_REQUESTS)}: set one of "
+                            f"them, or unset it (auto)")
     if requested in ("rdtsc", "cntvct") and requested != _COUNTER:
         raise ClockUnavailable(
             f"{ENV_VAR}={requested} but this build's counter is {_COUNTER or 'none'} "
@@ -116,6 +124,15 @@ def _configure(requested: str) -> None:
         chained_read_overhead_cycles=int(_native.measure_chained_read_overhead(_OVERHEAD_SAMPLES)),
     )
     _frequency.cache_clear()
+    _refused = None
+
+
+def check() -> None:
+    """Raise the error $BENCHCTL_CLOCK gave when this module selected its tick source (a value not
+    in its list: ArgumentError; a counter this machine cannot use: ClockUnavailable); nothing when
+    the clock is usable. Every timing entry point calls it first."""
+    if _refused is not None:
+        raise type(_refused)(str(_refused))
 
 
 def _sysfs_tsc_khz() -> float | None:
@@ -158,6 +175,7 @@ def info() -> dict[str, Any]:
     subtracted from each :func:`time_calls` sample),
     ``reason`` (why this source), ``requested`` (the $BENCHCTL_CLOCK value).
     """
+    check()
     hz, source, ppm = _frequency()
     return dict(
         _state,
@@ -169,6 +187,7 @@ def info() -> dict[str, Any]:
 
 def to_ns(ticks):
     """Convert ticks (a number or a numpy array/sequence) to nanoseconds (float)."""
+    check()
     scale = 1e9 / _frequency()[0]
     if isinstance(ticks, numbers.Real) and not isinstance(ticks, bool):
         if ticks < 0:
@@ -207,6 +226,7 @@ def time_calls(fn: Callable[[], Any], n: int, warmup: int = 1) -> np.ndarray:
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     n = count("n", n, 1)
     warmup = count("warmup", warmup, 0)
+    check()
     return _native.time_python_calls(fn, n, warmup, _state["chained_read_overhead_cycles"])
 
 
@@ -224,6 +244,7 @@ class Stopwatch:
         self.ns: float | None = None
 
     def __enter__(self) -> "Stopwatch":
+        check()
         self._start = _native.cycles_begin()
         return self
 
@@ -239,4 +260,12 @@ class Stopwatch:
         return f"Stopwatch(ticks={self.ticks}, ns={self.ns:.0f})"
 
 
-_configure(os.environ.get(ENV_VAR, "auto"))
+def _configure_from_environment() -> None:
+    global _refused
+    try:
+        _configure(os.environ.get(ENV_VAR, "auto"))
+    except (ArgumentError, ClockUnavailable) as error:
+        _refused = error  # said at first use, not as a traceback of every import of benchctl
+
+
+_configure_from_environment()

@@ -22,25 +22,31 @@ and the CLI prints its traceback.
 from __future__ import annotations
 
 import enum
+import importlib
+import importlib.util
+import types
 
-__all__ = ["ExitCode", "NO_RETRY", "Error", "UserError", "UnavailableError", "MissingPackage", "exit_code_of"]
+__all__ = ["ExitCode", "NO_RETRY", "Error", "UserError", "UnavailableError", "MissingPackage", "exit_code_of",
+           "require_package"]
 
 
 class ExitCode(enum.IntEnum):
-    """The exit statuses of ``python -m benchctl`` and of the scripts built on it."""
+    """The exit statuses of ``python -m benchctl`` and of the scripts built on it; each says what it means
+    (:attr:`meaning`, the line every command's ``--help`` lists)."""
 
-    OK = 0
-    #: the command ran, and what it found needs attention: a worker failed, a host left no results,
-    #: the doctor saw an error.
-    FAILED = 1
-    #: the request was refused (bad input): a second try is refused too.
-    USER_ERROR = 2
-    #: this machine, build or installation cannot do what was asked.
-    UNAVAILABLE = 3
-    #: an unexpected exception, a bug: its traceback is on stderr (os.EX_SOFTWARE).
-    INTERNAL_ERROR = 70
-    #: stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
-    INTERRUPTED = 130
+    def __new__(cls, value: int, meaning: str) -> "ExitCode":
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+    OK = 0, "done"
+    FAILED = 1, ("the command ran, and what it found needs attention: a worker failed, a host left no results, "
+                 "the doctor saw an error")
+    USER_ERROR = 2, "the request was refused (bad input), before any work: a second try is refused too"
+    UNAVAILABLE = 3, "this machine, build or installation cannot do what was asked (another may)"
+    INTERNAL_ERROR = 70, "an unexpected exception, a bug: its traceback is on stderr (os.EX_SOFTWARE)"
+    INTERRUPTED = 130, "stopped by Ctrl-C (128 + SIGINT, as a shell reports it)"
 
 
 #: Exit statuses after which running the same command again cannot help.
@@ -67,6 +73,19 @@ class UnavailableError(Error):
 
 class MissingPackage(UnavailableError, RuntimeError):
     """An optional package this call needs is not installed; the message says how to install it."""
+
+
+def require_package(module: str, extra: str, needed_for: str, load: bool = True) -> types.ModuleType | None:
+    """``module`` imported (``load``), or only found installed (not ``load``: no import cost, returns None);
+    else :class:`MissingPackage` naming what needs it and the pip command of benchctl's extra ``extra``."""
+    try:
+        if load:
+            return importlib.import_module(module)
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+    except (ImportError, ValueError) as e:  # ValueError: find_spec of a module set to None in sys.modules
+        raise MissingPackage(f"{needed_for} needs {module} ({e}): pip install 'benchctl[{extra}]'") from None
+    return None
 
 
 def exit_code_of(error: BaseException) -> ExitCode:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from . import preflight
 
 __all__ = ["NAME", "HELP", "configure", "run"]
 
@@ -12,15 +13,16 @@ HELP = "describe the tick source (counter, frequency and how it was found, read 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the description as JSON")
+    preflight.add_summary_json(parser, "the description")
 
 
 def run(args: argparse.Namespace) -> int:
     from .. import clock
 
     info = clock.info()
-    if args.json:
-        print(json.dumps(info, indent=2))
+    if args.json_path:
+        preflight.write_json(args.json_path, info)
+    if preflight.writes_stdout(args):
         return 0
     print(f"source      {info['source']}  ({info['reason']})")
     print(f"frequency   {info['frequency_hz'] / 1e6:.4f} MHz ± {info['frequency_uncertainty_ppm']:.2f} ppm"

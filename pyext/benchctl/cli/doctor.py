@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..errors import ExitCode
+from . import preflight
 
 __all__ = ["NAME", "HELP", "configure", "run"]
 
@@ -14,7 +14,7 @@ HELP = "check the machine for what distorts timings (TSC, frequency, load, threa
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    preflight.add_summary_json(parser, "the findings")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,9 +24,9 @@ def run(args: argparse.Namespace) -> int:
     from ..system import doctor
 
     findings = doctor.run_checks()
-    if args.json:
-        print(json.dumps(doctor.as_data(findings), indent=2))
-    else:
+    if args.json_path:
+        preflight.write_json(args.json_path, doctor.as_data(findings))
+    if not preflight.writes_stdout(args):
         width = max(len(f.name) for f in findings)
         for f in findings:
             print(f"{f.status:<5} {f.name:<{width}}  {f.summary}")

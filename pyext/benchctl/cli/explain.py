@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import ExitCode, UserError
+from ..errors import ExitCode
 from ..run import slurm
+from ..workloads import TARGET_FORMS
+from . import preflight
+from .options import add_answer_argument, duration
 
 __all__ = ["NAME", "HELP", "configure", "run"]
 
@@ -33,16 +36,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG
-    parser.add_argument("target", metavar="TARGET", help="path/to/file.py:name or package.module:name")
+    parser.add_argument("target", metavar="TARGET", help=TARGET_FORMS)
     parser.add_argument("--phase", metavar="P", help="explain this phase only (default: every phase)")
-    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
-                        help=f"seconds for the whole explanation (default {DEFAULT_BUDGET_S:.0f})")
-    parser.add_argument("--json", dest="json_path", metavar="FILE", help="also write the results document")
+    parser.add_argument("--budget", type=duration, default=DEFAULT_BUDGET_S, metavar="DURATION",
+                        help=f"how long the whole explanation may take: seconds, or 30s, 5min, ... (default "
+                             f"{DEFAULT_BUDGET_S:.0f} s)")
+    preflight.add_results_file(parser, "also write the results document")
     parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
                         help="a workload parameter (repeatable), e.g. iterations=50")
     parser.add_argument("--no-control", dest="control", action="store_false",
                         help="no A/A control (only the 5%% floor then guards the verdict)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_answer_argument(parser)
     slurm.add_executor_arguments(parser)
 
 
@@ -52,14 +57,12 @@ def run(args: argparse.Namespace) -> int:
     from .run import assignments
 
     fixed = assignments(args.args, multi=False)
-    try:
-        if slurm.use_slurm(args):
-            explain.check_target(args.target, fixed)  # a broken target fails here, not on every host
-            return slurm.run_with_executor(args, argv=args.argv)
-        doc = explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
-                              progress=not args.no_progress, control=args.control,
-                              say=lambda line: print(line, flush=True))
-    except (ImportError, SyntaxError) as e:  # the target's own file does not import: the user's to fix
-        raise UserError(f"{type(e).__name__}: {e}") from e
-    print(render(doc, args.target, closing=pipeline.took_text(doc, args.json_path)))
+    # The target's own import errors are the user's (benchctl.workloads.TargetImportError), raised there.
+    if slurm.use_slurm(args):
+        explain.check_target(args.target, fixed)  # a broken target fails here, not on every host
+        return slurm.run_with_executor(args, argv=args.argv)
+    doc = explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
+                          progress=not args.no_progress, control=args.control,
+                          say=lambda line: print(line, flush=True))
+    print(render(doc, args.target, closing=pipeline.took_text(doc, args.json_path), verbose=args.verbose))
     return ExitCode.OK

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from . import preflight
 
 __all__ = ["NAME", "HELP", "configure", "run"]
 
@@ -24,7 +25,7 @@ def _positive_int(text: str) -> int:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=_positive_int, default=None,
                         help="thread count of the 'all threads' runs (default: torch's current count)")
-    parser.add_argument("--json", metavar="FILE", default=None, help="also write the full result as JSON to FILE")
+    preflight.add_results_file(parser, "also write the full result as JSON to FILE")
     parser.add_argument("--numel", type=_positive_int, default=None,
                         help="elements per elementwise op (default 1048576)")
     parser.add_argument("--ops", default=None,
@@ -41,8 +42,6 @@ def run(args: argparse.Namespace) -> int:
         options["ops"] = [name.strip() for name in args.ops.split(",") if name.strip()]
     result = penalty.profile(args.threads, **options)
     print(penalty.format_table(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-            f.write("\n")
+    if args.json_path:
+        preflight.write_json(args.json_path, result)
     return 0

@@ -6,9 +6,12 @@ import argparse
 import sys
 import textwrap
 
-from ..errors import ExitCode
+from ..errors import ExitCode, UserError
 from ..run import slurm
-from .options import add_fork_argument, add_matrix_arguments
+from ..workloads import TARGET_FORMS
+from . import document_status, preflight
+from .options import (add_answer_argument, add_fork_argument, add_matrix_arguments, check_focus, duration, warn_matrix,
+                      warn_missing_phases)
 
 __all__ = ["NAME", "HELP", "settings_listing", "configure", "run", "assignments"]
 
@@ -42,7 +45,8 @@ def settings_listing() -> str:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = _EPILOG.format(settings=settings_listing())
-    parser.add_argument("workload", nargs="?", help="registered workload name (--list shows them)")
+    parser.add_argument("workload", nargs="?", metavar="WORKLOAD",
+                        help=f"a registered workload's name (--list shows them), or your own code: {TARGET_FORMS}")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V1,V2",
                         help="a matrix axis: a setting or a workload parameter and its values (repeatable)")
     parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
@@ -52,16 +56,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     slurm.add_executor_arguments(parser)
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
                         help="shuffle the cell order within each round with this seed")
-    parser.add_argument("--json", dest="json_path", metavar="FILE",
-                        help="results file, rewritten atomically after every worker")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue an interrupted --json FILE (its repetitions and shuffle seed are kept; "
-                             "a larger --repeat adds rounds)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="kill a worker after S seconds")
+    preflight.add_results_file(
+        parser, "results file, rewritten atomically after every worker",
+        resume_help="continue an interrupted --json FILE (its repetitions and shuffle seed are kept; a larger --repeat "
+                    "adds rounds)")
+    parser.add_argument("--timeout", type=duration, default=None, metavar="DURATION",
+                        help="kill a worker after this long (seconds, or 30s, 2min, ...)")
     parser.add_argument("--focus", metavar="NAME", help="matrix key whose contrast the verdict explains")
     parser.add_argument("--baseline", metavar="NAME=V,...", help="cell the report's ratios are against")
-    parser.add_argument("--plot", metavar="PNG", help="also write a matplotlib figure")
+    preflight.add_plot(parser, "also write a figure of per-iteration times and box plots per cell")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_answer_argument(parser)
     parser.add_argument("--list", action="store_true", help="list the registered workloads and exit")
 
 
@@ -84,7 +89,7 @@ def assignments(items: list[str], multi: bool) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from .. import workloads
-    from ..results import plot, queries
+    from ..results import plot
     from .render import render
     from ..run import runner
 
@@ -98,8 +103,15 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USER_ERROR
     matrix = assignments(args.sets, multi=True)
     fixed = assignments(args.args, multi=False)
+    both = [key for key in matrix if key in fixed]
+    if both:
+        raise UserError(f"{', '.join(both)}: both a matrix axis (--set) and a fixed parameter (--arg): give each "
+                        f"once, in one of them")
+    # A bad target or matrix fails here, before any worker (and not on every host).
+    plan = runner.plan_matrix(args.workload, fixed, matrix)
+    check_focus(args.focus, plan.matrix)
+    warn_matrix(plan.matrix)
     if slurm.use_slurm(args):
-        runner.plan_matrix(args.workload, fixed, matrix)  # a bad matrix fails here, not on every host
         return slurm.run_with_executor(args, argv=args.argv)
     if args.json_path is None:
         print("note: results are not saved (no --json FILE)", file=sys.stderr)
@@ -113,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",
                   file=sys.stderr)
         raise
-    print(render(doc, baseline=args.baseline))
+    warn_missing_phases(doc)
+    print(render(doc, baseline=args.baseline, verbose=args.verbose))
     if args.plot:
         plot.plot(doc, args.plot)
         print(f"plot written to {args.plot}")
-    # FAILED when a worker failed, so scripts notice; the file still holds everything.
-    return ExitCode.FAILED if queries.failed_runs(doc) else ExitCode.OK
+    return document_status(doc)

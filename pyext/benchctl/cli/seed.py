@@ -17,7 +17,9 @@ from typing import Callable
 from .. import settings
 from ..errors import UnavailableError
 from ..run import rounds, slurm
-from .options import add_fork_argument, add_matrix_arguments
+from . import preflight
+from .options import (add_answer_argument, add_exit_statuses, add_fork_argument, add_matrix_arguments, warn_matrix,
+                      warn_missing_phases)
 
 __all__ = ["RESULTS_DIR", "apply_sets", "add_output_arguments", "parse_seed_arguments", "on_slurm", "run_seed",
            "script_exit"]
@@ -41,23 +43,26 @@ def apply_sets(matrix: dict[str, list], sets: list[str]) -> dict[str, list]:
 
 def add_output_arguments(parser: argparse.ArgumentParser, workload: str, budget_s: float) -> None:
     """The options both seed scripts share: processes, budget and control, where results go,
-    resuming, the penalty profile."""
+    resuming or replacing them, the progress bar, the penalty profile."""
     add_matrix_arguments(parser, repeat=rounds.AUTO, budget_s=budget_s)
     add_fork_argument(parser)
+    add_answer_argument(parser)
     slurm.add_executor_arguments(parser)
-    parser.add_argument("--json", dest="json_path", help=f"results file (default {RESULTS_DIR}/{workload}-<time>.json)")
-    parser.add_argument("--plot", help="write a PNG of per-iteration times and box plots per cell")
-    parser.add_argument("--resume", action="store_true", help="continue the interrupted --json FILE (same arguments)")
+    preflight.add_results_file(parser, f"results file (default {RESULTS_DIR}/{workload}-<time>.json)",
+                               resume_help="continue the interrupted --json FILE (same arguments)")
+    preflight.add_plot(parser, "write per-iteration times and box plots per cell")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--skip-penalty", action="store_true",
                         help="do not measure the CPU's penalty profile (faster; the answer then lacks that evidence)")
 
 
 def parse_seed_arguments(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
-    """Parse, and refuse --resume without the file it continues."""
+    """Parse, with the exit statuses in the help, and check the files named as every ``python -m benchctl``
+    command does (:func:`benchctl.cli.preflight.check`: nothing measured replaced unasked)."""
+    add_exit_statuses(parser)
     opts = parser.parse_args(argv)
     opts.argv = list(sys.argv[1:] if argv is None else argv)
-    if opts.resume and not opts.json_path:
-        parser.error("--resume needs --json FILE: the results file to continue")
+    preflight.check(opts)
     return opts
 
 
@@ -82,23 +87,27 @@ def run_seed(opts: argparse.Namespace, workload: str, args: dict, matrix: dict[s
              census: Callable[[dict[str, list]], dict]) -> dict:
     """Run the seed's study (``census(matrix)`` takes the values' census in this process) and print the
     report and the answer; returns the results document."""
+    from ..run import runner
     from ..studies import catalog, pipeline
     from ..studies.seed_rules import PENALTY_OPS
     from .render import render
 
+    warn_matrix(runner.plan_matrix(workload, args, matrix).matrix)
     json_path = opts.json_path or _default_json_path(workload)
     study = pipeline.Study(
         workload, workload, args, catalog.rules_of(workload), matrix=matrix, focus=focus,
         census=lambda: census(matrix), penalty_ops=PENALTY_OPS[workload], measure_penalty=not opts.skip_penalty,
         fixed_keys=tuple(item.partition("=")[0].strip() for item in opts.sets), repeat=opts.repeat,
-        budget_s=opts.budget, control=opts.control, json_path=json_path, resume=opts.resume, fork=opts.fork)
+        budget_s=opts.budget, control=opts.control, json_path=json_path, resume=opts.resume, fork=opts.fork,
+        progress=not opts.no_progress)
     doc = pipeline.run_study(study, say=lambda line: print(line, flush=True))
+    warn_missing_phases(doc)
     if opts.plot:
         from ..results import plot
 
         plot.plot(doc, opts.plot)
         print(f"plot: {opts.plot}")
-    print(render(doc, closing=pipeline.took_text(doc, json_path)), flush=True)
+    print(render(doc, closing=pipeline.took_text(doc, json_path), verbose=opts.verbose), flush=True)
     return doc
 
 

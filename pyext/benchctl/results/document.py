@@ -27,6 +27,7 @@ import itertools
 import json
 import math
 import os
+import stat
 import tempfile
 from typing import Any
 
@@ -61,8 +62,9 @@ class ResultsError(UserError, ValueError):
 
 
 class ResultsUnwritable(UnavailableError, ResultsError):
-    """A results file this machine cannot write now (a full disk, a read-only folder): its previous
-    complete version stays; another run or machine may succeed."""
+    """A results file this machine cannot write now (a full disk, a read-only or vanished folder): its previous
+    complete version stays; another run or machine may succeed. (A path that cannot be written from the start
+    is refused as the user's mistake before the command runs: :mod:`benchctl.cli.preflight`.)"""
 
 
 def new_document(workload: str, args: dict, matrix: dict, repeat: int | str, metadata: dict,
@@ -100,11 +102,36 @@ def dumps(doc: dict) -> str:
     return json.dumps(_finite(doc), indent=1, allow_nan=False)
 
 
+def _umask() -> int:
+    """This process's umask, read without changing it where the kernel says it (Linux >= 4.7)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set it and restore it at once
+    os.umask(mask)
+    return mask
+
+
+def _new_file_mode(path: str) -> int:
+    """The mode ``path`` keeps (its own, when it exists) or gets as any new file would (0666 less the umask):
+    mkstemp's private 0600 would hide a results file from the others sharing its folder."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 def atomic_write_text(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` so that readers see the old or the new file, never a mix."""
     directory = os.path.dirname(os.path.abspath(path))
+    mode = _new_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()
@@ -133,12 +160,12 @@ def save(doc: dict, path: str) -> None:
     """Validate ``doc`` and write it atomically to ``path``.
 
     A write that fails (a full disk, a read-only or vanished directory)
-    raises :class:`ResultsError` naming the file and the cause; the file on
+    raises :class:`ResultsUnwritable` naming the file and the cause; the file on
     disk is then its previous complete version, untouched.
     """
     validate(doc, source="document to save")
     text = dumps(doc)
-    existed = os.path.exists(path)
+    existed = os.path.isfile(path)
     try:
         atomic_write_text(path, text)
     except OSError as e:

@@ -29,7 +29,7 @@ from .document import CONTROL_ARM, cell_id, matrix_cells
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_samples", "steady_runs",
            "steady_by_run",
            "process_medians", "first_note", "readback_facts", "phase_before", "malloc_states",
-           "probe_held", "summary_entry", "per_iter_median",
+           "probe_held", "summary_entry", "per_iter_median", "CellPair", "cell_pairs",
            "Control", "control", "comparison_values", "spread",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
 
@@ -219,6 +219,43 @@ def summary_entry(doc: dict, phase: str, cell: dict, arm: str | None = None) -> 
         if entry["phase"] == phase and cell_id(entry["cell"]) == key and entry.get("arm") == arm:
             return entry
     return None
+
+
+@dataclass(frozen=True)
+class CellPair:
+    """One (phase, cell) two documents both measured: each one's median, and b against a over processes
+    (``comparison``; None when it was refused, ``refused`` saying why)."""
+
+    phase: str
+    cell: dict
+    median_ms_a: float
+    median_ms_b: float
+    comparison: Comparison | None
+    refused: str | None = None
+
+    def to_json(self) -> dict:
+        return {"phase": self.phase, "cell": self.cell, "median_ms_a": self.median_ms_a,
+                "median_ms_b": self.median_ms_b,
+                "comparison": None if self.comparison is None else self.comparison.to_json(), "refused": self.refused}
+
+
+def cell_pairs(a: dict, b: dict) -> list[CellPair]:
+    """Each (phase, cell) of ``a`` that ``b`` has too (the A/A control's second arm left out), in ``a``'s order,
+    with b against a over processes."""
+    pairs = []
+    for entry_a in a["summary"]:
+        entry_b = (None if entry_a.get("arm") == CONTROL_ARM
+                   else summary_entry(b, entry_a["phase"], entry_a["cell"]))
+        if entry_b is None:
+            continue
+        phase, cell = entry_a["phase"], entry_a["cell"]
+        try:
+            # Two files have no shared control: judged against the floor alone.
+            cmp, refused = processes.compare(process_medians(b, phase, cell), process_medians(a, phase, cell)), None
+        except ValueError as e:
+            cmp, refused = None, str(e)
+        pairs.append(CellPair(phase, cell, entry_a["median_ms"], entry_b["median_ms"], cmp, refused))
+    return pairs
 
 
 def per_iter_median(values: list | None) -> float | None:

@@ -48,10 +48,19 @@ import time
 
 from ..errors import ExitCode, UnavailableError
 
-__all__ = ["ForkServerError", "ForkServer", "ForkServers", "serve", "main"]
+__all__ = ["ForkServerError", "ForkServer", "ForkServers", "python_main", "serve", "main"]
 
 # How long a server may take to import its modules before the runner gives up on it.
 _READY_TIMEOUT_S = 300.0
+
+
+def python_main(module: str, *args: str) -> list[str]:
+    """The command that runs ``module``'s ``main()`` with ``args`` in a fresh interpreter of this Python.
+
+    Not ``python -m module``: this package's ``__init__`` imports the module before runpy runs it, and runpy
+    then warns ("found in sys.modules after import of package ...") on the first line of every worker's
+    stderr, the tail a failed worker is reported with."""
+    return [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main())", *args]
 
 
 class ForkServerError(UnavailableError, RuntimeError):
@@ -69,7 +78,7 @@ class ForkServer:
         with open(stderr_path, "wb") as err:
             # Its own session: a terminal's Ctrl-C reaches the runner only, which then closes it.
             # Unbuffered: a message read ahead into a buffer would be invisible to select() in _message.
-            self.proc = subprocess.Popen([sys.executable, "-m", "benchctl.run.forkserver", *self.modules], env=env,
+            self.proc = subprocess.Popen(python_main(__name__, *self.modules), env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, bufsize=0,
                                          start_new_session=True)
         self.ready = self._message(_READY_TIMEOUT_S, "become ready")

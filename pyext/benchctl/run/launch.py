@@ -1,6 +1,6 @@
 """Launching one worker process: start it on a job file, wait for it, and turn what it left into a run record.
 
-The worker runs ``python -m benchctl.run.worker JOB.json`` with the cell's
+The worker runs :mod:`.worker`'s ``main`` on ``JOB.json`` in a fresh interpreter with the cell's
 environment, or is forked on the job by a server started with that environment
 (:mod:`.forkserver`); either way it runs in its own session (so it and every process it starts, such as
 DataLoader workers, are killed as one group), with output going to files
@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +24,7 @@ from .. import settings
 from ..errors import ExitCode
 from ..results import stats
 from . import worker
-from .forkserver import ForkServer, ForkServerError
+from .forkserver import ForkServer, ForkServerError, python_main
 
 __all__ = ["STDERR_TAIL_CHARS", "now", "run_worker"]
 
@@ -92,7 +91,7 @@ def _wait(files: _Files, env: dict[str, str], timeout_s: float | None) -> tuple[
     with open(files.stdout, "wb") as out, open(files.stderr, "wb") as err:
         # Its own session (and process group, id = its pid): the worker and everything it
         # starts can be killed as one, and a terminal's Ctrl-C reaches the runner only.
-        proc = subprocess.Popen([sys.executable, "-m", "benchctl.run.worker", files.job], env=env,
+        proc = subprocess.Popen(python_main(worker.__name__, files.job), env=env,
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         timed_out = False
         try:

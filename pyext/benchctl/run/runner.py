@@ -59,6 +59,7 @@ def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None
             raise settings.SettingError(f"{key!r} is a setting: put it in the matrix, not in args")
     fixed = wl.resolve_args(given)
     matrix = settings.canonical_matrix(matrix or {}, wl.params)
+    _check_phases(wl, matrix)
     settings.check_available(matrix)
     cells = document.matrix_cells(matrix)
     cell_args, environments = [], []
@@ -69,6 +70,15 @@ def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None
         cell_args.append(resolved)
         environments.append(settings.cell_environment(cell, dict(os.environ)))
     return MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
+
+
+def _check_phases(wl: workloads.Workload, matrix: dict[str, list]) -> None:
+    """``only=PHASE`` names a phase of ``wl``, where it says its phases (else a phase it lacks shows in the
+    results as one that never ran)."""
+    unknown = [phase for phase in matrix.get("only", []) if phase != "all" and phase not in wl.phases]
+    if wl.phases and unknown:
+        raise settings.SettingError(f"only={','.join(unknown)}: workload {wl.name!r} has no such phase; its phases: "
+                                    f"{', '.join(wl.phases)} (or all)")
 
 
 def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: float | None,

@@ -28,6 +28,7 @@ _SUBNORMAL_BITS = 0x00100000
     params={"ms": 1.0, "iterations": 5, "pause_file": "", "fail_with": ""},
     help="time.sleep(ms) per iteration (phase 'sleep'); pause_file: block while that file exists, "
     "after writing this worker's pid into it; fail_with: raise RuntimeError(text) after one iteration",
+    phases=("sleep",),
 )
 def sleep_workload(args: dict, rec) -> None:
     if args["pause_file"] and os.path.exists(args["pause_file"]):
@@ -58,6 +59,7 @@ def _tensor(torch, shape, init: str, seed: int):
     params={"n": 64, "iterations": 20, "init": "normal"},
     help="n x n float32 matmul per iteration (phase 'matmul'); init: normal | zero | subnormal",
     preload=("torch",),
+    phases=("matmul",),
 )
 def matmul_workload(args: dict, rec) -> None:
     import torch
@@ -75,6 +77,7 @@ def matmul_workload(args: dict, rec) -> None:
     params={"batch": 1, "channels": 8, "size": 16, "iterations": 10, "init": "normal"},
     help="3x3 conv2d forward (channels -> channels, size x size) per iteration (phase 'forward')",
     preload=("torch",),
+    phases=("forward",),
 )
 def conv_workload(args: dict, rec) -> None:
     import torch

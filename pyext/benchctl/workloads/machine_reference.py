@@ -29,6 +29,7 @@ _SEED = 20261201  # the same list in every process and every session
     params={"iterations": 40},
     help="fixed pure-Python work (sort, dict, join of 20,000 integers) per iteration (phase 'reference'): "
     "how fast the machine itself runs, for comparisons between sessions",
+    phases=(PHASE,),
 )
 def machine_reference_workload(args: dict, rec) -> None:
     values = list(range(_SIZE))

@@ -41,7 +41,7 @@ from .. import _validate
 from . import register
 from .device import DEVICES, check_device, gpu_info, synchronizer
 from ..denormals import activation_census, weights_census
-from .weights import apply_weights, parse_spec
+from .weights import apply_weights, parse_spec, torchvision
 
 __all__ = ["ORDERS", "NUM_CLASSES", "PARAMS", "check_args", "build_model", "resnet_order", "value_census"]
 
@@ -63,7 +63,8 @@ PARAMS: dict[str, Any] = {
 
 
 def check_args(args: dict[str, Any]) -> None:
-    """Reject bad arguments before any work, naming the valid values."""
+    """Reject bad arguments before any work, naming the valid values (and a missing torchvision)."""
+    torchvision(load=False)
     if args["order"] not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {args['order']!r}")
     if args["device"] not in DEVICES:
@@ -83,8 +84,8 @@ def build_model(args: dict[str, Any]):
 
     Returns (model, weights_info)."""
     import torch
-    from torchvision import models
 
+    models = torchvision().models
     torch.manual_seed(args["seed"])
     model = models.get_model(args["arch"], weights=None, num_classes=NUM_CLASSES)
     info = apply_weights(model, args["arch"], args["weights"], args["seed"])
@@ -94,8 +95,8 @@ def build_model(args: dict[str, Any]):
 def _make_loader(args: dict[str, Any]):
     """The seed's FakeData + DataLoader (num_workers=1, pin_memory=True)."""
     import torch
-    from torchvision import datasets, transforms
 
+    datasets, transforms = torchvision().datasets, torchvision().transforms
     size = args["image_size"]
     dataset = datasets.FakeData(args["num_data"], (3, size, size), NUM_CLASSES, transforms.ToTensor())
     return torch.utils.data.DataLoader(dataset, batch_size=args["batch_size"], num_workers=1, pin_memory=True)
@@ -110,7 +111,7 @@ def _batches(args: dict[str, Any], most: int | None = None):
 
 
 @register("resnet_order", params=PARAMS, help=__doc__.splitlines()[0], check=check_args,
-          preload=("torch", "torchvision"))
+          preload=("torch", "torchvision"), phases=("train", "eval"))
 def resnet_order(args: dict[str, Any], rec) -> None:
     import torch
 

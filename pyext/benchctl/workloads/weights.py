@@ -25,9 +25,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from .._validate import ArgumentError
-from ..errors import UnavailableError
+from ..errors import UnavailableError, require_package
 
-__all__ = ["OFFLINE_ENV", "KINDS", "WeightsUnavailable", "parse_spec", "imagenet_cache_file", "prefetch",
+__all__ = ["OFFLINE_ENV", "KINDS", "WeightsUnavailable", "torchvision", "parse_spec", "imagenet_cache_file", "prefetch",
            "apply_weights"]
 
 OFFLINE_ENV = "BENCHCTL_OFFLINE"
@@ -41,6 +41,12 @@ _SIGN_BIT = -0x80000000  # 0x80000000 as a signed int32
 
 class WeightsUnavailable(UnavailableError, RuntimeError):
     """The requested weights cannot be obtained (e.g. offline and not cached)."""
+
+
+def torchvision(load: bool = True):
+    """torchvision (``load``: imported; else only found installed), which only the seed workloads need: an
+    extra of benchctl, whose pip command a MissingPackage names when it is not installed."""
+    return require_package("torchvision", "seeds", "the resnet_order seed workload", load=load)
 
 
 def parse_spec(spec: str) -> tuple[str, Any]:
@@ -71,8 +77,7 @@ def parse_spec(spec: str) -> tuple[str, Any]:
 
 def _imagenet_weights_enum(arch: str):
     """The torchvision weights entry that ``pretrained=True`` meant for ``arch``."""
-    from torchvision import models
-
+    models = torchvision().models
     try:
         enum = models.get_model_weights(arch)
     except ValueError as exc:

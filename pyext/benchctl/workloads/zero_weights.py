@@ -126,7 +126,8 @@ def _gradient_summary(net) -> dict[str, Any]:
     return summary
 
 
-@register("zero_weights", params=PARAMS, help=__doc__.splitlines()[0], check=check_args, preload=("torch",))
+@register("zero_weights", params=PARAMS, help=__doc__.splitlines()[0], check=check_args, preload=("torch",),
+          phases=("forward", "forward_backward"))
 def zero_weights(args: dict[str, Any], rec) -> None:
     import torch
 
