@@ -33,10 +33,10 @@ import statistics
 import tempfile
 import time
 
-from benchctl.results import analysis, document, queries
-from benchctl.results.findings import Finding
-from benchctl.run import runner
-from benchctl.cli.options import repeat_type
+from benchctl._results import analysis, document, queries
+from benchctl._results.findings import Finding
+from benchctl._run import runner
+from benchctl._cli.options import repeat_type
 
 CELLS = {"env": ["BENCHCTL_AA_ARM=1", "BENCHCTL_AA_ARM=2"]}
 # About 3 ms per iteration on the 2-core development machine.

@@ -15,9 +15,9 @@ import os
 import sys
 import time
 
-from benchctl.cli.render import render
-from benchctl.results.findings import Finding
-from benchctl.studies import explain
+from benchctl._cli.render import render
+from benchctl._results.findings import Finding
+from benchctl._studies import explain
 
 PLANTED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "planted")
 sys.path.insert(0, PLANTED_DIR)

@@ -15,7 +15,7 @@ flushed or not; the thread and output columns do not depend on the size.
 import argparse
 import json
 
-from benchctl.studies import flush_scopes
+from benchctl._studies import flush_scopes
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ import torch
 
 from benchctl import clock, threads
 from benchctl.counters import CounterGroup
-from benchctl.results.stats import Samples
+from benchctl._results.stats import Samples
 
 
 def conv_workload(batch: int, channels: int, size: int):

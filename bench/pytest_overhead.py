@@ -16,7 +16,7 @@
    process", and the raw ratios show why no difference is called), then
    with every test isolated in fresh processes (``--isolated-pairs``), judged
    against the band the session reference sets (how far the machine itself
-   moved between the two sessions; see benchctl.pytest_plugin.reference),
+   moved between the two sessions; see benchctl.pytest_plugin._reference),
    and, for comparison, against the 5% floor alone.
 
 Needs pytest-benchmark (``pip install '.[test]'``). Every figure printed is measured here and now.
@@ -35,8 +35,8 @@ import time
 
 import numpy as np
 
-from benchctl.pytest_plugin import compare, reference
-from benchctl.results import document
+from benchctl.pytest_plugin import _compare as compare, _reference as reference
+from benchctl._results import document
 
 TRIVIAL = '''
 def noop():

@@ -20,16 +20,16 @@ from __future__ import annotations
 import argparse
 
 # Light imports: torch is imported after the arguments are parsed.
-from benchctl.cli import seed
+from benchctl._cli import seed
 from benchctl.errors import UserError
-from benchctl.workloads.resnet_order import PARAMS
+from benchctl._workloads.resnet_order import PARAMS
 
 # Seconds of the study, penalty profile and pre-checks included: under five minutes for the whole command,
 # whose interpreter start, last worker (the budget lets one finish past it) and report come on top.
 BUDGET_S = 280.0
 DEFAULT_MATRIX = {"order": ["eval_only", "train_then_eval"], "ftz": ["off", "process"],
                   "alloc": ["default", "retain"]}
-# The workload's own defaults, sized for five minutes on 2 cores (benchctl.workloads.resnet_order).
+# The workload's own defaults, sized for five minutes on 2 cores (benchctl._workloads.resnet_order).
 DEFAULT_BATCH_SIZE = PARAMS["batch_size"]
 DEFAULT_NUM_DATA = PARAMS["num_data"]
 DEFAULT_TRAIN_BATCHES = PARAMS["train_batches"]
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if on_hosts is not None:
         return on_hosts
 
-    from benchctl.workloads import resnet_order, weights
+    from benchctl._workloads import resnet_order, weights
 
     batch_size, num_data, train_batches = sizes(opts.batch_size, opts.num_data, opts.train_batches)
     args = {"batch_size": batch_size, "num_data": num_data, "train_batches": train_batches,

@@ -20,7 +20,7 @@ import argparse
 import os
 
 # Light imports: torch is imported after the arguments are parsed.
-from benchctl.cli import seed
+from benchctl._cli import seed
 from benchctl.errors import UserError
 
 # Seconds of the study, penalty profile and pre-checks included: under two minutes for the whole command,
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from benchctl.workloads import zero_weights
+    from benchctl._workloads import zero_weights
 
     devices = opts.device.split(",") if opts.device else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     args = {"iterations": opts.iterations, "naive_trials": opts.naive_trials, "seed": opts.seed}

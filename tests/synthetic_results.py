@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 
-from benchctl.results import document as results
+from benchctl._results import document as results
 
 BASE_NS = 10e6 * (1 + 0.01 * np.random.default_rng(7).standard_normal(16))
 # Per-process factors: medians of one cell differ by about half a percent between processes.

@@ -10,19 +10,19 @@ import textwrap
 import pytest
 import torch
 
-from benchctl import ArgumentError, settings, workloads
-from benchctl.causes.anomaly import control as anomaly
-from benchctl.causes.anomaly.rule import ANOMALY_FIX, Anomaly
-from benchctl.causes.recording import control as inference
-from benchctl.causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts, autograd_census
-from benchctl.causes.recording.rule import RECORDING_FIX, Recording
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
-from benchctl.run import runner
-from benchctl.run.recorder import Recorder
-from benchctl.studies.cause import NOT_RUN
+from benchctl import ArgumentError, settings, _workloads as workloads
+from benchctl._causes.anomaly import control as anomaly
+from benchctl._causes.anomaly.rule import ANOMALY_FIX, Anomaly
+from benchctl._causes.recording import control as inference
+from benchctl._causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts, autograd_census
+from benchctl._causes.recording.rule import RECORDING_FIX, Recording
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
+from benchctl._run import runner
+from benchctl._run.recorder import Recorder
+from benchctl._studies.cause import NOT_RUN
 from synthetic_results import make_doc
 from test_causes import facts
 

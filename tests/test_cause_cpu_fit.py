@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from benchctl import settings
-from benchctl.causes.cpu_fit import control, rule as cpu_fit_rule
-from benchctl.causes.cpu_fit.probe import PROBE as FIT, CpuFit, CpuFitWatch, thread_calls
-from benchctl.causes.threads.rule import Threads
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
-from benchctl.run import runner
+from benchctl._causes.cpu_fit import control, rule as cpu_fit_rule
+from benchctl._causes.cpu_fit.probe import PROBE as FIT, CpuFit, CpuFitWatch, thread_calls
+from benchctl._causes.threads.rule import Threads
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
+from benchctl._run import runner
 from synthetic_results import make_doc
 from test_causes import facts
 

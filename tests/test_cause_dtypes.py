@@ -8,16 +8,16 @@ import pytest
 import torch
 
 from benchctl.denormals import CENSUS_SCOPE, layer_watch
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.dtype_profile import DtypeProfile, DtypeTiming, OpCall, OpInput
-from benchctl.results.facts import Facts, OpRow
-from benchctl.results.findings import Status
-from benchctl.studies import dtype_profile, pipeline
-from benchctl.causes.float64.rule import Float64
-from benchctl.causes.half.rule import HalfPrecision
-from benchctl.studies.causes import CAUSES
-from benchctl.workloads import op_calls, op_table
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.dtype_profile import DtypeProfile, DtypeTiming, OpCall, OpInput
+from benchctl._results.facts import Facts, OpRow
+from benchctl._results.findings import Status
+from benchctl._studies import dtype_profile, pipeline
+from benchctl._causes.float64.rule import Float64
+from benchctl._causes.half.rule import HalfPrecision
+from benchctl._studies.causes import CAUSES
+from benchctl._workloads import op_calls, op_table
 from synthetic_results import make_doc
 
 HALF, DOUBLE = "c10::Half", "double"

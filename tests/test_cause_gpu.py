@@ -9,18 +9,18 @@ import pytest
 import torch
 
 from benchctl import settings
-from benchctl.causes.async_clock import control as cuda_state
-from benchctl.causes.async_clock.rule import HOST_COVERS_GPU, AsyncClock
-from benchctl.causes.cuda_first_call.probe import PROBE as CUDA, CudaFacts, by_shapes, cuda_census
-from benchctl.causes.cuda_first_call.rule import CudaFirstCall
-from benchctl.causes.cudnn_autotune.rule import CudnnAutotune
-from benchctl.causes.tf32.rule import MIN_MATMUL_SHARE, Tf32
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
-from benchctl.run.recorder import Recorder
-from benchctl.workloads.user import load
+from benchctl._causes.async_clock import control as cuda_state
+from benchctl._causes.async_clock.rule import HOST_COVERS_GPU, AsyncClock
+from benchctl._causes.cuda_first_call.probe import PROBE as CUDA, CudaFacts, by_shapes, cuda_census
+from benchctl._causes.cuda_first_call.rule import CudaFirstCall
+from benchctl._causes.cudnn_autotune.rule import CudnnAutotune
+from benchctl._causes.tf32.rule import MIN_MATMUL_SHARE, Tf32
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
+from benchctl._run.recorder import Recorder
+from benchctl._workloads.user import load
 from conftest import require_gpu
 from synthetic_results import make_doc
 

@@ -10,15 +10,15 @@ import sys
 import pytest
 
 from benchctl import settings
-from benchctl.causes.thp import control as huge_pages
-from benchctl.causes.thp.probe import PROBE as THP_PROBE, HugePageFacts
-from benchctl.causes.thp.rule import HugePages
-from benchctl.causes.allocator.rule import Allocator
-from benchctl.results import queries, rules
+from benchctl._causes.thp import control as huge_pages
+from benchctl._causes.thp.probe import PROBE as THP_PROBE, HugePageFacts
+from benchctl._causes.thp.rule import HugePages
+from benchctl._causes.allocator.rule import Allocator
+from benchctl._results import queries, rules
 from benchctl._probe import ProbedCall
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
 from synthetic_results import make_doc
 
 PROBE = {"thp": "on"}

@@ -9,12 +9,12 @@ import sys
 import pytest
 
 from benchctl import settings
-from benchctl.causes.isa import probe as probe_isa, rule as isa_rule
-from benchctl.causes.isa.probe import PROBE as ISA, Dispatch
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
+from benchctl._causes.isa import probe as probe_isa, rule as isa_rule
+from benchctl._causes.isa.probe import PROBE as ISA, Dispatch
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
 from synthetic_results import make_doc
 
 FORCED = Dispatch("default", forced="default", best="avx512", flags=("avx2", "avx512f", "fma"))

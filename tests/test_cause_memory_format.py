@@ -3,12 +3,12 @@ its evidence-only judgement on synthetic facts."""
 
 import torch
 
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts, LayoutCopy, OpRow
-from benchctl.results.findings import Status
-from benchctl.causes.memory_format import rule as memory_format
-from benchctl.workloads import layout_copies
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts, LayoutCopy, OpRow
+from benchctl._results.findings import Status
+from benchctl._causes.memory_format import rule as memory_format
+from benchctl._workloads import layout_copies
 from synthetic_results import make_doc
 
 BACK = LayoutCopy((8, 16, 56, 56), "channels_last", "contiguous", "aten::contiguous", 1, 3_000.0)

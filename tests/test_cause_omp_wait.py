@@ -13,12 +13,12 @@ import pytest
 
 from benchctl import settings
 from benchctl._probe import ProbedCall
-from benchctl.causes.omp_wait import probe as omp_probe, rule as omp_rule, setting as omp_setting
-from benchctl.causes.omp_wait.probe import PROBE as OMP, TeamWait
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
+from benchctl._causes.omp_wait import probe as omp_probe, rule as omp_rule, setting as omp_setting
+from benchctl._causes.omp_wait.probe import PROBE as OMP, TeamWait
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
 from synthetic_results import make_doc
 
 BUSY = TeamWait("libgomp", 2, {}, 0.8, 80.0)

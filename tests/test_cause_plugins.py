@@ -37,8 +37,7 @@ class DemoFast(Setting):
 SETTINGS = (DemoFast(),)
 '''
 RULE = '''
-from benchctl.results.findings import Status
-from benchctl.studies.cause import Cause, mechanism, probe_of
+from benchctl.rules import Cause, Status, mechanism, probe_of
 
 from .setting import SETTINGS
 
@@ -102,7 +101,7 @@ def _python(code, env):
 
 def test_the_registries_gather_an_installed_packages_setting_and_cause(installed):
     _, env = installed
-    seen = json.loads(_python("import json; from benchctl import settings; from benchctl.studies import causes; "
+    seen = json.loads(_python("import json; from benchctl import settings; from benchctl._studies import causes; "
                               "print(json.dumps([list(settings.SETTINGS), [c.name for c in causes.CAUSES]]))", env))
     assert "demo_fast" in seen[0] and seen[1][-1] == "demo"
     # Without the package on the path, nothing of it is there.
@@ -114,7 +113,7 @@ def test_the_registries_gather_an_installed_packages_setting_and_cause(installed
 def test_a_package_that_fails_to_load_is_named_and_left_out(installed):
     tmp_path, env = installed
     (tmp_path / "site" / "democause" / "rule.py").write_text("raise ImportError('broken on purpose')\n")
-    proc = subprocess.run([sys.executable, "-c", "from benchctl.studies import causes; "
+    proc = subprocess.run([sys.executable, "-c", "from benchctl._studies import causes; "
                            "print([c.name for c in causes.CAUSES][-1])"], env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr

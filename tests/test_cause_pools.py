@@ -8,13 +8,13 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from benchctl import settings
 from benchctl._probe import ProbedCall
-from benchctl.causes.pools import control as other_pools, rule as pools_rule
-from benchctl.causes.pools.probe import PROBE as POOLS, ThreadCpu
-from benchctl.causes.threads.rule import Threads
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
+from benchctl._causes.pools import control as other_pools, rule as pools_rule
+from benchctl._causes.pools.probe import PROBE as POOLS, ThreadCpu
+from benchctl._causes.threads.rule import Threads
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
 from synthetic_results import make_doc
 from test_causes import facts
 

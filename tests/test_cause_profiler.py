@@ -9,14 +9,14 @@ import torch
 
 from benchctl import settings
 from benchctl._probe import ProbedCall
-from benchctl.causes.profiler import control
-from benchctl.causes.profiler.probe import PROBE, ProfilerFacts
-from benchctl.causes.profiler.rule import FIX, ProfilerLeftOn
-from benchctl.causes.profiler.setting import PROFILER
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
+from benchctl._causes.profiler import control
+from benchctl._causes.profiler.probe import PROBE, ProfilerFacts
+from benchctl._causes.profiler.rule import FIX, ProfilerLeftOn
+from benchctl._causes.profiler.setting import PROFILER
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
 from synthetic_results import make_doc
 
 OFF = {"profiler": "off"}
@@ -128,7 +128,7 @@ def test_named_when_keeping_it_off_makes_it_faster_and_not_when_it_changes_nothi
 
 
 def test_inside_benchctls_own_session_the_codes_profiler_neither_takes_it_over_nor_ends_it():
-    from benchctl.workloads import op_table
+    from benchctl._workloads import op_table
 
     x = torch.randn(4, 4, requires_grad=True)
 

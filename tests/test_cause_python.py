@@ -6,12 +6,12 @@ import warnings
 import numpy as np
 import torch
 
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts, OpRow, PyFrame, WarningSeen
-from benchctl.results.findings import Status
-from benchctl.causes.python_time import rule as python_time
-from benchctl.workloads import probe_python
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts, OpRow, PyFrame, WarningSeen
+from benchctl._results.findings import Status
+from benchctl._causes.python_time import rule as python_time
+from benchctl._workloads import probe_python
 from synthetic_results import make_doc
 
 SLOW_LIST = WarningSeen("UserWarning", "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
@@ -116,7 +116,7 @@ def test_top_frames_name_the_users_function_and_the_builtin_it_calls():
 def test_the_evidence_facts_survive_the_results_file():
     import json
 
-    from benchctl.results.facts import CompileLog, LayoutCopy
+    from benchctl._results.facts import CompileLog, LayoutCopy
 
     f = facts(5_000.0, call_compile_us=10.0, python_frames=(FRAME,), warnings=(SLOW_LIST,),
               layout_copies=(LayoutCopy((2, 4, 8, 8), "contiguous", "channels_last", "aten::conv2d", 2, 30.0),),
@@ -125,7 +125,7 @@ def test_the_evidence_facts_survive_the_results_file():
 
 
 def test_the_probe_worker_records_the_calling_threads_cpu_time_beside_the_calls_wall_time(tmp_path):
-    from benchctl.run import runner
+    from benchctl._run import runner
 
     path = tmp_path / "waits.py"
     path.write_text("import time\nfrom concurrent.futures import ThreadPoolExecutor\nimport torch\n"

@@ -5,12 +5,12 @@ import sys
 
 import torch
 
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import CompileLog, Facts
-from benchctl.results.findings import Status
-from benchctl.causes.recompiles import rule as recompiles
-from benchctl.workloads.probe_compile import CompileWatch
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import CompileLog, Facts
+from benchctl._results.findings import Status
+from benchctl._causes.recompiles import rule as recompiles
+from benchctl._workloads.probe_compile import CompileWatch
 from synthetic_results import make_doc
 
 GUARD = ("0/7: start == 7                                                 # for i in range(start + 1, end):  # "

@@ -4,17 +4,17 @@ import re
 
 import pytest
 
-from benchctl.causes.allocator.rule import Allocator
-from benchctl.causes.denormals.rule import Denormals
-from benchctl.causes.order.rule import Order
-from benchctl.causes.placement.rule import Placement
-from benchctl.causes.threads.rule import Threads
-from benchctl.causes.warmup.rule import Warmup
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
-from benchctl.studies import causes
+from benchctl._causes.allocator.rule import Allocator
+from benchctl._causes.denormals.rule import Denormals
+from benchctl._causes.order.rule import Order
+from benchctl._causes.placement.rule import Placement
+from benchctl._causes.threads.rule import Threads
+from benchctl._causes.warmup.rule import Warmup
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
+from benchctl._studies import causes
 from synthetic_results import make_doc
 
 PROBES = [{}, {"ftz": "process"}, {"alloc": "retain"}, {"threads": 1}, {"busy": "pool"}, {"pin": "compact"}]

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from benchctl import cli
+from benchctl import _cli as cli
 
 
 def _run(*args):

@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
-from benchctl import cli, clock
-from benchctl.cli import options, seed
+from benchctl import _cli as cli, clock
+from benchctl._cli import options, seed
 from benchctl.errors import ExitCode, MissingPackage
-from benchctl.results import document
-from benchctl.results.analysis import analyse
-from benchctl.run import forkserver, runner
+from benchctl._results import document
+from benchctl._results.analysis import analyse
+from benchctl._run import forkserver, runner
 from synthetic_results import make_doc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -334,13 +334,13 @@ def test_results_files_get_the_umasks_mode_and_keep_their_own(tmp_path):
 
 def test_a_workers_stderr_is_its_own():
     # How every worker and fork server starts: not python -m, whose runpy warns on their first stderr line.
-    done = subprocess.run(forkserver.python_main("benchctl.run.worker"), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(forkserver.python_main("benchctl._run.worker"), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
-    assert done.stderr == "usage: python -m benchctl.run.worker JOB.json (started by benchctl's runner)\n"
+    assert done.stderr == "usage: python -m benchctl._run.worker JOB.json (started by benchctl's runner)\n"
 
 
 def test_a_missing_optional_package_names_its_pip_command(tmp_path, monkeypatch, capsys):
-    from benchctl.workloads import resnet_order
+    from benchctl._workloads import resnet_order
 
     found = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",

@@ -8,11 +8,11 @@ runs real workers.
 
 import numpy as np
 
-from benchctl.cli.render import render
-from benchctl.results import document, queries, report
-from benchctl.results.analysis import analyse
-from benchctl.results.findings import Finding
-from benchctl.run import rounds, runner
+from benchctl._cli.render import render
+from benchctl._results import document, queries, report
+from benchctl._results.analysis import analyse
+from benchctl._results.findings import Finding
+from benchctl._run import rounds, runner
 from synthetic_results import make_doc
 
 ORDERS = ["eval_only", "train_then_eval"]

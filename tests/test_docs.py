@@ -122,7 +122,7 @@ def test_mkdocs_build_strict(tmp_path):
 
 
 def test_the_cause_table_lists_every_registered_cause_in_the_answers_order():
-    from benchctl.studies.causes import CAUSES
+    from benchctl._studies.causes import CAUSES
 
     lines = open(os.path.join(ROOT, "docs", "causes.md")).read().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| cause (`name`)")) + 2

@@ -7,9 +7,9 @@ import types
 
 import pytest
 
-from benchctl import cli, fpenv
-from benchctl.system import doctor
-from benchctl.system.doctor import ERROR, INFO, OK, WARN, Probe
+from benchctl import _cli as cli, fpenv
+from benchctl._system import doctor
+from benchctl._system.doctor import ERROR, INFO, OK, WARN, Probe
 
 STATUSES = {OK, WARN, INFO}
 

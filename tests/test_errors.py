@@ -9,11 +9,11 @@ import pkgutil
 import pytest
 
 import benchctl
-from benchctl import cli, errors, fpenv
+from benchctl import _cli as cli, errors, fpenv
 from benchctl.errors import ExitCode
-from benchctl.results import document, manifest
-from benchctl.run import slurm
-from benchctl.run.slurm import controller
+from benchctl._results import document, manifest
+from benchctl._run import slurm
+from benchctl._run.slurm import controller
 
 
 def _benchctl_modules():

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from benchctl import _validate, workloads
-from benchctl.cli.render import render
-from benchctl.results import queries
-from benchctl.results.findings import Finding, Status
-from benchctl.studies import causes, explain
+from benchctl import _validate, _workloads as workloads
+from benchctl._cli.render import render
+from benchctl._results import queries
+from benchctl._results.findings import Finding, Status
+from benchctl._studies import causes, explain
 from conftest import require_gpu
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted")
@@ -84,7 +84,7 @@ def test_every_plant_names_a_cause_of_the_library_and_its_reported_fix():
 
 def test_a_plant_plants_nothing_on_a_cpu_with_a_flag_its_cause_needs_absent():
     """half_linear.py's float16 is native arithmetic on a CPU with avx512_fp16: there it plants nothing."""
-    from benchctl.causes.isa.probe import cpu_flags
+    from benchctl._causes.isa.probe import cpu_flags
 
     flags = cpu_flags() or frozenset()
     plant = {"target": "Bench", "cause": "half"}

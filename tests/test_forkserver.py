@@ -1,4 +1,4 @@
-"""Workers forked from a server that has imported torch (benchctl.run.forkserver): the same fresh state as an
+"""Workers forked from a server that has imported torch (benchctl._run.forkserver): the same fresh state as an
 exec'd worker, one server per environment, and every failure a worker can have still recorded."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from benchctl.run import forkserver, launch, runner
+from benchctl._run import forkserver, launch, runner
 
 TINY_CONV = {"channels": 4, "size": 8, "iterations": 4}
 # What the glibc readback at the end of a phase must show alike, forked or exec'd: where big blocks come from.

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from benchctl import _native, denormals, fpenv, omp
-from benchctl.studies import flush_scopes
+from benchctl._studies import flush_scopes
 
 pytestmark = pytest.mark.skipif(not fpenv.supported()[0], reason=fpenv.supported()[1])
 

@@ -4,9 +4,9 @@ import textwrap
 
 import pytest
 
-from benchctl.run import rounds, runner
-from benchctl.studies import explain, pipeline
-from benchctl.workloads.user import MIN_ITERATIONS
+from benchctl._run import rounds, runner
+from benchctl._studies import explain, pipeline
+from benchctl._workloads.user import MIN_ITERATIONS
 from test_control import FakeWorkers
 from test_pipeline import Probe, _study
 

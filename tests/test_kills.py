@@ -22,7 +22,7 @@ import time
 import pytest
 
 from benchctl.errors import ExitCode
-from benchctl.results import document
+from benchctl._results import document
 
 MATRIX = ["--set", "ms=1,2,3", "--arg", "iterations=2", "--repeat", "4", "--shuffle", "7"]
 CELLS, REPEAT = 3, 4

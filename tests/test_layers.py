@@ -18,20 +18,21 @@ LAYERS = {
     "_native": 0, "_procfs": 0, "_validate": 0, "_version": 0, "_plugins": 0,
     "": 1,
     "settings": 1.5, "_setting": 1.5,  # what a setting is, and the registry of them all
-    "system": 2,
+    "_system": 2,
     "probes": 2.5, "_probe": 2.5,  # what a probe is, and the registry the probe worker and Facts read
-    "results": 3, "workloads": 3,
-    "run": 4,
-    "studies": 5,
-    "cli": 6,
+    "_results": 3, "_workloads": 3,
+    "_run": 4,
+    "_studies": 5, "rules": 5,  # rules: the public names a cause's rule is made of
+    "_cli": 6,
     "pytest_plugin": 6,
 }
 EXEMPT = {"benchctl", "benchctl.__main__"}  # the package root re-exports; __main__ starts the CLI
-# A cause package (benchctl.causes.<name>) holds one file per role, each on the layer of what it does
-# (benchctl/causes/__init__.py names the roles): (layer, the group it shares that layer with).
-ROLES = {"control": (1, ""), "setting": (1.5, "settings"), "probe": (2.5, "probes"), "rule": (5, "studies")}
-# Registry modules share their layer's group with the role files they gather.
-GROUPS = {"settings": "settings", "_setting": "settings", "probes": "probes", "_probe": "probes"}
+# A cause package (benchctl._causes.<name>) holds one file per role, each on the layer of what it does
+# (benchctl/_causes/__init__.py names the roles): (layer, the group it shares that layer with).
+ROLES = {"control": (1, ""), "setting": (1.5, "settings"), "probe": (2.5, "probes"), "rule": (5, "_studies")}
+# Registry modules share their layer's group with the role files they gather; the public rules module with the
+# studies it re-exports.
+GROUPS = {"settings": "settings", "_setting": "settings", "probes": "probes", "_probe": "probes", "rules": "_studies"}
 
 
 def _modules():
@@ -67,15 +68,12 @@ def _imports(module: str, path: str) -> set[str]:
 
 def _layer(module: str) -> tuple[float, str]:
     parts = module.split(".")
-    if parts[1:2] == ["causes"]:
+    if parts[1:2] == ["_causes"]:
         if len(parts) <= 3:  # the causes package and each cause's package: they import nothing
-            return -2, "causes"
+            return -2, "_causes"
         return ROLES[parts[3]]
-    if len(parts) == 2 and parts[1] in LAYERS:
+    if len(parts) >= 2 and parts[1] in LAYERS:  # a root module with a layer of its own, or a subpackage
         return LAYERS[parts[1]], GROUPS.get(parts[1], parts[1])
-    if len(parts) >= 3 or (len(parts) == 2 and parts[1] in ("system", "results", "workloads", "run",
-                                                            "studies", "cli")):
-        return LAYERS[parts[1]], parts[1]
     return LAYERS[""], ""
 
 
@@ -101,11 +99,11 @@ def test_every_import_goes_to_the_same_layer_or_below():
 
 
 def test_every_file_of_a_cause_package_has_a_role_and_its_package_files_import_nothing():
-    causes = [m for m in MODULES if m.startswith("benchctl.causes.")]
+    causes = [m for m in MODULES if m.startswith("benchctl._causes.")]
     assert causes, "no cause package found"
     wrong = [m for m in causes if len(m.split(".")) == 4 and m.split(".")[3] not in ROLES]
     deep = [m for m in causes if len(m.split(".")) > 4]
-    importing = [m for m in ["benchctl.causes", *causes] if len(m.split(".")) <= 3 and GRAPH.get(m)]
+    importing = [m for m in ["benchctl._causes", *causes] if len(m.split(".")) <= 3 and GRAPH.get(m)]
     assert not wrong, f"files of no role ({', '.join(ROLES)}): {wrong}"
     assert not deep, f"a cause package is one folder of role files: {deep}"
     assert not importing, f"a package file that imports (importing one role would load another): {importing}"

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from benchctl.results import document, machines, manifest
+from benchctl._results import document, machines, manifest
 from synthetic_results import make_doc
 
 MATRIX = {"order": ["eval_only", "train_then_eval"], "alloc": ["default", "retain"]}

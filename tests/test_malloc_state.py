@@ -1,4 +1,4 @@
-"""glibc malloc's state read back (benchctl.causes.allocator.control): the threshold probe on real allocations.
+"""glibc malloc's state read back (benchctl._causes.allocator.control): the threshold probe on real allocations.
 
 Each probe runs in a fresh interpreter, so the starting state (the initial threshold, nothing
 freed yet) is known and the environment can fix the thresholds.
@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from benchctl.causes.allocator import control as malloc_state
-from benchctl.causes.allocator.control import MallocState
+from benchctl._causes.allocator import control as malloc_state
+from benchctl._causes.allocator.control import MallocState
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 glibc_only = pytest.mark.skipif(not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION"),
@@ -22,7 +22,7 @@ glibc_only = pytest.mark.skipif(not sys.platform.startswith("linux") or not os.c
 # block was mapped (by mallinfo2 in this process) and whether probing changed this process's counts.
 SCRIPT = r"""
 import ctypes, json, sys
-from benchctl.causes.allocator import control as ms
+from benchctl._causes.allocator import control as ms
 libc = ms._libc()
 libc.free.argtypes = [ctypes.c_void_p]
 size = int(sys.argv[1])
@@ -75,7 +75,7 @@ def test_another_allocator_preloaded_reads_as_its_library():
     path = alloc.Jemalloc().find()
     if path is None:
         pytest.skip("jemalloc is not installed")
-    out = subprocess.run([sys.executable, "-c", "from benchctl.causes.allocator import control as m; import json; "
+    out = subprocess.run([sys.executable, "-c", "from benchctl._causes.allocator import control as m; import json; "
                           "print(json.dumps(m.read().to_json()))"], capture_output=True, text=True, check=True,
                          env={**os.environ, "LD_PRELOAD": path})
     state = MallocState.from_json(json.loads(out.stdout))
@@ -113,8 +113,8 @@ def test_a_request_is_mapped_above_the_threshold_and_every_free_block():
 # In a fresh interpreter: this one may hold other threads (then nothing is probed with a fork).
 RECORDER_SCRIPT = r"""
 import json
-from benchctl.causes.allocator.setting import ALLOCATOR
-from benchctl.run.recorder import CountedRecorder
+from benchctl._causes.allocator.setting import ALLOCATOR
+from benchctl._run.recorder import CountedRecorder
 rec = CountedRecorder()
 for phase in ("train", "train", "eval", "train"):
     with rec.iteration(phase):

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from benchctl.system import metadata
+from benchctl._system import metadata
 
 torch = pytest.importorskip("torch")
 

@@ -4,8 +4,8 @@ import json
 
 import torch
 
-from benchctl.results.facts import Facts, OpRow
-from benchctl.workloads import op_table
+from benchctl._results.facts import Facts, OpRow
+from benchctl._workloads import op_table
 
 
 def _profiled(call):

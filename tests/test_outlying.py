@@ -2,8 +2,8 @@
 
 import pytest
 
-from benchctl.results import outlying, queries, report, wording
-from benchctl.results.summary import summarize
+from benchctl._results import outlying, queries, report, wording
+from benchctl._results.summary import summarize
 from synthetic_results import make_doc
 
 MATRIX = {"alloc": ["default", "retain"]}
@@ -81,8 +81,8 @@ def test_the_cells_other_processes_set_the_bar_when_they_spread_more_than_the_fl
 
 
 def _finding(status, doc):
-    from benchctl.results import processes
-    from benchctl.results.findings import Finding
+    from benchctl._results import processes
+    from benchctl._results.findings import Finding
 
     values = {c: queries.process_medians(doc, "eval", {"alloc": c}) for c in ("default", "retain")}
     cmp = processes.compare(values["retain"], values["default"])
@@ -91,8 +91,8 @@ def _finding(status, doc):
 
 
 def test_an_open_finding_says_which_slowed_process_widens_it_and_a_settled_one_does_not():
-    from benchctl.cli.render import render
-    from benchctl.results.findings import Status
+    from benchctl._cli.render import render
+    from benchctl._results.findings import Status
 
     doc = _doc()
     doc["summary"] = summarize(doc)

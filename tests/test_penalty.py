@@ -6,8 +6,8 @@ import platform
 import pytest
 import torch
 
-from benchctl import cli, denormals, fpenv
-from benchctl.studies import penalty
+from benchctl import _cli as cli, denormals, fpenv
+from benchctl._studies import penalty
 
 pytestmark = pytest.mark.skipif(not fpenv.supported()[0], reason=fpenv.supported()[1])
 

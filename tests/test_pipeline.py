@@ -5,11 +5,11 @@ saved document again by the same rules."""
 import pytest
 
 from benchctl import ArgumentError
-from benchctl.results import document
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Finding, Status
-from benchctl.results.rules import Rule
-from benchctl.studies import catalog, pipeline
+from benchctl._results import document
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Finding, Status
+from benchctl._results.rules import Rule
+from benchctl._studies import catalog, pipeline
 from test_control import FakeWorkers
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from benchctl import ArgumentError
-from benchctl.results import processes, stats
-from benchctl.results.comparison import Comparison, Outcome
+from benchctl._results import processes, stats
+from benchctl._results.comparison import Comparison, Outcome
 
 
 def _process_medians(rng, k, log_mean, between_sd, within_sd=0.05, iterations=30):

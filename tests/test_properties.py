@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from benchctl import ArgumentError, settings
-from benchctl.cli.run import assignments
-from benchctl.results import document, processes
-from benchctl.results.comparison import Outcome
+from benchctl._cli.run import assignments
+from benchctl._results import document, processes
+from benchctl._results.comparison import Outcome
 
 from synthetic_results import make_doc
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchctl.results import document
+from benchctl._results import document
 
 pytest_plugins = ["pytester"]
 
@@ -35,13 +35,13 @@ needs_pytest_benchmark = pytest.mark.skipif(not HAVE_PYTEST_BENCHMARK, reason="p
 def _import_what_inner_sessions_import():
     """As in test_pytest_plugin.py: modules first imported inside an in-process session are forgotten after it,
     and some cannot be imported twice into one process."""
-    from benchctl import settings, workloads  # noqa: F401
-    from benchctl.pytest_plugin import (as_benchmark, benchmark_fixture, benchmark_json, compare,  # noqa: F401
-                                        fixture, isolation, results_file, terminal)
-    from benchctl.system import metadata
+    from benchctl import _workloads, settings  # noqa: F401
+    from benchctl.pytest_plugin import (_as_benchmark, _benchmark_fixture, _benchmark_json, _compare,  # noqa: F401
+                                        _fixture, _isolation, _results_file, _terminal)
+    from benchctl._system import metadata
 
     metadata.collect()
-    workloads.names()
+    _workloads.names()
 
 
 def run(pytester, *args):
@@ -151,7 +151,7 @@ def test_one_plugin_serves_benchmark(pytester):
     pytester.makepyfile(SERVED_BY)
     ours = run(pytester, AS, "-s")
     ours.assert_outcomes(passed=1)
-    ours.stdout.fnmatch_lines(["*served by benchctl.pytest_plugin.benchmark_fixture None*"])
+    ours.stdout.fnmatch_lines(["*served by benchctl.pytest_plugin._benchmark_fixture None*"])
     assert "pytest-benchmark" not in ours.stdout.str().split("= benchctl =")[0]  # not its header, not its table
     theirs = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-s", "--benchmark-max-time=0.001")
     theirs.assert_outcomes(passed=1)
@@ -165,7 +165,7 @@ def test_a_conftest_cannot_bring_pytest_benchmark_back(pytester):
     pytester.makepyfile(SERVED_BY)
     result = run(pytester, AS, "-s")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*served by benchctl.pytest_plugin.benchmark_fixture None*"])
+    result.stdout.fnmatch_lines(["*served by benchctl.pytest_plugin._benchmark_fixture None*"])
 
 
 @needs_pytest_benchmark

@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from benchctl.pytest_plugin import assertions, results_file
-from benchctl.pytest_plugin.stats import Stats
-from benchctl.results import document, processes
+from benchctl.pytest_plugin import _assertions as assertions, _results_file as results_file
+from benchctl.pytest_plugin._stats import Stats
+from benchctl._results import document, processes
 
 pytest_plugins = ["pytester"]
 
@@ -41,12 +41,12 @@ def _import_what_inner_sessions_import():
     Import them, everything the results file's metadata loads, and the plugin modules its hooks load
     on first use (a test file importing one must get the module the hooks use), before the first
     inner session."""
-    from benchctl import settings, workloads  # noqa: F401
-    from benchctl.pytest_plugin import compare, fixture, isolation, results_file, terminal  # noqa: F401
-    from benchctl.system import metadata
+    from benchctl import _workloads, settings  # noqa: F401
+    from benchctl.pytest_plugin import _compare, _fixture, _isolation, _results_file, _terminal  # noqa: F401
+    from benchctl._system import metadata
 
     metadata.collect()
-    workloads.names()  # the workload modules register their workloads once per process
+    _workloads.names()  # the workload modules register their workloads once per process
 
 
 # ---------------------------------------------------------------- loading
@@ -126,9 +126,9 @@ def test_it(benchctl):
 
 
 def test_the_terminal_table_writes_each_time_column_in_one_unit():
-    from benchctl.pytest_plugin import terminal
-    from benchctl.pytest_plugin.options import Options
-    from benchctl.pytest_plugin.session import Session
+    from benchctl.pytest_plugin import _terminal as terminal
+    from benchctl.pytest_plugin._options import Options
+    from benchctl.pytest_plugin._session import Session
 
     session = Session(Options())
     for nodeid, median in (("t.py::fast", 2.5e-7), ("t.py::slow", 1.25e-4)):
@@ -335,7 +335,7 @@ def test_sleeps(benchctl):
 
 INCONCLUSIVE = """
 import numpy as np
-from benchctl.pytest_plugin import assertions, fixture
+from benchctl.pytest_plugin import _assertions as assertions, _fixture as fixture
 
 def test_straddles(benchctl, monkeypatch):
     measured = assertions.Interleaved(("a", "b"), np.ones(12), np.ones(12), (1, 1), 0, 1.0, (0.9, 1.1))
@@ -557,7 +557,7 @@ def test_compare_refuses_a_file_of_another_workload(pytester, tmp_path):
 
 
 def test_compare_judges_each_test_by_its_processes():
-    from benchctl.pytest_plugin import compare
+    from benchctl.pytest_plugin import _compare as compare
 
     def doc(medians):
         runs = [{"cell": {"test": test}, "repetition": r, "status": "ok",
@@ -577,7 +577,7 @@ def test_compare_judges_each_test_by_its_processes():
 
 
 def test_compare_calls_nothing_the_machine_itself_moved_by():
-    from benchctl.pytest_plugin import compare, reference
+    from benchctl.pytest_plugin import _compare as compare, _reference as reference
 
     def doc(test_medians, reference_medians):
         runs = [{"cell": {"test": "t"}, "repetition": r, "status": "ok",
@@ -604,13 +604,13 @@ def test_compare_calls_nothing_the_machine_itself_moved_by():
 
 
 def test_a_session_reference_that_cannot_run_is_said_and_the_results_kept(monkeypatch):
-    import benchctl.run
-    from benchctl.pytest_plugin import reference
+    import benchctl._run
+    from benchctl.pytest_plugin import _reference as reference
 
     def refuse(*args, **kwargs):
         raise OSError("no fork here")
 
-    monkeypatch.setattr(benchctl.run, "run_matrix", refuse)
+    monkeypatch.setattr(benchctl._run, "run_matrix", refuse)
     measured = reference.measure(2)
     assert measured["process_medians_ns"] == [] and measured["failed"] == 3
     assert measured["error"] == "OSError: no fork here"

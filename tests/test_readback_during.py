@@ -6,13 +6,13 @@ import pytest
 
 from benchctl import fpenv
 
-from benchctl.causes.placement.rule import Placement
-from benchctl.causes.threads.rule import Threads
-from benchctl.results import queries, rules
-from benchctl.results.analysis import analyse
-from benchctl.results.findings import Status
-from benchctl.results.verdict import Gap, SettingEffect
-from benchctl.run import runner
+from benchctl._causes.placement.rule import Placement
+from benchctl._causes.threads.rule import Threads
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.findings import Status
+from benchctl._results.verdict import Gap, SettingEffect
+from benchctl._run import runner
 from test_causes import PROBES, facts
 from synthetic_results import make_doc
 

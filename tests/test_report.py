@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from benchctl.results import document as results
-from benchctl.results import answer, plot, pyperf_export, queries, report, tables
-from benchctl.results.findings import Finding, Status
-from benchctl.cli.render import render
-from benchctl.results.analysis import analyse
+from benchctl._results import document as results
+from benchctl._results import answer, plot, pyperf_export, queries, report, tables
+from benchctl._results.findings import Finding, Status
+from benchctl._cli.render import render
+from benchctl._results.analysis import analyse
 from synthetic_results import BASE_NS, make_doc
 
 ORDERS = ["eval_only", "train_then_eval"]

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from benchctl.results import document as results
-from benchctl.results.document import ResultsError
+from benchctl._results import document as results
+from benchctl._results.document import ResultsError
 
 
 def _doc():
@@ -113,7 +113,7 @@ def test_cell_id_ignores_key_order():
 
 
 def test_mostly_shared_needs_at_least_half_of_the_workers():
-    from benchctl.results import queries
+    from benchctl._results import queries
 
     shared, alone = {"beside": {"other_cpus": 0.9, "steal_cpus": 0.0}}, {"beside": {"other_cpus": 0.1}}
     assert queries.mostly_shared([shared, alone]) and queries.mostly_shared([shared])

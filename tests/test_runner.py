@@ -11,9 +11,9 @@ import time
 import pytest
 
 from benchctl import alloc
-from benchctl.results import document as results
-from benchctl.results import queries
-from benchctl.run import rounds, runner, worker
+from benchctl._results import document as results
+from benchctl._results import queries
+from benchctl._run import rounds, runner, worker
 from benchctl.settings import SettingError
 
 
@@ -247,8 +247,8 @@ def test_worker_reports_errors_it_meets():
     result = worker.run_job({"workload": "nope", "args": {}, "settings": {}})
     assert result["status"] == "failed"
     assert result["error"].startswith("ArgumentError while loading the workload: unknown workload 'nope'")
-    usage = subprocess.run([sys.executable, "-m", "benchctl.run.worker"], capture_output=True, text=True)
-    assert usage.returncode == 2 and "usage: python -m benchctl.run.worker JOB.json" in usage.stderr
+    usage = subprocess.run([sys.executable, "-m", "benchctl._run.worker"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage: python -m benchctl._run.worker JOB.json" in usage.stderr
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from benchctl.run import runner
+from benchctl._run import runner
 
 SUMMARY_KEYS = {"workload", "phase", "cell", "n", "median_ms", "ci95_ms", "iqr_over_median",
                 "minor_faults_per_iter", "major_faults_per_iter", "context_switches_per_iter",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchctl.run.recorder import CountedRecorder, Recorder
+from benchctl._run.recorder import CountedRecorder, Recorder
 
 
 class ScriptedGroup:

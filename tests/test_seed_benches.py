@@ -13,13 +13,13 @@ import sys
 
 import pytest
 
-from benchctl.cli import seed
-from benchctl.results import answer, rules
-from benchctl.results.comparison import Comparison, Outcome
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Finding, Status
-from benchctl.run import runner
-from benchctl.studies import pipeline, seed_rules
+from benchctl._cli import seed
+from benchctl._results import answer, rules
+from benchctl._results.comparison import Comparison, Outcome
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Finding, Status
+from benchctl._run import runner
+from benchctl._studies import pipeline, seed_rules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_RESNET = {"arch": "mobilenet_v3_small", "image_size": 32, "batch_size": 2, "num_data": 4, "weights": "random"}

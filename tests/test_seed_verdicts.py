@@ -1,8 +1,8 @@
-"""The seeds' rules (benchctl.studies.seed_rules) on synthetic results documents with known answers.
+"""The seeds' rules (benchctl._studies.seed_rules) on synthetic results documents with known answers.
 
 Each document is judged as the seed pipeline judges it: its summary filled by
-:func:`benchctl.results.analysis.analyse` from the runs (counters included), then every rule of the
-seed over every phase (:func:`benchctl.results.rules.judge`) with the facts from before the run (the
+:func:`benchctl._results.analysis.analyse` from the runs (counters included), then every rule of the
+seed over every phase (:func:`benchctl._results.rules.judge`) with the facts from before the run (the
 values' census) and the penalty profile. The pre-checks that rule FTZ out before any cell runs are
 asked directly, as the pipeline asks them.
 """
@@ -13,13 +13,13 @@ import itertools
 
 import pytest
 
-from benchctl.results import rules
-from benchctl.results.analysis import analyse
-from benchctl.results.comparison import Outcome
-from benchctl.results.facts import Facts
-from benchctl.results.findings import Status
-from benchctl.studies import seed_rules
-from benchctl.causes.denormals.rule import Denormals, penalty_evidence
+from benchctl._results import rules
+from benchctl._results.analysis import analyse
+from benchctl._results.comparison import Outcome
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
+from benchctl._studies import seed_rules
+from benchctl._causes.denormals.rule import Denormals, penalty_evidence
 
 # Deterministic spread around a median: the sample median is exactly `median`.
 JITTER = [1 + 0.01 * k for k in range(-5, 6)]
@@ -94,7 +94,7 @@ WEIGHTS_DENORMAL = {"available": True, "values": 25_557_032, "subnormal": 1_000_
 ACTS_CLEAN = {"available": True, "values": 10_000_000, "subnormal": 0, "by_layer": {}}
 CLEAN_CENSUS = {"weights": WEIGHTS_CLEAN, "activations": ACTS_CLEAN}
 DENORMAL_CENSUS = {"weights": WEIGHTS_DENORMAL, "activations": ACTS_CLEAN}
-# What Denormals.precheck says of each piece of evidence (benchctl.causes.denormals.rule).
+# What Denormals.precheck says of each piece of evidence (benchctl._causes.denormals.rule).
 NO_FMA_PENALTY = ("this CPU does not penalise subnormal multiply-adds (conv2d 1.0×, matmul 1.0×, addcmul 1.0× "
                   "on subnormal inputs, penalty profile)")
 CLEAN_VALUES = ("no subnormal values in what it computes (census: weights 0 subnormal of 25,557,032, "
@@ -406,7 +406,7 @@ GLIBC_EVAL_ONLY = {"threshold_bytes": 24 * MIB + (512 << 10), "largest_free_byte
 
 
 def malloc_json(threshold_bytes, largest_free_bytes, free_bytes, fixed=(), probed=True):
-    """A worker's phases[phase]["malloc"] (benchctl.causes.allocator.control.MallocState.to_json); ``probed=False``:
+    """A worker's phases[phase]["malloc"] (benchctl._causes.allocator.control.MallocState.to_json); ``probed=False``:
     mallinfo2 alone, as a worker reads every phase but the last."""
     if not probed:
         threshold_bytes = largest_free_bytes = None

@@ -15,9 +15,9 @@ import time
 import pytest
 import submitit
 
-from benchctl.cli import run as cli_run
-from benchctl.results import document, manifest
-from benchctl.run import slurm
+from benchctl._cli import run as cli_run
+from benchctl._results import document, manifest
+from benchctl._run import slurm
 
 
 PROGRAM = [sys.executable, "-u", "-m", "benchctl"]

@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from benchctl.results import document
-from benchctl.results import manifest as hosts_manifest
+from benchctl._results import document
+from benchctl._results import manifest as hosts_manifest
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 
-from benchctl.results.stats import (MIN_SAMPLES_FOR_CI, Samples, bimodality,
+from benchctl._results.stats import (MIN_SAMPLES_FOR_CI, Samples, bimodality,
                             bootstrap_median_ci, compare, detect_warmup, mann_whitney_u)
 
 Z_BAND = 3.5

@@ -3,7 +3,7 @@
 import pytest
 
 from benchctl import ArgumentError
-from benchctl.results.tdist import f_sf, t_cdf, t_quantile
+from benchctl._results.tdist import f_sf, t_cdf, t_quantile
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

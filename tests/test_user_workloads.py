@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from benchctl import ArgumentError, workloads
-from benchctl.results import report
-from benchctl.run import runner
+from benchctl import ArgumentError, _workloads as workloads
+from benchctl._results import report
+from benchctl._run import runner
 from benchctl.settings import SettingError
 
 

@@ -2,11 +2,11 @@
 
 import pytest
 
-from benchctl.results import queries, rules, verdict
-from benchctl.results.analysis import analyse
-from benchctl.results.comparison import FLOOR, Comparison
-from benchctl.results.verdict import CLOSED_SHARE, GapUnderSetting
-from benchctl.results.findings import Finding, Status
+from benchctl._results import queries, rules, verdict
+from benchctl._results.analysis import analyse
+from benchctl._results.comparison import FLOOR, Comparison
+from benchctl._results.verdict import CLOSED_SHARE, GapUnderSetting
+from benchctl._results.findings import Finding, Status
 from synthetic_results import make_doc
 
 ORDERS = ["eval_only", "train_then_eval"]

@@ -14,10 +14,10 @@ import os
 import pytest
 import torch
 
-from benchctl import workloads
+from benchctl import _workloads as workloads
 from benchctl.denormals import layer_census, weights_census
-from benchctl.run.recorder import Recorder
-from benchctl.workloads import resnet_order, weights, zero_weights
+from benchctl._run.recorder import Recorder
+from benchctl._workloads import resnet_order, weights, zero_weights
 from conftest import require_gpu
 
 TINY = {"arch": "mobilenet_v3_small", "image_size": 32, "batch_size": 2, "num_data": 4, "weights": "random"}

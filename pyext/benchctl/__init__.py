@@ -1,21 +1,24 @@
 """benchctl: true, explained PyTorch timings.
 
-The package is layered; each layer imports only the ones above it in this list:
+The public surface is the root's modules and what this package re-exports; the implementation lives
+in private subpackages. Each layer imports only the ones above it in this list:
 
-* the native core and its controls and probes, here at the root:
-  :mod:`.clock` (ticks and timing loops), :mod:`.fpenv` (FTZ/DAZ on every
-  thread), :mod:`.omp` (OpenMP runtimes and torch's team), :mod:`.topology`,
-  :mod:`.placement` and :mod:`.threads` (CPU layout, thread counts, pinning),
-  :mod:`.counters` (per-iteration event counters), :mod:`.alloc` (malloc
-  choices), :mod:`.cuda` (GPU event timing), :mod:`.denormals` (subnormal
-  census), :mod:`.errors` (the error kinds and exit codes), and :mod:`.settings`
-  (the settings a matrix cell can have, each applied with those controls and read back);
-* :mod:`.system`: the machine behind a result (metadata) and what distorts it (doctor);
-* :mod:`.results` and :mod:`.workloads`: the results document and everything
-  read from it; the workloads a run can measure;
-* :mod:`.run`: a settings matrix, each cell in a fresh worker process;
-* :mod:`.studies`: penalty profile, flush scopes, the seed questions;
-* :mod:`.cli`: ``python -m benchctl``; :mod:`.pytest_plugin`: the pytest plugin (entry point
+* the native core's controls and probes: :mod:`.clock` (ticks and timing loops), :mod:`.fpenv`
+  (FTZ/DAZ on every thread), :mod:`.omp` (OpenMP runtimes and torch's team), :mod:`.topology`,
+  :mod:`.placement` and :mod:`.threads` (CPU layout, thread counts, pinning), :mod:`.counters`
+  (per-iteration event counters), :mod:`.alloc` (malloc choices), :mod:`.cuda` (GPU event timing),
+  :mod:`.denormals` (subnormal census), :mod:`.errors` (the error kinds and exit codes);
+* :mod:`.settings`: every setting a matrix cell can have (each applied and read back), gathered
+  from the causes' packages (``_causes/<name>/setting.py``) and other installed packages;
+* ``_system``: the machine behind a result (metadata) and what distorts it (doctor);
+* :mod:`.probes`: what the probe worker records for each cause (``_causes/<name>/probe.py``);
+* ``_results`` and ``_workloads``: the results document and everything read from it; the
+  workloads a run can measure;
+* ``_run``: a settings matrix, each cell in a fresh worker process;
+* ``_studies``: explain, the penalty profile, the seed questions, and the causes' rules
+  (``_causes/<name>/rule.py``); :mod:`.rules`: what a cause's rule is made of, for a package
+  that adds its own (the ``benchctl.causes`` entry points);
+* ``_cli``: ``python -m benchctl``; :mod:`.pytest_plugin`: the pytest plugin (entry point
   ``pytest11``), beside the CLI on the top layer.
 
 What most users need is re-exported here, imported on first use (PEP 562): importing
@@ -37,16 +40,16 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
                                              "omp", "threads", "topology")},
     "Error": (".errors", "Error"), "UserError": (".errors", "UserError"),
     "UnavailableError": (".errors", "UnavailableError"), "ExitCode": (".errors", "ExitCode"),
-    "stats": (".results.stats", None),
+    "stats": ("._results.stats", None),
     "Stopwatch": (".clock", "Stopwatch"), "time_calls": (".clock", "time_calls"), "to_ns": (".clock", "to_ns"),
     "CounterGroup": (".counters", "CounterGroup"),
     "flush_denormals": (".fpenv", "flush_denormals"), "set_flush_denormal": (".fpenv", "set_flush_denormal"),
-    "load_results": (".results", "load"),
-    "Samples": (".results.stats", "Samples"), "compare": (".results.stats", "compare"),
-    "run_matrix": (".run", "run_matrix"),
+    "load_results": ("._results", "load"),
+    "Samples": ("._results.stats", "Samples"), "compare": ("._results.stats", "compare"),
+    "run_matrix": ("._run", "run_matrix"),
     "pin": (".threads", "pin"), "pinned": (".threads", "pinned"), "unpin": (".threads", "unpin"),
     "set_num_threads": (".threads", "set_num_threads"),
-    "workload": (".workloads.user", "workload"),
+    "workload": ("._workloads.user", "workload"),
 }
 
 __all__ = ["__version__", "ArgumentError", *_EXPORTS]

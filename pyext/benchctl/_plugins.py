@@ -2,7 +2,7 @@
 
 A package adds a cause without forking benchctl, as threadpoolctl lets a library register its own
 controller: it declares an entry point in the group :data:`GROUP` whose value names a package laid
-out as benchctl's own causes are (``benchctl.causes.<name>``): ``setting.py`` with ``SETTINGS``,
+out as benchctl's own causes are (``benchctl._causes.<name>``): ``setting.py`` with ``SETTINGS``,
 ``probe.py`` with ``PROBES``, ``rule.py`` with ``CAUSES``, each optional. Each registry (settings,
 probes, the explain rules) imports only its own role's module, so a registry never loads a layer
 above its own.

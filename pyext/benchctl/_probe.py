@@ -35,7 +35,7 @@ class ProbedCall:
 
 class Probe(abc.ABC):
     """One cause's evidence from the probe worker. ``key`` names its typed fact in
-    :class:`~benchctl.results.facts.Facts` and in a saved document's facts; ``fact`` is that fact's frozen
+    :class:`~benchctl._results.facts.Facts` and in a saved document's facts; ``fact`` is that fact's frozen
     dataclass, built by :meth:`read` from the note's keys this probe wrote with :meth:`record`."""
 
     key: ClassVar[str] = ""

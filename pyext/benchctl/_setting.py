@@ -24,7 +24,7 @@ It also declares ``in_process``: whether it can be applied and undone inside a r
 process (FTZ/DAZ, a thread count) or needs a fresh one (an allocator preloaded, a variable
 read once at start).
 
-The settings themselves live with the causes they probe (``benchctl.causes.<name>.setting``)
+The settings themselves live with the causes they probe (``benchctl._causes.<name>.setting``)
 or, for those no cause owns, in :mod:`benchctl.settings`, which gathers them all.
 """
 

@@ -3,7 +3,7 @@
 Counting works on the bit patterns (exponent field all zeros, fraction not),
 never on float comparisons: with DAZ on, ``x != 0`` reads a subnormal as zero
 and would count nothing. What subnormals cost on this CPU is a study:
-:mod:`benchctl.studies.penalty`.
+:mod:`benchctl._studies.penalty`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What the probe worker records for each cause, and the typed fact that reads it back: one :class:`Probe`
-per cause that needs one (``benchctl.causes.<name>.probe``), gathered in :data:`PROBES`.
+per cause that needs one (``benchctl._causes.<name>.probe``), gathered in :data:`PROBES`.
 
 A probe writes its keys into the probe worker's note and reads the same keys back, in one file, so
-no key crosses a layer as a bare string. The probe worker (:mod:`benchctl.workloads.user`) runs every
+no key crosses a layer as a bare string. The probe worker (:mod:`benchctl._workloads.user`) runs every
 probe's :meth:`Probe.watch` around its timed iterations, :meth:`Probe.watch_call` around its profiled call
-and :meth:`Probe.record` after it; :class:`benchctl.results.facts.Facts` holds one typed entry per probe
+and :meth:`Probe.record` after it; :class:`benchctl._results.facts.Facts` holds one typed entry per probe
 (:meth:`Probe.read`), which a cause asks for with ``facts.of(PROBE)``.
 """
 
@@ -16,14 +16,14 @@ from typing import Any, Iterator
 
 from . import _plugins
 from ._probe import Probe, ProbedCall
-from .causes.cpu_fit import probe as _cpu_fit
-from .causes.cuda_first_call import probe as _cuda_first_call
-from .causes.isa import probe as _isa
-from .causes.omp_wait import probe as _omp_wait
-from .causes.pools import probe as _pools
-from .causes.profiler import probe as _profiler
-from .causes.recording import probe as _recording
-from .causes.thp import probe as _thp
+from ._causes.cpu_fit import probe as _cpu_fit
+from ._causes.cuda_first_call import probe as _cuda_first_call
+from ._causes.isa import probe as _isa
+from ._causes.omp_wait import probe as _omp_wait
+from ._causes.pools import probe as _pools
+from ._causes.profiler import probe as _profiler
+from ._causes.recording import probe as _recording
+from ._causes.thp import probe as _thp
 
 __all__ = ["ProbedCall", "Probe", "PROBES", "watching", "calling", "recorded", "read_all", "from_json", "to_json"]
 

@@ -35,22 +35,22 @@ from typing import Any, Callable
 
 from . import _contention as contention, _plugins
 from ._setting import Setting, SettingError, SettingUnavailable, format_value, split_values
-from .causes.allocator import setting as _allocator
-from .causes.anomaly import setting as _anomaly
-from .causes.async_clock import setting as _async_clock
-from .causes.cpu_fit import setting as _cpu_fit
-from .causes.cuda_first_call import setting as _cuda_first_call
-from .causes.cudnn_autotune import setting as _cudnn_autotune
-from .causes.denormals import setting as _denormals
-from .causes.isa import setting as _isa
-from .causes.omp_wait import setting as _omp_wait
-from .causes.placement import setting as _placement
-from .causes.pools import setting as _pools
-from .causes.profiler import setting as _profiler
-from .causes.recording import setting as _recording
-from .causes.tf32 import setting as _tf32
-from .causes.thp import setting as _thp
-from .causes.threads import setting as _threads
+from ._causes.allocator import setting as _allocator
+from ._causes.anomaly import setting as _anomaly
+from ._causes.async_clock import setting as _async_clock
+from ._causes.cpu_fit import setting as _cpu_fit
+from ._causes.cuda_first_call import setting as _cuda_first_call
+from ._causes.cudnn_autotune import setting as _cudnn_autotune
+from ._causes.denormals import setting as _denormals
+from ._causes.isa import setting as _isa
+from ._causes.omp_wait import setting as _omp_wait
+from ._causes.placement import setting as _placement
+from ._causes.pools import setting as _pools
+from ._causes.profiler import setting as _profiler
+from ._causes.recording import setting as _recording
+from ._causes.tf32 import setting as _tf32
+from ._causes.thp import setting as _thp
+from ._causes.threads import setting as _threads
 
 __all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "is_setting", "split_values",
            "parse_assignment", "canonical_value", "canonical_matrix", "check_available", "cell_environment",

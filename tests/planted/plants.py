@@ -1,6 +1,6 @@
 """The planted workloads of this folder, each read from its own ``PLANT`` declaration.
 
-Adding a cause to ``benchctl explain`` is one class in ``benchctl.studies.causes`` and one file here
+Adding a cause to ``benchctl explain`` is one class in ``benchctl._studies.causes`` and one file here
 that declares ``PLANT = {"target": NAME, "cause": CAUSE_NAME}`` (``None``: nothing is planted):
 ``tests/test_explain.py`` and ``bench/explain_planted.py`` find it here. The files are read, not
 imported (importing one would start what it plants).
@@ -70,7 +70,7 @@ def devices_here() -> tuple[str, ...]:
 
 def cause_here(plant: dict) -> str | None:
     """The cause ``plant`` plants on this machine: None where the CPU has a flag the cause needs absent."""
-    from benchctl.causes.isa.probe import cpu_flags
+    from benchctl._causes.isa.probe import cpu_flags
 
     lacks = set(plant.get("cpu_lacks", ()))
     return None if lacks & (cpu_flags() or frozenset()) else plant["cause"]

@@ -1,0 +1,164 @@
+"""Cause: arithmetic on subnormal (denormal) numbers, which FTZ/DAZ removes.
+
+FTZ/DAZ can change a timing only if this CPU penalises subnormal inputs of
+the ops the code runs in a way FTZ/DAZ removes (the penalty profile,
+:mod:`benchctl._studies.penalty`) *and* the values the code computes hold
+subnormals (the census, :mod:`benchctl.denormals`). Either missing rules the
+cause out before any cell runs; otherwise the probe is ``ftz=process``, and
+the evidence is FTZ/DAZ read back on every thread.
+
+The seed scripts judge with this same cause on their own matrices (their
+``ftz`` axis), and seed 2's own rule quotes the penalty profile through the
+helpers here.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..._results.facts import Facts
+from ..._results.findings import Finding, Status
+from ..._results.rules import Context
+from ..._studies.cause import Cause, mechanism, probe_of, probe_text
+from .setting import FTZ
+
+__all__ = ["FMA_OPS", "OP_CLASSES", "penalty_evidence", "penalised_ops", "ratios_text", "ops_of",
+           "cpu_penalty_reason", "Denormals", "CAUSES"]
+
+# The multiply-add ops a conv net's time is spent in: their subnormal penalty
+# decides whether FTZ/DAZ can change a conv net's speed.
+FMA_OPS = ("conv2d", "matmul", "addcmul")
+#: torch profiler op names -> the penalty profile's op that behaves like them.
+OP_CLASSES = {
+    "aten::add": "add", "aten::add_": "add", "aten::sub": "add", "aten::sub_": "add",
+    "aten::mul": "mul", "aten::mul_": "mul", "aten::addcmul": "addcmul", "aten::addcmul_": "addcmul",
+    "aten::div": "div", "aten::div_": "div", "aten::sqrt": "sqrt", "aten::rsqrt": "rsqrt", "aten::exp": "exp",
+    "aten::mm": "matmul", "aten::matmul": "matmul", "aten::addmm": "matmul", "aten::bmm": "matmul",
+    "aten::linear": "matmul", "aten::conv1d": "conv2d", "aten::conv2d": "conv2d", "aten::conv3d": "conv2d",
+    "aten::convolution": "conv2d", "aten::_convolution": "conv2d", "aten::mkldnn_convolution": "conv2d",
+}
+
+
+def ops_of(profiler_ops: Iterable[str]) -> tuple[str, ...]:
+    """The penalty profile's ops that the profiled code runs (the multiply-adds when nothing is known)."""
+    found = sorted({OP_CLASSES[name] for name in profiler_ops if name in OP_CLASSES})
+    return tuple(found) or FMA_OPS
+
+
+def penalty_evidence(profile: dict) -> dict:
+    """Normalise a :func:`benchctl._studies.penalty.profile` result to
+    {op: {"subnormal_ratio", "zero_ratio", "subnormal_ratio_ftz", "class",
+    "penalised_subnormal", "penalised_zero", "ftz_removes", "threads"}}, the
+    shape the rules read from ``doc["evidence"]["penalty"]``.
+
+    An op measured at several thread counts is represented by its worst
+    (largest subnormal ratio) row: a penalty at any thread count can explain
+    a slowdown.
+    """
+    threshold = profile["penalty_ratio"]
+    worst: dict[str, dict] = {}
+    for row in profile["ops"]:
+        if row["op"] not in worst or row["subnormal_ratio_off"] > worst[row["op"]]["subnormal_ratio_off"]:
+            worst[row["op"]] = row
+    out = {}
+    for op, row in worst.items():
+        penalised = row["subnormal_ratio_off"] >= threshold
+        out[op] = {
+            "subnormal_ratio": row["subnormal_ratio_off"],
+            "zero_ratio": row["zero_ratio_off"],
+            "subnormal_ratio_ftz": row["subnormal_ratio_on"],
+            "class": row["classification"],
+            "penalised_subnormal": penalised,
+            "penalised_zero": row["zero_ratio_off"] >= threshold,
+            "ftz_removes": (row["subnormal_ratio_on"] < threshold) if penalised else None,
+            "threads": row["threads"],
+        }
+    return out
+
+
+def penalised_ops(penalty: dict, ops: Iterable[str], kind: str) -> dict[str, float]:
+    """{op: ratio} for the ops among ``ops`` penalised on ``kind`` inputs ('subnormal' | 'zero')."""
+    return {op: penalty[op][f"{kind}_ratio"] for op in ops
+            if op in penalty and penalty[op].get(f"penalised_{kind}")}
+
+
+def ratios_text(penalty: dict, ops: Iterable[str], key: str) -> str:
+    parts = [f"{op} {penalty[op][key]:.1f}×" for op in ops if op in penalty and penalty[op].get(key) is not None]
+    return ", ".join(parts) or "not measured"
+
+
+def cpu_penalty_reason(penalty: dict, ops: tuple[str, ...] = FMA_OPS) -> tuple[bool, str]:
+    """(does FTZ/DAZ remove a penalty of ``ops`` on this CPU?, the reason in words)."""
+    # Only a penalty that FTZ/DAZ removes can make FTZ matter.
+    penalised = penalised_ops(penalty, ops, "subnormal")
+    removes = any(penalty[op].get("ftz_removes") for op in penalised)
+    what = "subnormal multiply-adds" if ops == FMA_OPS else "subnormal inputs of the ops it runs"
+    ratios = f"{ratios_text(penalty, ops, 'subnormal_ratio')} on subnormal inputs, penalty profile"
+    if removes:
+        return True, f"this CPU penalises {what} and FTZ/DAZ removes it ({ratios})"
+    if penalised:
+        return False, f"this CPU's penalty on {what} is a slow path FTZ/DAZ does not remove ({ratios})"
+    return False, f"this CPU does not penalise {what} ({ratios})"
+
+
+class Denormals(Cause):
+    name = "denormals"
+    title = "denormals (subnormal arithmetic)"
+    probe = probe_of(FTZ)
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [self.probe]
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        """Out when the CPU has no penalty FTZ/DAZ removes for the ops it runs, or its values hold no
+        subnormals; both reasons are given when both are known."""
+        reasons = []
+        if penalty:
+            removable, reason = cpu_penalty_reason(penalty, ops_of(facts.ops))
+            if not removable:
+                reasons.append(reason)
+        if facts.subnormals() == 0:
+            reasons.append(f"no subnormal values in what it computes (census: {facts.census_text()})")
+        return " and ".join(reasons) or None
+
+    def _expectation(self, ctx: Context) -> tuple[bool | None, str]:
+        """(do the penalty profile and the census say FTZ/DAZ can change the time? None: not known; the reasons)."""
+        facts = ctx.facts or Facts()
+        reasons, cpu = [], None
+        if ctx.penalty:
+            cpu, reason = cpu_penalty_reason(ctx.penalty, ops_of(facts.ops))
+            reasons.append(reason)
+        subnormals = facts.subnormals()
+        values = None if subnormals is None else subnormals > 0
+        if values is not None:
+            reasons.append(f"the census counts {facts.census_text()}")
+        expected = False if False in (cpu, values) else (True if cpu and values else None)
+        return expected, "; ".join(reasons)
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        probed = self.probed(ctx)
+        if probed is None:
+            return None
+        cell, cmp = probed
+        reach = ctx.readback(cell, FTZ.name) or {}
+        phrase = FTZ.facts_phrase(reach) if "varies" not in reach else ""
+        readback = f"; {phrase}" if phrase else ""
+        expected, why = self._expectation(ctx)
+        because = f": {why}" if why else ""
+        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
+                      evidence={"penalty": ctx.penalty, "census": ctx.facts.census if ctx.facts else None,
+                                "ftz_readback": reach, "expected": expected})
+        if cmp.faster and expected is False:
+            return self.finding(ctx, cmp, f"with FTZ/DAZ on every thread it is {cmp.effect_text()}{readback}, yet "
+                                          f"no penalty FTZ/DAZ removes explains it{because}: the mechanism is not "
+                                          "denormals", Status.UNCONFIRMED, **fields)
+        if cmp.faster:
+            reasons = f"; {why}" if why else ""
+            return self.finding(ctx, cmp, f"with FTZ/DAZ on every thread it is {cmp.effect_text()}{readback}: "
+                                          f"{mechanism(FTZ)}{reasons}", Status.CAUSE, **fields)
+        if expected and not cmp.beyond_band:
+            because += "; both say it should matter: check the readback"
+        return self.not_found(ctx, cmp, "FTZ/DAZ", suffix=readback + because, **fields)
+
+
+CAUSES = (Denormals(),)

@@ -1,0 +1,72 @@
+"""Cause: memory-format conversions (copies between channels_last and contiguous layouts).
+
+A tensor in one memory format meeting an op that wants the other is copied whole, every call: a
+channels_last model fed contiguous input (its convolution converts it), ``.contiguous()`` after a
+channels_last layer (pytorch #172205: "100x slower due to the cache misses"), ``.to(memory_format=...)``
+in the loop (#26812: 13-27 ms a conversion). No setting can change the code, so the finding rests
+on the probe worker's profiled call: the share of its op time in copies whose source and
+destination strides differ (:mod:`benchctl._workloads.layout_copies`), with the shapes, the layouts
+and the op that asked for each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ..._results.facts import Facts
+from ..._results.findings import Finding, Status
+from ..._results.rules import Context
+from ..._studies.cause import EVIDENCE_ONLY, Cause, probe_phase
+
+__all__ = ["CONVERSION_SHARE", "NEGLIGIBLE_SHARE", "MECHANISM", "MemoryFormat", "CAUSES"]
+
+#: Layout-changing copies taking at least this share of the op time: they are what to remove.
+CONVERSION_SHARE = 0.2
+#: Under this share the copies cannot explain the time: the cause is ruled out before any cell runs.
+NEGLIGIBLE_SHARE = 0.05
+MECHANISM = ("each conversion copies the whole tensor to a new layout, every call: keep one memory format "
+             "through the model (convert the input once, as the weights are, and drop the .contiguous() or "
+             ".to(memory_format=...) between layers), or stay contiguous where channels_last does not pay")
+# The copies a finding names (the largest first).
+_SHOWN = 3
+
+
+def _copies_text(facts: Facts) -> str:
+    return ", ".join(c.text for c in facts.layout_copies[:_SHOWN])
+
+
+class MemoryFormat(Cause):
+    name = "memory_format"
+    title = "memory-format conversions (channels_last ↔ contiguous copies)"
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return []
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        share = facts.layout_copy_share()
+        if share is None:
+            return f"no op time of its call is known ({facts.unprofiled_why()}): its copies are not known"
+        if not facts.layout_copies:
+            return "no copy in its profiled call changes a tensor's memory layout"
+        if share < NEGLIGIBLE_SHARE:
+            return f"copies that change a memory layout take {share:.1%} of its op time ({_copies_text(facts)})"
+        return None
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        facts = ctx.facts
+        share = None if ctx.phase != probe_phase(facts) else facts.layout_copy_share()
+        if share is None:
+            return None
+        evidence = {"layout_copy_share": share, "layout_copies": [asdict(c) for c in facts.layout_copies]}
+        said = f"{share:.0%} of its profiled op time is copies that change a tensor's memory layout"
+        if not facts.layout_copies or share < NEGLIGIBLE_SHARE:
+            return self.finding(ctx, None, f"{said}: under {NEGLIGIBLE_SHARE:.0%}", Status.NOT_CAUSE,
+                                evidence=evidence)
+        said += f": {_copies_text(facts)}"
+        if share < CONVERSION_SHARE:
+            return self.finding(ctx, None, f"{said}; under {CONVERSION_SHARE:.0%}, they explain part of the time at "
+                                           "most", Status.UNCONFIRMED, evidence=evidence)
+        return self.finding(ctx, None, f"{said}: {MECHANISM}; {EVIDENCE_ONLY}", Status.CAUSE, evidence=evidence)
+
+
+CAUSES = (MemoryFormat(),)

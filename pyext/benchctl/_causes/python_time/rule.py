@@ -1,0 +1,126 @@
+"""Cause: time outside torch's ops (Python, and conversions torch runs outside its ops).
+
+No setting can change the user's code, so this cause has no probe: its finding rests on what the
+probe worker measured in its one profiled call. The torch profiler gives the time of the ops
+called from Python; the rest of the call's wall time (less what torch.compile spent compiling,
+the recompile cause's) is Python, glue and conversions such as ``torch.tensor`` of a list of
+NumPy arrays (pytorch #13918: 6.0 s against 0.9 s from one array). Its evidence: that share,
+the top Python-side functions by own time (a second, cProfile call) and the warnings the
+workload raised (torch warns of that conversion). The profiler's own overhead is charged to
+each op it records: where the profiled call took far longer than the unprofiled iterations,
+the share is not measured and the finding stays open; so it does where the calling thread was off
+a CPU for most of the time outside the ops (it waited for its own pool, a child process, I/O), and
+where the cProfile call puts the most own time in a torch op's call (``torch.mm``): then the time
+outside the ops is another library's work or waiting (numpy's BLAS beside torch's team), not Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ..._results.facts import Facts
+from ..._results.findings import Finding, Status
+from ..._results.rules import Context
+from ..._studies.cause import EVIDENCE_ONLY, Cause, probe_phase
+
+__all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top",
+           "warnings_text", "CAUSES"]
+
+#: At least this share of a call outside torch's ops: that time, not the ops, is what to speed up.
+OUTSIDE_SHARE = 0.5
+#: The calling thread on a CPU for less than this share of the time outside torch's ops: it mostly waited
+#: there (for its own thread pool, a child process, I/O), which is not Python's cost. A Python loop or a
+#: conversion keeps it on a CPU throughout (tensor_from_list.py); a step waiting on its zlib pool ran on a
+#: CPU for a small part of it (spinning_team.py).
+ON_CPU_SHARE = 0.5
+#: A profiled call longer than this many times the unprofiled median was slowed by the profiler
+#: itself (its cost per recorded op): the share outside the ops is then not measured.
+PROFILER_TRUSTED = 3.0
+MECHANISM = ("the time goes to Python and to conversions outside torch's ops (building tensors from Python "
+             "objects, per-element loops): convert once from one array (torch.from_numpy(np.stack(...))), "
+             "batch the work into fewer, larger ops")
+
+
+def warnings_text(facts: Facts) -> str:
+    """``"; torch warned: UserWarning: Creating a tensor ... slow (at plant.py:12)"``; "" when torch
+    raised no warning."""
+    said = [f"{w.text} (at {w.where}{f', {w.count}×' if w.count > 1 else ''})" for w in facts.warnings
+            if w.from_torch]
+    return f"; torch warned: {'; '.join(said)}" if said else ""
+
+
+def op_call_on_top(facts: Facts) -> tuple[str, str] | None:
+    """(the function, its op) where the Python-side function with the most own time in the cProfile call is a
+    call of one of the profiled call's torch ops (``torch.mm`` for ``aten::mm``): that call then held the time,
+    and the share outside the ops is another library's work or waiting (numpy's BLAS beside torch's team),
+    not Python; None otherwise."""
+    if not facts.python_frames:
+        return None
+    top = max(facts.python_frames, key=lambda f: f.own_us)
+    op = "aten::" + top.function.rsplit(".", 1)[-1]
+    return (top.function, op) if any(r.op == op for r in facts.op_table) else None
+
+
+def _share_text(facts: Facts, outside: float) -> str:
+    wall_ms = (facts.call_wall_us or 0.0) / 1e3
+    compiling = f", {facts.call_compile_us / 1e3:.3g} ms compiling" if facts.call_compile_us else ""
+    inside_ms = wall_ms * (facts.inside_ops_share() or 0.0)
+    return (f"{outside:.0%} of its profiled call ({wall_ms:.3g} ms) is outside torch's ops called from Python "
+            f"({inside_ms:.3g} ms in them{compiling})")
+
+
+class PythonTime(Cause):
+    name = "python"
+    title = "time outside torch's ops (Python, conversions)"
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return []
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        outside = facts.outside_share()
+        if outside is None:
+            return (f"no op time of its call is known ({facts.unprofiled_why()}): the share outside torch's ops is "
+                    "not measured")
+        if outside < OUTSIDE_SHARE:
+            compiling = " or compiling (torch.compile)" if facts.call_compile_us else ""
+            return f"{1 - outside:.0%} of its profiled call is in torch's ops{compiling}{warnings_text(facts)}"
+        return None
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        facts = ctx.facts
+        if ctx.phase != probe_phase(facts):
+            return None
+        outside = facts.outside_share()
+        if outside is None:
+            return None
+        frames = ", ".join(f.text for f in facts.python_frames[:3])
+        said = _share_text(facts, outside) + (f"; top Python-side functions by own time: {frames}" if frames else "")
+        said += warnings_text(facts)
+        median_ms = facts.median_ms.get(ctx.phase)
+        slowed = None if not median_ms else (facts.call_wall_us or 0.0) / 1e3 / median_ms
+        on_cpu = facts.outside_on_cpu_share()
+        evidence = {"outside_share": outside, "call_wall_us": facts.call_wall_us, "median_ms": median_ms,
+                    "call_cpu_us": facts.call_cpu_us, "outside_on_cpu_share": on_cpu,
+                    "profiled_over_timed": slowed, "python_frames": [asdict(f) for f in facts.python_frames],
+                    "warnings": [asdict(w) for w in facts.warnings]}
+        if outside < OUTSIDE_SHARE:
+            return self.finding(ctx, None, f"{said}: under {OUTSIDE_SHARE:.0%}", Status.NOT_CAUSE, evidence=evidence)
+        if slowed is not None and slowed > PROFILER_TRUSTED:
+            return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
+                                           f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
+                                           "outside", Status.UNCONFIRMED, evidence=evidence)
+        if on_cpu is not None and on_cpu < ON_CPU_SHARE:
+            return self.finding(ctx, None, f"{said}, yet its calling thread ran on a CPU for {on_cpu:.0%} of that "
+                                           "time outside the ops: it mostly waited (for its own threads, child "
+                                           "processes or I/O), which is not Python's cost", Status.UNCONFIRMED,
+                                evidence=evidence)
+        in_op = op_call_on_top(facts)
+        if in_op is not None:
+            return self.finding(ctx, None, f"{said}, yet under cProfile the function with the most own time is "
+                                           f"{in_op[0]}, a call of torch's {in_op[1]}: the time outside the ops "
+                                           "may be another library's work or waiting, not Python",
+                                Status.UNCONFIRMED, evidence=evidence)
+        return self.finding(ctx, None, f"{said}: {MECHANISM}; {EVIDENCE_ONLY}", Status.CAUSE, evidence=evidence)
+
+
+CAUSES = (PythonTime(),)

@@ -1,0 +1,68 @@
+"""``python -m benchctl explain TARGET``: why your own code takes the time it takes."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ExitCode
+from .._run import slurm
+from .._workloads import TARGET_FORMS
+from . import preflight
+from .options import add_answer_argument, duration
+
+__all__ = ["NAME", "HELP", "configure", "run"]
+
+NAME = "explain"
+HELP = "run your code under every setting that could explain its time, and say which does, with evidence"
+
+_EPILOG = """\
+TARGET is path/to/file.py:name or package.module:name, one of:
+  a function decorated @benchctl.workload(params={...}), called fn(rec, **params), that times its own
+    regions with `with rec.iteration("phase"):` (and may skip a phase when not rec.runs("phase"));
+  an object with setup() and run(state): setup once, untimed; each run(state) is one iteration;
+  a callable taking no arguments: each call is one iteration.
+causes probed: denormals (ftz), the allocator (alloc), thread count and oversubscription (threads, a busy
+pool), placement (pin), warm-up and lazy initialisation, the state earlier phases leave (only=PHASE),
+autograd anomaly detection left on (anomaly=off), autograd recording where no gradient is needed
+(inference=on: each timed call under torch.inference_mode()), and a dtype costlier than float32 here
+(float16/bfloat16, float64: no probe; judged on the dtype profile).
+A cause that cheap evidence rules out (a probe worker, the penalty profile) is said so and not run.
+example: python -m benchctl explain my_model.py:inference --budget 180 --json explain.json
+"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from .._studies.explain import DEFAULT_BUDGET_S
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
+    parser.add_argument("target", metavar="TARGET", help=TARGET_FORMS)
+    parser.add_argument("--phase", metavar="P", help="explain this phase only (default: every phase)")
+    parser.add_argument("--budget", type=duration, default=DEFAULT_BUDGET_S, metavar="DURATION",
+                        help=f"how long the whole explanation may take: seconds, or 30s, 5min, ... (default "
+                             f"{DEFAULT_BUDGET_S:.0f} s)")
+    preflight.add_results_file(parser, "also write the results document")
+    parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
+                        help="a workload parameter (repeatable), e.g. iterations=50")
+    parser.add_argument("--no-control", dest="control", action="store_false",
+                        help="no A/A control (only the 5%% floor then guards the verdict)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_answer_argument(parser)
+    slurm.add_executor_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._studies import explain, pipeline
+    from .render import render
+    from .run import assignments
+
+    fixed = assignments(args.args, multi=False)
+    # The target's own import errors are the user's (benchctl._workloads.TargetImportError), raised there.
+    if slurm.use_slurm(args):
+        explain.check_target(args.target, fixed)  # a broken target fails here, not on every host
+        return slurm.run_with_executor(args, argv=args.argv)
+    doc = explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
+                          progress=not args.no_progress, control=args.control,
+                          say=lambda line: print(line, flush=True))
+    print(render(doc, args.target, closing=pipeline.took_text(doc, args.json_path), verbose=args.verbose))
+    return ExitCode.OK

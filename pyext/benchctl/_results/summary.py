@@ -1,0 +1,102 @@
+"""The ``summary`` section of a results document.
+
+One entry per (workload, phase, cell), and one for the A/A control's second
+arm (``"arm": "B"``). A cell is described process by process: each
+successful process gives the median of its steady iterations (its own
+warm-up left out, as :func:`benchctl._results.stats.detect_warmup` found it
+when the run was recorded); the cell's ``median_ms`` is the geometric mean of
+those, and ``ci95_ms`` its t interval over processes
+(:func:`benchctl._results.processes.cell_interval`). With one process the
+interval can only say how the iterations of that process varied, and
+``ci_method`` says so. The pooled iterations still give the instability
+flags and the per-iteration counter medians.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import settings as _settings
+from .document import CONTROL_ARM
+from . import processes, queries, stats
+
+__all__ = ["COUNTER_FIELDS", "ARM_LABEL", "slots", "label", "summarize"]
+
+#: How every view names the A/A control's second arm, after its cell.
+ARM_LABEL = f"[A/A arm {CONTROL_ARM}]"
+
+#: counter event -> summary key holding its per-iteration median.
+COUNTER_FIELDS = {
+    "minor_faults": "minor_faults_per_iter",
+    "major_faults": "major_faults_per_iter",
+    "context_switches": "context_switches_per_iter",
+    "cpu_migrations": "cpu_migrations_per_iter",
+}
+
+
+def _within(by_run: list[np.ndarray]) -> float | None:
+    """The median over processes of each process's IQR/median: how much iterations vary inside one."""
+    shares = [float(np.subtract(*np.percentile(x, [75, 25])) / np.median(x)) for x in by_run if np.median(x) > 0]
+    return float(np.median(shares)) if shares else None
+
+
+def _interval(by_run: list[np.ndarray], pooled_ci: list) -> tuple[list, str, float | None]:
+    """(95% CI of the cell in ns, how it was made, the log-sd between processes)."""
+    values = [float(np.median(x)) for x in by_run]
+    if len(values) >= 2 and min(values) > 0:
+        cell = processes.cell_interval(values)
+        return cell["ci"], "t interval over processes", cell["log_sd"]
+    return pooled_ci, "one process: its iterations only (no between-process variation)", None
+
+
+def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any] | None:
+    ns, counters = queries.steady_samples(doc, phase, cell, arm)
+    if not len(ns):
+        return None
+    pooled = stats.Samples(ns, warmup=0).summary()
+    by_run = queries.steady_by_run(doc, phase, cell, arm)
+    medians = [float(np.median(x)) for x in by_run]
+    ci, method, between = _interval(by_run, pooled["ci95"])
+    value = processes.cell_interval(medians)["value"] if min(medians) > 0 else pooled["median"]
+    runs = [r for r in queries.ok_runs(doc, cell, arm) if phase in r["phases"]]
+    entry = {
+        "workload": doc["workload"],
+        "phase": phase,
+        "cell": cell,
+        "arm": arm,
+        "n": int(pooled["n"]),
+        "processes": len(by_run),
+        "process_medians_ms": [m / 1e6 for m in medians],
+        "median_ms": value / 1e6,
+        "ci95_ms": [v / 1e6 if v is not None else None for v in ci],
+        "ci_method": method,
+        "between_process_log_sd": between,
+        "within_iqr_over_median": _within(by_run),
+        "iqr_over_median": pooled["iqr_over_median"],
+        "repetitions": len(runs),
+        "warmup": [r["phases"][phase].get("warmup") for r in runs],
+        "flags": list(pooled.get("flags", [])),
+    }
+    for event, field in COUNTER_FIELDS.items():
+        entry[field] = queries.per_iter_median(counters.get(event))
+    return entry
+
+
+def slots(doc: dict) -> list[tuple[dict, str | None]]:
+    """(cell, arm) of everything a view describes: each cell in matrix order (arm None), then the A/A
+    control's second arm (arm ``"B"``)."""
+    control = doc.get("control")
+    return [(cell, None) for cell in queries.cells(doc)] + ([(control["cell"], CONTROL_ARM)] if control else [])
+
+
+def label(cell: dict, arm: str | None) -> str:
+    """``"n=32"``, or ``"n=32 [A/A arm B]"`` for the control's second arm."""
+    return _settings.cell_label(cell) + (f" {ARM_LABEL}" if arm == CONTROL_ARM else "")
+
+
+def summarize(doc: dict) -> list[dict[str, Any]]:
+    """The summary entries of ``doc``, phase by phase, cells in matrix order, the control's arm B last."""
+    entries = (_entry(doc, phase, cell, arm) for phase in queries.phases(doc) for cell, arm in slots(doc))
+    return [e for e in entries if e is not None]

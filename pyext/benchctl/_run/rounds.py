@@ -1,0 +1,194 @@
+"""Which workers each round of a matrix runs, and when the rounds stop.
+
+A round runs each of its slots once, in interleaved order: a slot is a cell
+of the matrix, or the A/A control's second arm (the baseline cell again).
+Repetition ``r`` of a slot is the worker it ran in round ``r``.
+
+* :class:`FixedRounds`: ``--repeat R``: R rounds of every slot.
+* :class:`AutoRounds`: ``--repeat auto``: three rounds of every slot, then
+  rounds of only the cells whose comparisons are still unresolved (the
+  control's two arms with them when its cell, the baseline, is one of them),
+  until every comparison is resolved, a cell has had :data:`AUTO_MAX_PROCESSES`
+  processes, or the budget runs out.
+
+A budget (seconds of the whole run) trims each round to the workers that
+are expected to fit, from the durations of the workers already run; the
+control's two arms are kept together first; and each worker is started only
+when it is still expected to fit (:meth:`Budget.fits`), so a run ends within
+its budget and one worker. :func:`iterations_for` sizes a worker's iterations
+to the budget, from one worker's iteration time.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import _validate
+from .._workloads.user import MIN_ITERATIONS
+
+__all__ = ["AUTO", "AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds", "Budget",
+           "check_repeat", "planned_processes", "iterations_for"]
+
+AUTO = "auto"
+#: Processes per cell before the first judgement: the fewest for which a t interval over processes
+#: is worth anything (two give one degree of freedom and intervals of ±12 standard deviations).
+AUTO_START = 3
+#: Most processes ``--repeat auto`` gives one cell, whatever the budget.
+AUTO_MAX_PROCESSES = 20
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What a round can run: cell ``index`` of the matrix, as the control's ``arm`` when not None."""
+
+    index: int
+    arm: str | None = None
+
+
+def check_repeat(repeat) -> int | str:
+    """``repeat`` as a positive count or ``"auto"``; anything else is refused."""
+    if isinstance(repeat, str):
+        if repeat.strip().lower() != AUTO:
+            raise _validate.ArgumentError(f"repeat must be a positive integer or 'auto', got {repeat!r}")
+        return AUTO
+    return _validate.count("repeat", repeat, 1)
+
+
+def _order(slots: list[Slot], round_index: int, shuffle_seed: int | None) -> list[Slot]:
+    """The round's slots in matrix order, or shuffled reproducibly per round with a seed."""
+    if shuffle_seed is None:
+        return list(slots)
+    out = list(slots)
+    random.Random(f"{shuffle_seed}:{round_index}").shuffle(out)
+    return out
+
+
+class FixedRounds:
+    """``repeat`` rounds of every slot."""
+
+    def __init__(self, slots: list[Slot], repeat: int, shuffle_seed: int | None = None) -> None:
+        self.slots, self.repeat, self.shuffle_seed = slots, repeat, shuffle_seed
+        self.stopped = None
+
+    def planned(self) -> int:
+        return len(self.slots) * self.repeat
+
+    def extra(self, round_index: int) -> bool:
+        """Whether this round's workers come on top of :meth:`planned`."""
+        return False
+
+    def next_round(self, round_index: int, unresolved: Callable[[], set[int]]) -> list[Slot]:
+        if round_index >= self.repeat:
+            self.stopped = f"{self.repeat} processes per cell, as asked"
+            return []
+        return _order(self.slots, round_index, self.shuffle_seed)
+
+
+class AutoRounds:
+    """Rounds until every comparison is resolved (see the module doc)."""
+
+    def __init__(self, slots: list[Slot], control_slots: list[Slot], shuffle_seed: int | None = None) -> None:
+        self.slots, self.control_slots, self.shuffle_seed = slots, control_slots, shuffle_seed
+        self.stopped = None
+
+    def planned(self) -> int:
+        return len(self.slots) * AUTO_START
+
+    def extra(self, round_index: int) -> bool:
+        return round_index >= AUTO_START
+
+    def next_round(self, round_index: int, unresolved: Callable[[], set[int]]) -> list[Slot]:
+        """Slots of round ``round_index``; ``unresolved()`` gives the cell indices still unsettled."""
+        if round_index < AUTO_START:
+            return _order(self.slots, round_index, self.shuffle_seed)
+        if round_index >= AUTO_MAX_PROCESSES:
+            self.stopped = f"{AUTO_MAX_PROCESSES} processes per cell, the most --repeat auto runs"
+            return []
+        open_cells = unresolved()
+        if not open_cells:
+            self.stopped = "every comparison resolved"
+            return []
+        # The baseline cell runs as the control's two arms (both, or the control is left unpaired). A
+        # baseline already settled gets none: run 1 of resnet_order on 2026-12-03 spent its fourth round's
+        # budget on the two arms (19 s) and had none left for the open cell (train_then_eval, 19 s).
+        chosen = [s for s in self.slots if s not in self.control_slots and s.index in open_cells]
+        if any(s.index in open_cells for s in self.control_slots):
+            chosen += self.control_slots
+        return _order(chosen, round_index, self.shuffle_seed)
+
+
+class Budget:
+    """Seconds a run may take; trims a round to the workers expected to fit."""
+
+    def __init__(self, seconds: float | None, started: float | None = None) -> None:
+        self.seconds = None if seconds is None else _validate.seconds("budget_s", seconds)
+        self.started = time.monotonic() if started is None else started
+        self.exhausted = False
+
+    def left(self) -> float | None:
+        return None if self.seconds is None else self.seconds - (time.monotonic() - self.started)
+
+    def trim(self, slots: list[Slot], expected_s: Callable[[Slot], float | None],
+             together: list[Slot] = ()) -> list[Slot]:
+        """The slots whose expected durations fit what is left, in their round order (all without a budget).
+
+        ``together`` (the control's two arms) go first when all of them fit, and
+        none of them runs otherwise: both measure the run's noise, which every
+        comparison is judged against; a round cut short that ran arm A alone left
+        the control 3 and 2 processes.
+        Then each other slot in round order that still fits. A slot with no
+        estimate yet (never run) is let through: the first workers are what
+        gives the estimates.
+        """
+        left = self.left()
+        if left is None:
+            return slots
+        costs = {slot: expected_s(slot) or 0.0 for slot in slots}
+        kept: set[Slot] = set()
+        # Both arms owed this round: both run or neither (one alone would leave the control unpaired);
+        # an arm whose partner already ran this round (a resumed run) is a slot like any other.
+        paired = set(together) if len(together) > 1 and all(s in costs for s in together) else set()
+        if paired and sum(costs[s] for s in paired) <= left:
+            kept.update(paired)
+            left -= sum(costs[s] for s in paired)
+        elif paired:
+            self.exhausted = True
+        for slot in slots:
+            if slot in kept or slot in paired:
+                continue
+            if costs[slot] > left:
+                self.exhausted = True
+                continue
+            kept.add(slot)
+            left -= costs[slot]
+        return [slot for slot in slots if slot in kept]
+
+    def fits(self, expected_s: float | None) -> bool:
+        """Whether a worker expected to take ``expected_s`` (None: not known yet) still fits what is left;
+        one that does not marks the budget exhausted."""
+        left = self.left()
+        if left is None or expected_s is None or expected_s <= left:
+            return True
+        self.exhausted = True
+        return False
+
+
+def planned_processes(cells: int, repeat: int | str, control: bool) -> int:
+    """The workers of a run's first rounds: every cell (and the control's second arm) ``repeat`` times, or
+    :data:`AUTO_START` times under ``--repeat auto`` (later rounds fit what the budget leaves)."""
+    per_slot = AUTO_START if repeat == AUTO else int(repeat)
+    return (cells + (1 if control else 0)) * per_slot
+
+
+def iterations_for(seconds: float, processes: int, iteration_s: float, start_s: float, most: int) -> int:
+    """Timed iterations per worker so that ``processes`` workers fit in ``seconds``, each ``start_s`` to start
+    and finish plus its iterations of ``iteration_s``: at most ``most``, and never under
+    :data:`~benchctl._workloads.user.MIN_ITERATIONS` (the budget then runs fewer workers, not shorter ones)."""
+    if processes < 1 or iteration_s <= 0:
+        return most
+    per_worker = seconds / processes - max(start_s, 0.0)
+    return max(MIN_ITERATIONS, min(most, math.floor(per_worker / iteration_s)))

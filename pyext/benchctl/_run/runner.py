@@ -1,0 +1,348 @@
+"""Run a workload over a settings matrix, each repetition of each cell in a fresh worker.
+
+:func:`run_matrix` validates the whole matrix first (unknown settings, bad
+values, an allocator that is not installed: all raise before any worker
+starts), then runs it in rounds (:mod:`.rounds`): each round runs its cells
+once, interleaved, one fresh worker process each (:mod:`.launch`; forked by
+:mod:`.forkserver` for a workload that preloads torch, unless ``fork=False``), and the
+results file is rewritten atomically after every worker
+(:mod:`benchctl._results.document`). Unless ``control=False``, the baseline
+cell also runs as a second arm of an A/A control, interleaved like every
+other cell: the spread between the two arms is the run's own measured
+process-to-process noise. A worker that crashes, is killed or times out is
+recorded as failed and the run goes on. ``resume=True`` continues a file
+left by an interrupted run: only the (cell, repetition) pairs without a
+successful run are started.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _validate, clock, settings, _workloads as workloads
+from .._version import __version__
+from .._results import document, rules
+from .._results.analysis import Judge, analyse
+from .._results.findings import Finding
+from .._system import metadata
+from . import rounds as _rounds
+from .forkserver import ForkServerError, ForkServers
+from .launch import now, run_worker
+
+__all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
+
+
+@dataclass(frozen=True)
+class MatrixPlan:
+    """A matrix checked against its workload: each cell's arguments and worker environment."""
+
+    workload: workloads.Workload
+    args: dict[str, Any]           # the fixed arguments, defaults filled in
+    matrix: dict[str, list]        # canonical values
+    cells: list[dict]
+    cell_args: list[dict]
+    environments: list[dict[str, str]]
+
+
+def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> MatrixPlan:
+    """Validate everything a run needs before its first worker starts: nothing half-runs on bad input."""
+    wl = workloads.get(workload)
+    given = {k: settings.canonical_value(k, v, wl.params) for k, v in (args or {}).items()}
+    for key in given:
+        if settings.is_setting(key):
+            raise settings.SettingError(f"{key!r} is a setting: put it in the matrix, not in args")
+    fixed = wl.resolve_args(given)
+    matrix = settings.canonical_matrix(matrix or {}, wl.params)
+    _check_phases(wl, matrix)
+    settings.check_available(matrix)
+    cells = document.matrix_cells(matrix)
+    cell_args, environments = [], []
+    for cell in cells:
+        _, params = settings.split_cell(cell)
+        resolved = wl.resolve_args({**fixed, **params})
+        wl.check_args(resolved)  # a bad value (order=foo) fails here, not in every worker
+        cell_args.append(resolved)
+        environments.append(settings.cell_environment(cell, dict(os.environ)))
+    return MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
+
+
+def _check_phases(wl: workloads.Workload, matrix: dict[str, list]) -> None:
+    """``only=PHASE`` names a phase of ``wl``, where it says its phases (else a phase it lacks shows in the
+    results as one that never ran)."""
+    unknown = [phase for phase in matrix.get("only", []) if phase != "all" and phase not in wl.phases]
+    if wl.phases and unknown:
+        raise settings.SettingError(f"only={','.join(unknown)}: workload {wl.name!r} has no such phase; its phases: "
+                                    f"{', '.join(wl.phases)} (or all)")
+
+
+def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: float | None,
+              budget_s: float | None, control: bool, focus: str | None, forked: bool) -> dict:
+    return {
+        "benchctl_version": __version__,
+        "created": now(),
+        "hostname": socket.gethostname(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "command": list(sys.argv),
+        "clock": clock.info(),
+        "runner": {"repeat": repeat, "shuffle_seed": shuffle_seed, "worker_timeout_s": worker_timeout_s,
+                   "budget_s": budget_s, "control": control, "focus": focus, "forked": forked},
+        "system": metadata.collect(),
+    }
+
+
+def _check_resumable(doc: dict, plan: MatrixPlan, path: str) -> None:
+    differs = [name for name, old, new in (("workload", doc["workload"], plan.workload.name),
+                                            ("args", doc["args"], plan.args), ("matrix", doc["matrix"], plan.matrix))
+               if old != new]
+    if differs:
+        raise document.ResultsError(
+            f"{path}: cannot resume: its {', '.join(differs)} differ from this run's "
+            f"(file: workload={doc['workload']!r} args={doc['args']} matrix={doc['matrix']}); "
+            f"resume with the same workload, arguments and matrix, or write a new file"
+        )
+
+
+def _resumed_shuffle_seed(doc: dict, requested: int | None, path: str) -> int | None:
+    """The seed the file was started with: a resumed run keeps its original order."""
+    stored = doc["metadata"].get("runner", {}).get("shuffle_seed")
+    if requested is not None and requested != stored:
+        raise document.ResultsError(
+            f"{path}: cannot resume with shuffle seed {requested}: the file was started with {stored}; "
+            f"resume without a seed (the file's is reused)"
+        )
+    return stored
+
+
+class _Log:
+    """The results document of a run, its file, and which (cell, arm, repetition) workers are done."""
+
+    def __init__(self, doc: dict, path: str | None) -> None:
+        self.doc, self.path = doc, path
+        self._index = {self._key(r["cell"], r.get("arm"), r["repetition"]): i for i, r in enumerate(doc["runs"])}
+
+    @staticmethod
+    def _key(cell: dict, arm: str | None, repetition: int) -> tuple:
+        return document.cell_id(cell), arm, repetition
+
+    def done(self, cell: dict, arm: str | None, repetition: int) -> bool:
+        i = self._index.get(self._key(cell, arm, repetition))
+        return i is not None and self.doc["runs"][i]["status"] == "ok"
+
+    def mean_duration(self, cell: dict | None, arm: str | None) -> float | None:
+        """Mean wall seconds of the workers of ``cell`` (any arm; the control's arms cost the same), or of every
+        worker with ``cell`` None; a fork server's start counts to the worker it was started for."""
+        key = None if cell is None else document.cell_id(cell)
+        spent = [r["duration_s"] + r.get("fork_server_start_s", 0.0) for r in self.doc["runs"]
+                 if (key is None or document.cell_id(r["cell"]) == key) and "duration_s" in r]
+        return sum(spent) / len(spent) if spent else None
+
+    def save(self) -> None:
+        if self.path is not None:
+            document.save(self.doc, self.path)
+
+    def add(self, record: dict) -> None:
+        """Keep one finished worker's record (a failed attempt is replaced by its rerun), saved at once."""
+        key = self._key(record["cell"], record.get("arm"), record["repetition"])
+        if key in self._index:
+            self.doc["runs"][self._index[key]] = record
+        else:
+            self._index[key] = len(self.doc["runs"])
+            self.doc["runs"].append(record)
+        self.save()  # before the (slow) analysis: Ctrl-C there loses nothing
+        analyse(self.doc, with_verdict=False)  # the verdict compares all cells: at the end of a round
+        self.save()
+
+
+def _open_log(plan: MatrixPlan, repeat: int | str, json_path: str | None, resume: bool,
+              shuffle_seed: int | None, worker_timeout_s: float | None, budget_s: float | None,
+              control: bool, focus: str | None, forked: bool) -> tuple[_Log, int | str, int | None]:
+    """The run's log (new, or the file to resume), with the repeat and shuffle seed it keeps."""
+    if not resume:
+        doc = document.new_document(plan.workload.name, plan.args, plan.matrix, repeat,
+                                    _metadata(repeat, shuffle_seed, worker_timeout_s, budget_s, control, focus, forked),
+                                    control_cell=plan.cells[0] if control else None)
+        return _Log(doc, json_path), repeat, shuffle_seed
+    if json_path is None:
+        raise _validate.ArgumentError("resume needs json_path: the file to continue")
+    doc = document.load(json_path)
+    _check_resumable(doc, plan, json_path)
+    shuffle_seed = _resumed_shuffle_seed(doc, shuffle_seed, json_path)
+    stored = doc.get("repeat", 1)
+    if stored == _rounds.AUTO or repeat == _rounds.AUTO:
+        repeat = _rounds.AUTO  # an auto file goes on deciding; asking for auto turns a fixed one into it
+    else:
+        # The file's repetitions are owed even when the caller asks for fewer (CLI default 1).
+        repeat = max(stored, repeat)
+    doc["repeat"] = repeat
+    doc.setdefault("rounds", [])
+    doc["metadata"].setdefault("resumed", []).append(now())
+    return _Log(doc, json_path), repeat, shuffle_seed
+
+
+def _slots(plan: MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_rounds.Slot]]:
+    """(every slot of a round, the control's two slots) for ``doc``'s control, if it has one."""
+    if not doc.get("control"):
+        return [_rounds.Slot(i) for i in range(len(plan.cells))], []
+    control = [_rounds.Slot(0, "A"), _rounds.Slot(0, document.CONTROL_ARM)]
+    return [control[0]] + [_rounds.Slot(i) for i in range(1, len(plan.cells))] + [control[1]], control
+
+
+def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None, judge: Judge | None) -> set[int]:
+    """Indices of the cells whose comparisons the verdict leaves unresolved, judged now."""
+    analyse(doc, focus, judge=judge)
+    ids = {document.cell_id(c) for c in rules.open_cells(Finding.from_json(f) for f in doc["verdict"])}
+    return {i for i, cell in enumerate(plan.cells) if document.cell_id(cell) in ids}
+
+
+def _progress_bar(total: int, done: int, enabled: bool):
+    from tqdm import tqdm
+
+    # Progress is for a person watching: stderr only, and never into a log or pipe.
+    return tqdm(total=total, initial=done, unit="worker", file=sys.stderr, dynamic_ncols=True,
+                disable=not (enabled and sys.stderr.isatty()))
+
+
+class _Run:
+    """One call of :func:`run_matrix`: its plan, log, rounds, budget and progress bar."""
+
+    def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, control_slots: list,
+                 focus: str | None, judge: Judge | None, worker_timeout_s: float | None, probe: bool,
+                 servers: ForkServers | None) -> None:
+        self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
+        self.servers = servers
+        self.judge = judge
+        self.control_slots = control_slots
+        self.worker_timeout_s, self.probe = worker_timeout_s, probe
+        self.open_cells: set[int] | None = None
+
+    def _expected(self, slot: _rounds.Slot) -> float | None:
+        """The slot's cell's mean worker duration; before its first worker, that of any worker so far."""
+        own = self.log.mean_duration(self.plan.cells[slot.index], slot.arm)
+        return own if own is not None else self.log.mean_duration(None, None)
+
+    def _judge(self) -> set[int]:
+        self.open_cells = _unresolved(self.plan, self.log.doc, self.focus, self.judge)
+        return self.open_cells
+
+    def _round(self, index: int) -> list[_rounds.Slot]:
+        """The workers round ``index`` still owes, trimmed to the budget; [] once the rounds stop."""
+        slots = self.policy.next_round(index, self._judge)
+        owed = [s for s in slots if not self.log.done(self.plan.cells[s.index], s.arm, index)]
+        fitting = self.budget.trim(owed, self._expected, together=self.control_slots)
+        if owed and not fitting:
+            self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
+        return fitting if slots else []
+
+    def _server(self, env: dict[str, str]):
+        """The fork server for a worker with ``env``, or None where workers start their own interpreter."""
+        if self.servers is None or not self.plan.workload.preload:
+            return None
+        try:
+            return self.servers.get(self.plan.workload.preload, env)
+        except ForkServerError as e:  # the run goes on, each worker starting its own interpreter
+            self.servers = None
+            self.log.doc["metadata"]["runner"]["fork_server_error"] = str(e)
+            return None
+
+    def _describe(self, bar, index: int) -> None:
+        open_text = "" if self.open_cells is None else f", {len(self.open_cells)} cells unresolved"
+        bar.set_description(f"round {index + 1}{open_text}")
+
+    def execute(self, workdir: str, bar) -> None:
+        index = 0
+        while self.policy.stopped is None:
+            slots = self._round(index)
+            if self.policy.stopped is not None:
+                break
+            if self.policy.extra(index):
+                bar.total += len(slots)
+            self._describe(bar, index)
+            ran, control_runs = 0, None
+            for slot in slots:
+                # The round's first workers had no estimate, so each is checked as it comes; but the
+                # control's second arm follows its first: one arm alone leaves the A/A control unpaired
+                # (the budget is then kept within one worker).
+                if slot in self.control_slots and control_runs is not None:
+                    if not control_runs:
+                        continue
+                elif not self.budget.fits(self._expected(slot)):
+                    control_runs = False if slot in self.control_slots else control_runs
+                    continue
+                control_runs = True if slot in self.control_slots else control_runs
+                ran += 1
+                cell = self.plan.cells[slot.index]
+                arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
+                bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
+                env = self.plan.environments[slot.index]
+                record = run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
+                                    self.worker_timeout_s, self.probe, self._server(env))
+                self.log.add({"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
+                              **record})
+                bar.update(1)
+            if self.servers is not None:
+                # A new server per round: its children share its address layout (see .forkserver).
+                self.servers.close()
+            if ran:
+                self.log.doc["rounds"].append({"round": index, "workers": ran, "ended": now()})
+            if self.budget.exhausted and self.policy.stopped is None:
+                self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
+            index += 1
+        self.log.doc["stopped"] = self.policy.stopped
+
+
+def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] | None = None,
+               repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
+               shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
+               focus: str | None = None, control: bool = True, budget_s: float | None = None,
+               probe: bool = False, judge: Judge | None = None, fork: bool = True) -> dict:
+    """Run ``workload`` for every cell of ``matrix``; return the results document.
+
+    ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
+    ``env``, ``busy``, ``only``, ``with``) or workload parameter names to lists of values; a parameter in
+    the matrix overrides ``args`` per cell. ``repeat``: fresh processes per
+    cell, or ``"auto"``: three, then more only for the cells whose
+    comparisons stay unresolved (:mod:`.rounds`). ``control``: also run the
+    baseline cell as the second arm of an A/A control. ``budget_s``: start no
+    worker that is not expected to finish within this many seconds of the
+    call. With ``json_path`` the document is written atomically after every
+    finished worker. ``focus`` names the matrix key whose contrast the
+    verdict explains (see :func:`benchctl._results.verdict.findings`).
+    ``probe``: each worker tells the workload it is probed, for ``benchctl
+    explain`` (see :mod:`benchctl._workloads.user`). ``judge``: the rules that
+    decide which comparisons are open (and fill the verdict), when a study
+    has its own (default: the generic verdict with ``focus``). ``fork``: fork
+    the workers of a workload that declares modules to preload from a server
+    per environment, new every round (:mod:`.forkserver`); False starts every
+    worker's interpreter afresh.
+    """
+    plan = plan_matrix(workload, args, matrix)
+    if focus is not None and focus not in plan.matrix:
+        raise _validate.ArgumentError(f"focus {focus!r} is not a matrix key "
+                                      f"({', '.join(plan.matrix) or 'empty matrix'})")
+    repeat = _rounds.check_repeat(repeat)
+    if worker_timeout_s is not None:
+        worker_timeout_s = _validate.seconds("worker_timeout_s", worker_timeout_s)
+    budget = _rounds.Budget(budget_s)
+    control = _validate.flag("control", control)
+    fork = _validate.flag("fork", fork)
+    log, repeat, shuffle_seed = _open_log(plan, repeat, json_path, resume, shuffle_seed, worker_timeout_s,
+                                          budget.seconds, control, focus, fork and bool(plan.workload.preload))
+    slots, control_slots = _slots(plan, log.doc)
+    policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed) if repeat == _rounds.AUTO
+              else _rounds.FixedRounds(slots, repeat, shuffle_seed))
+    log.save()  # a bad path fails now, not after the first cell
+    done = sum(r["status"] == "ok" for r in log.doc["runs"])
+    with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, ForkServers(workdir) as servers, \
+            _progress_bar(max(policy.planned(), done), done, progress) as bar:
+        _Run(plan, log, policy, budget, control_slots, focus, judge, worker_timeout_s, probe,
+             servers if fork else None).execute(workdir, bar)
+    analyse(log.doc, focus, judge=judge)
+    log.save()
+    return log.doc

@@ -1,0 +1,75 @@
+"""The op table of one profiled call: which torch ops ran, in which dtypes, for how long.
+
+The probe worker's one extra call runs under the torch profiler with ``record_shapes``; this
+folds the profiler's events into rows keyed by op name and input dtypes. Causes read it through
+:class:`benchctl._results.facts.Facts` (``op_table``, ``call_wall_us``): the share of the call's
+time each dtype takes, the share inside torch's top-level ops (the rest is Python and glue), the
+share of copies and layout conversions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..denormals import CENSUS_SCOPE
+
+__all__ = ["INTACT_MARK", "dtypes_of", "in_census", "workload_events", "census_us", "rows", "intact"]
+
+#: An empty range the probe worker records right after its profiled call, inside its profiler session: present
+#: in the events only where the session lasted the whole call (a profiler the code starts inside the call takes
+#: the session over, and the probe's events are lost).
+INTACT_MARK = "benchctl::probe_session_intact"
+
+
+def workload_events(events: Iterable[Any]) -> list[Any]:
+    """The profiler's events of the workload's own code: without the census's (:func:`in_census`)."""
+    return [event for event in events if not in_census(event) and event.name != INTACT_MARK]
+
+
+def dtypes_of(event: Any) -> list[str]:
+    """The distinct dtypes of an event's tensor inputs, in order (``[]`` when none was recorded)."""
+    seen: list[str] = []
+    for dtype in getattr(event, "input_dtypes", None) or []:
+        if dtype and dtype not in seen:
+            seen.append(str(dtype))
+    return seen
+
+
+def in_census(event: Any) -> bool:
+    """Whether ``event`` is the subnormal census's own work (:data:`benchctl.denormals.CENSUS_SCOPE`), which
+    forward hooks run inside the profiled call: the workload did not ask for it."""
+    while event is not None:
+        if event.name == CENSUS_SCOPE:
+            return True
+        event = getattr(event, "cpu_parent", None)
+    return False
+
+
+def census_us(events: Iterable[Any]) -> float:
+    """The time the census's scopes took inside the profiled call (to leave out of its wall time)."""
+    return sum(float(e.cpu_time_total) for e in events if e.name == CENSUS_SCOPE)
+
+
+def rows(events: Iterable[Any]) -> list[dict]:
+    """One row per (op name, input dtypes): ``calls``; ``self_us``, the time in the op itself;
+    ``top_us``, the time of its calls made from Python (no profiled parent: what the Python code
+    waits for); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
+    ``self_us``, largest first. The census's own ops (:func:`in_census`) are left out."""
+    table: dict[tuple[str, tuple[str, ...]], dict] = {}
+    for event in events:
+        if in_census(event) or event.name == INTACT_MARK:
+            continue
+        dtypes = dtypes_of(event)
+        row = table.setdefault((event.name, tuple(dtypes)), {
+            "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0,
+            "shapes": [list(s) for s in (getattr(event, "input_shapes", None) or [])]})
+        row["calls"] += 1
+        row["self_us"] += float(event.self_cpu_time_total)
+        if getattr(event, "cpu_parent", None) is None:
+            row["top_us"] += float(event.cpu_time_total)
+    return sorted(table.values(), key=lambda r: -r["self_us"])
+
+
+def intact(events: Iterable[Any]) -> bool:
+    """Whether the probe's profiler session lasted its whole call (:data:`INTACT_MARK` was recorded)."""
+    return any(event.name == INTACT_MARK for event in events)

@@ -1,0 +1,297 @@
+"""Workloads from the user's own code: ``path/to/file.py:name`` or ``package.module:name``.
+
+Three forms, recognised in this order:
+
+* a function decorated ``@benchctl.workload(params={...})``, called as
+  ``fn(rec, **params)``: it times its own regions with
+  ``with rec.iteration("phase"):`` (any phases it likes);
+* an object with ``setup()`` and ``run(state)`` (a module, a class with
+  static methods, or any namespace): ``setup()`` runs once, untimed, and
+  each ``run(state)`` call is one iteration of phase ``run``;
+* any callable taking no arguments: each call is one iteration of phase ``call``.
+
+The last two take two parameters: ``iterations`` (default
+:data:`DEFAULT_ITERATIONS`), the most timed iterations a process runs, and
+``seconds`` (default 0: none), a time target per process: once the timed
+iterations have taken that long, and at least :data:`MIN_ITERATIONS` ran, the
+process stops (as timeit and pyperf calibrate their loops; ``benchctl explain``
+sets both from its budget). The worker imports the file in its own fresh
+process; an exception in the user's code fails that cell, with its traceback
+in the run record.
+
+For :mod:`benchctl._studies.explain`, a recorder with ``probe`` set asks the
+last two forms for one more, untimed call after the timed ones: under the
+torch profiler (which ops run, in which dtypes, for how long: :mod:`.op_table`; the copies that change a
+tensor's layout: :mod:`.layout_copies`) and with forward hooks on the modules found in the state (the
+subnormal census of what the code produces); when much of that call is outside torch's ops, one more
+under cProfile (:mod:`.probe_python`); then one more, also untimed, whose torch calls are watched for
+autograd's recording and anomaly mode (:mod:`benchctl._causes.recording.probe`: its interception stays out of
+the profile); where the process ran CUDA work, a few more calls give the GPU causes' evidence
+(:mod:`benchctl._causes.cuda_first_call.probe`). The probe worker also records the warnings raised from setup
+on, and what ``torch.compile`` compiled in each timed iteration (:mod:`.probe_compile`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import sys
+import time
+import types
+from typing import Any, Callable
+
+from .. import _validate, probes
+from .._causes.recording import control as inference
+from .._probe import ProbedCall
+from ..denormals import layer_watch, values_census, weights_census
+from . import layout_copies, op_calls, op_table, probe_python
+from .probe_compile import CompileWatch
+from .._causes.cpu_fit.probe import ThreadCalls, thread_calls
+
+__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
+
+DEFAULT_ITERATIONS = 30
+#: The fewest timed iterations a time target lets a process run: a first one (often a warm-up) and steady ones.
+MIN_ITERATIONS = 3
+#: The untimed calls a probe worker adds after the timed ones: the profiled one and the autograd census.
+PROBE_CALLS = 2
+_PARAMS = {"iterations": DEFAULT_ITERATIONS, "seconds": 0.0}
+_MARK = "__benchctl_workload__"
+
+
+def workload(params: dict[str, Any] | None = None, help: str = "") -> Callable:
+    """Decorator: mark ``fn(rec, **params)`` as a benchctl workload with these parameters and defaults."""
+    params = dict(params or {})
+
+    def mark(fn: Callable) -> Callable:
+        if not callable(fn):
+            raise _validate.ArgumentError(f"@benchctl.workload marks a function, got {type(fn).__name__}")
+        setattr(fn, _MARK, {"params": params, "help": help or (fn.__doc__ or "").strip().split("\n")[0]})
+        return fn
+
+    return mark
+
+
+def is_target(name: str) -> bool:
+    """Whether ``name`` names user code (``file.py[:name]`` or ``module:name``) rather than a registered workload."""
+    return ":" in name or name.endswith(".py")
+
+
+def _import_file(path: str) -> types.ModuleType:
+    path = os.path.abspath(path)
+    if not os.path.isfile(path):
+        raise _validate.ArgumentError(f"no such file: {path}")
+    # Siblings of the file import as they would when it runs as a script.
+    directory = os.path.dirname(path)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    name = f"benchctl_user_{abs(hash(path)):x}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _resolve(target: str) -> Any:
+    where, _, attribute = target.rpartition(":") if ":" in target else (target, "", "")
+    module = _import_file(where) if where.endswith(".py") else importlib.import_module(where)
+    if not attribute:
+        return module
+    obj = module
+    for part in attribute.split("."):
+        if not hasattr(obj, part):
+            raise _validate.ArgumentError(f"{target}: {where} has no {attribute!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _modules_in(value: Any, depth: int = 2) -> list:
+    """torch modules in ``value`` (itself, or inside a tuple, list, dict or an object's attributes)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    if isinstance(value, torch.nn.Module):
+        return [value]
+    if depth == 0:
+        return []
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (tuple, list)):
+        items = list(value)
+    else:
+        items = list(getattr(value, "__dict__", {}).values())
+    return [m for item in items for m in _modules_in(item, depth - 1)]
+
+
+@contextlib.contextmanager
+def _probe_evidence(rec) -> Any:
+    """In a probe worker, what the whole run shows beside its profiled call: the warnings raised from
+    setup on (torch warns of a slow conversion once per process, often on the first call) and a
+    :class:`CompileWatch` for the timed iterations; yields (warnings, watch), (None, None) elsewhere."""
+    if not getattr(rec, "probe", False):
+        yield None, None
+        return
+    with probe_python.recorded_warnings() as seen:
+        yield seen, CompileWatch()
+
+
+def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: CompileWatch,
+                calls: ThreadCalls | None = None, watched: dict | None = None) -> None:
+    """One untimed call under the torch profiler (which ops run, the copies that change a layout),
+    with the census of the values it computes: the layer outputs of the modules in ``state``, the
+    tensors it returns, the weights; then, when much of it was outside torch's ops, one more under
+    cProfile (its top Python-side functions); what each cause's probe records of it (one more call for
+    what autograd does in it: :func:`benchctl._causes.recording.probe.autograd_census`; a few more on the
+    GPU: :func:`benchctl._causes.cuda_first_call.probe.cuda_census`); and what ``seen`` and ``watch`` recorded.
+    ``calls``: the
+    thread counts the code set itself until then; ``watched``: what each cause's probe watched over the timed
+    iterations (:func:`benchctl.probes.watching`), and, with what each watched over the profiled call
+    (:func:`benchctl.probes.calling`), for its record (:func:`benchctl.probes.recorded`)."""
+    import torch
+
+    probe_started = time.perf_counter()
+    modules = _modules_in(state)
+    with contextlib.ExitStack() as stack:
+        layer_records = [stack.enter_context(layer_watch(m)) for m in modules]  # not ``watched``: the probes'
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+            # Inside the profiler: its first start (seconds) is not the call's time.
+            with probes.calling() as called:
+                compiled_s = watch.compile_seconds()
+                started, cpu_started = time.perf_counter(), time.thread_time()
+                out = call()
+                wall_us = (time.perf_counter() - started) * 1e6
+                cpu_us = (time.thread_time() - cpu_started) * 1e6  # the calling thread on a CPU
+                compile_us = (watch.compile_seconds() - compiled_s) * 1e6
+            with torch.profiler.record_function(op_table.INTACT_MARK):
+                pass
+    layers = [r for records in layer_records for r in records if r["calls"]]
+    weights = [weights_census(m) for m in modules]
+    events = prof.events()
+    census_us = op_table.census_us(events)  # the census hooks' time is benchctl's, not the call's
+    wall_us, cpu_us = wall_us - census_us, max(0.0, cpu_us - census_us)
+    table = op_table.rows(events)
+    inside_us = sum(row["top_us"] for row in table) + compile_us
+    outside = 1.0 - min(1.0, inside_us / wall_us) if table and wall_us > 0 else 0.0
+    frames = probe_python.top_frames(call) if outside >= probe_python.FRAMES_FROM_OUTSIDE_SHARE else []
+    rec.note("probe", {
+        "ops": sorted({event.name for event in op_table.workload_events(events)}),
+        "op_table": table,
+        "profile_intact": op_table.intact(events),
+        "op_calls": op_calls.first_calls(events),
+        "call_wall_us": wall_us,
+        "call_cpu_us": cpu_us,
+        "call_compile_us": compile_us,
+        "layout_copies": layout_copies.rows(events),
+        "python_frames": frames,
+        "warnings": probe_python.warning_rows(seen),
+        "compile": watch.note(),
+        "outputs": values_census(out),
+        "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
+        "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
+        "modules": len(modules),
+        "torch_threads": torch.get_num_threads(),  # as the code left it: its setup() may have set one
+        **probes.recorded(ProbedCall(call, tuple(modules), calls, watched or {}, called)),
+        # All of this untimed probing (the profiler's first start alone took ~5 s here): what explain's
+        # sizing takes out of the probe worker's duration, which would otherwise count as every worker's start.
+        "probe_s": time.perf_counter() - probe_started,
+    })
+
+
+def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> None:
+    """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
+    (and :data:`MIN_ITERATIONS` ran). Each call runs as the cell's settings ask (``inference=on``: under
+    torch.inference_mode()); ``watch`` reads dynamo's counters after each, outside its timing."""
+    call = inference.wrapped(call)
+    spent = 0.0
+    if watch is not None:
+        watch.start()
+    for done in range(1, args["iterations"] + 1):
+        started = time.perf_counter()
+        with rec.iteration(phase):
+            call()
+        took = time.perf_counter() - started
+        spent += took
+        if watch is not None:
+            watch.after_iteration(took)
+        if args["seconds"] and done >= MIN_ITERATIONS and spent >= args["seconds"]:
+            return
+
+
+def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
+    def run(args: dict, rec) -> None:
+        with _probe_evidence(rec) as (seen, watch):
+            with thread_calls(active=watch is not None) as calls, probes.watching(watch is not None) as watched:
+                _timed(rec, "call", fn, args, watch)
+            if watch is not None:
+                _probe_call(rec, fn, fn, seen, watch, calls, watched=watched)
+
+    return run, dict(_PARAMS)
+
+
+def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
+    target = obj() if isinstance(obj, type) else obj
+
+    def run(args: dict, rec) -> None:
+        with _probe_evidence(rec) as (seen, watch):
+            with thread_calls(active=watch is not None) as calls:
+                state = target.setup()
+                with probes.watching(watch is not None) as watched:
+                    _timed(rec, "run", lambda: target.run(state), args, watch)
+            if watch is not None:
+                _probe_call(rec, lambda: target.run(state), state, seen, watch, calls, watched=watched)
+
+    return run, dict(_PARAMS)
+
+
+def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
+    def run(args: dict, rec) -> None:
+        if inference.enabled():
+            raise _validate.ArgumentError(
+                "inference=on runs each call of a callable or setup()/run(state) workload under "
+                "torch.inference_mode(); a @benchctl.workload function times its own iterations: use the mode in it")
+        out = fn(rec, **args)
+        if getattr(rec, "probe", False):
+            rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "probe_s": 0.0, "call_compile_us": 0.0,
+                               "layout_copies": [], "python_frames": [], "warnings": [], "compile": {},
+                               "outputs": values_census(out), "modules": 0,
+                               "activations": {"values": 0, "subnormal": 0},
+                               "weights": {"values": 0, "subnormal": 0},
+                               **probes.recorded(ProbedCall())})
+
+    return run, dict(mark["params"])
+
+
+def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
+    """``(fn(args, rec), params, help, check)`` of the user code named by ``target``: the parts of its
+    :class:`benchctl._workloads.Workload`."""
+    obj = _resolve(target)
+    mark = getattr(obj, _MARK, None)
+    if mark is not None:
+        fn, params = _decorated_workload(obj, mark)
+        help_text = mark["help"]
+    elif hasattr(obj, "setup") and hasattr(obj, "run"):
+        fn, params = _setup_run_workload(obj)
+        help_text = f"{target}: setup() once, then run(state) per iteration (phase 'run')"
+    elif callable(obj) and not isinstance(obj, types.ModuleType):
+        fn, params = _callable_workload(obj)
+        help_text = f"{target}: one call per iteration (phase 'call')"
+    else:
+        raise _validate.ArgumentError(
+            f"{target} is not a workload: give a function decorated @benchctl.workload, an object with "
+            "setup() and run(state), or a callable taking no arguments")
+    return fn, params, help_text, _check_iterations if "iterations" in params else None
+
+
+def _check_iterations(args: dict) -> None:
+    _validate.count("iterations", args["iterations"], 1)
+    if args["seconds"]:
+        _validate.seconds("seconds", args["seconds"])
