@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from ..errors import ExitCode
 from .._run import slurm
@@ -21,21 +22,30 @@ TARGET is path/to/file.py:name or package.module:name, one of:
     regions with `with rec.iteration("phase"):` (and may skip a phase when not rec.runs("phase"));
   an object with setup() and run(state): setup once, untimed; each run(state) is one iteration;
   a callable taking no arguments: each call is one iteration.
-causes probed: denormals (ftz), the allocator (alloc), thread count and oversubscription (threads, a busy
-pool), placement (pin), warm-up and lazy initialisation, the state earlier phases leave (only=PHASE),
-autograd anomaly detection left on (anomaly=off), autograd recording where no gradient is needed
-(inference=on: each timed call under torch.inference_mode()), and a dtype costlier than float32 here
-(float16/bfloat16, float64: no probe; judged on the dtype profile).
+{causes}
 A cause that cheap evidence rules out (a probe worker, the penalty profile) is said so and not run.
 example: python -m benchctl explain my_model.py:inference --budget 180 --json explain.json
 """
+_WIDTH = 100
+
+
+def causes_text() -> str:
+    """Every cause explain judges, in the answer's order, each with its probe (or "evidence only"), from the
+    registry: the built-in causes and those of installed packages."""
+    from .._studies.cause import probe_text
+    from .._studies.causes import CAUSES
+
+    items = [f"{cause.name} ({'; '.join(map(probe_text, probes)) or cause.probe_words or 'evidence only'})"
+             for cause in CAUSES for probes in [cause.probes(None)]]
+    return textwrap.fill(f"causes judged, each with its probe (what each one is: docs/causes.md): {', '.join(items)}.",
+                         width=_WIDTH)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from .._studies.explain import DEFAULT_BUDGET_S
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = _EPILOG
+    parser.epilog = _EPILOG.replace("{causes}", causes_text())
     parser.add_argument("target", metavar="TARGET", help=TARGET_FORMS)
     parser.add_argument("--phase", metavar="P", help="explain this phase only (default: every phase)")
     parser.add_argument("--budget", type=duration, default=DEFAULT_BUDGET_S, metavar="DURATION",

@@ -85,6 +85,9 @@ class Cause(Rule):
     """One cause a timing can have. Subclasses set ``name`` and ``title`` and implement :meth:`judge_phase`."""
 
     title = ""
+    #: The probe in words where it depends on the workload's evidence (``probes(None)`` is then empty);
+    #: None: it has no probe, its evidence alone judges it.
+    probe_words: str | None = None
 
     @property
     def rule_name(self) -> str:

@@ -28,6 +28,7 @@ _UNKNOWN = "torch's kernel capability or this CPU's vector flags were not read i
 class Isa(Cause):
     name = ISA.name
     title = "kernel ISA dispatch (ATEN_CPU_CAPABILITY)"
+    probe_words = f"{ISA.name}=the best this CPU offers"
 
     def probes(self, facts: Facts | None) -> list[dict]:
         isa = facts.of(PROBE) if facts is not None else None

@@ -22,6 +22,7 @@ __all__ = ["Order", "CAUSES"]
 class Order(Cause):
     name = "order"
     title = "process state left by earlier phases"
+    probe_words = "only=PHASE"
 
     def probes(self, facts: Facts | None) -> list[dict]:
         return [{"only": phase} for phase in (facts.phases[1:] if facts else [])]
