@@ -8,64 +8,26 @@ path holds it: the registries are read once, at import.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-# A minimal outside cause, as the README shows one: a setting that starts the worker with DEMO_FAST=1, and
-# the rule that names the cause when that cell is faster.
-SETTING = '''
-from benchctl.settings import Setting
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The outside cause README.md and docs/causes.md show: a setting that starts the worker with DEMO_FAST=1
+# (docs/causes.md's setting.py), and the rule that names the cause when that cell is faster.
+def _shown(page, name):
+    block = re.search(rf"```python\n(# mypkg/demo_cause/{name}\n.*?)```", open(os.path.join(ROOT, page)).read(), re.S)
+    assert block, f"{page} shows mypkg/demo_cause/{name}"
+    return block.group(1)
 
 
-class DemoFast(Setting):
-    name = "demo_fast"
-    help = "off | on: DEMO_FAST=1 in the worker's environment"
-
-    def canonical(self, value):
-        return self._choice(value, ("off", "on"))
-
-    def environment(self, value, env, cell):
-        return {**env, "DEMO_FAST": "1"} if value == "on" else env
-
-    probe = "on"
-    mechanism = "the demo workload's sleep, which DEMO_FAST=1 skips"
-
-
-SETTINGS = (DemoFast(),)
-'''
-RULE = '''
-from benchctl.rules import Cause, Status, mechanism, probe_of
-
-from .setting import SETTINGS
-
-
-class DemoCause(Cause):
-    name = "demo"
-    title = "the demo sleep"
-    probe = probe_of(SETTINGS[0])
-
-    def probes(self, facts):
-        return [self.probe]
-
-    def precheck(self, facts, penalty):
-        return None
-
-    def judge_phase(self, ctx):
-        probed = self.probed(ctx)
-        if probed is None:
-            return None
-        cell, cmp = probed
-        if cmp.faster:
-            return self.finding(ctx, cmp, f"with DEMO_FAST=1 it is {cmp.effect_text()}: {mechanism(SETTINGS[0])}",
-                                Status.CAUSE, a=cell, b=ctx.baseline)
-        return self.not_found(ctx, cmp, "DEMO_FAST=1")
-
-
-CAUSES = (DemoCause(),)
-'''
+SETTING = _shown(os.path.join("docs", "causes.md"), "setting.py")
+RULE = _shown("README.md", "rule.py")
+assert RULE == _shown(os.path.join("docs", "causes.md"), "rule.py"), "README.md and docs/causes.md show one rule"
 WORKLOAD = '''
 import os
 import time
