@@ -5,7 +5,7 @@ the planted cause, what explain marked it, any other cause it marked `*`.
 The target is the planted cause marked `*`, none invented (a cause the plant declares in its
 ``"also"`` is expected beside it), each under 2 minutes.
 
-    python bench/explain_planted.py [--budget SECONDS] [--only NAME ...] [--log FILE]
+    python bench/explain_planted.py [--budget SECONDS] [--only NAME ...] [--log FILE] [--json-dir DIR]
 """
 
 from __future__ import annotations
@@ -46,8 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", default=[], metavar="NAME",
                         help="run only this planted workload (file name without .py; repeatable)")
     parser.add_argument("--log", metavar="FILE", help="also write every explain's full output here")
+    parser.add_argument("--json-dir", metavar="DIR",
+                        help="also keep each explain's results document here, as NAME.json (to re-answer it later)")
     opts = parser.parse_args(argv)
     chosen = [(t, c) for t, c in PLANTED if not opts.only or t.split(".py")[0] in opts.only]
+    if opts.json_dir and not os.path.isdir(opts.json_dir):
+        parser.error(f"--json-dir {opts.json_dir}: no such folder: create it first")
     if not chosen:
         parser.error(f"--only: none of {', '.join(t.split('.py')[0] for t, _ in PLANTED)}")
     rows, log = [], open(opts.log, "w") if opts.log else None
@@ -59,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             path = os.path.join(PLANTED_DIR, target)
             environ = dict(os.environ)
             try:
-                doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append)
+                json_path = os.path.join(opts.json_dir, target.split(".py")[0] + ".json") if opts.json_dir else None
+                doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append, json_path=json_path)
             finally:  # a plant that sets a variable at import (scalar_kernels.py) must not reach the next ones
                 os.environ.clear()
                 os.environ.update(environ)
