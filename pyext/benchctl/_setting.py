@@ -36,7 +36,7 @@ from typing import Any, Callable
 from . import _validate
 from .errors import UnavailableError
 
-__all__ = ["SettingError", "SettingUnavailable", "Setting", "split_values", "format_value"]
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "KeptOff", "split_values", "format_value"]
 
 
 class SettingError(_validate.ArgumentError):
@@ -156,6 +156,47 @@ def format_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(str(v) for v in value) + "]"
     return str(value)
+
+
+class KeptOff(Setting):
+    """A process-wide switch of torch's as the workload's code sets it (``code``), or kept off against the
+    code's own calls (``off``) by a ``control`` module that offers ``keep_off()``, ``state()`` (``{"enabled",
+    "kept_off", "refused"}``) and ``is_on()``. A subclass names it, says what it removes (``mechanism``) and
+    what one refused call is (``refused_call``, e.g. "call of the code that turned it on")."""
+
+    order = 50  # after torch is imported and the thread settings applied; nothing else depends on it
+    needs_torch = True
+    in_process = True  # the guard is put in and taken out again in a running process
+    probe = "off"
+    control: Any = None
+    refused_call = ("call", "of the code that turned it on")
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("code", "off"))
+
+    def apply(self, value: str) -> Any:
+        return self.control.keep_off() if value == "off" else self.control.state()
+
+    def facts(self, observed: dict) -> dict:
+        return {"enabled": observed.get("enabled"), "refused": observed.get("refused")}
+
+    def facts_phrase(self, facts: dict) -> str:
+        refused = facts.get("refused")
+        if facts.get("enabled") is not False or refused is None:
+            return ""
+        if not refused:
+            return "read back off after the run"
+        noun, rest = self.refused_call
+        return f"kept off against {refused} {noun}{'s' * (refused != 1)} {rest}"
+
+    def during(self, value: str) -> str | None:
+        # Sampled after every timed iteration: "on" if the code switched it on by a way around the guard.
+        if value == "code":
+            return None
+        return "on" if self.control.is_on() else "off"
+
+    def readback(self, value: str) -> dict:
+        return self.control.state()
 
 
 def split_values(text: str) -> list[str]:

@@ -1,27 +1,10 @@
-"""The settings a matrix cell can have, and how each one is applied and read back.
+"""Every setting a matrix cell can have, by name, and what the rest of benchctl asks of them.
 
-A setting is a small class (an abstract :class:`Setting`) with five duties:
-
-* ``canonical(value)``: validate a value (from the CLI's text or from Python)
-  and return its canonical JSON form, or raise :class:`SettingError`;
-* ``check_available()``: runner side, before any worker: raise
-  :class:`SettingUnavailable` if this build or machine cannot apply it at all;
-* ``environment(value, env, cell)``: runner side, before the worker starts:
-  edit the worker's environment (thread-pool sizes, allocator, extra vars);
-* ``apply(value)``: worker side, after ``import torch``: change process
-  state and return what was observed right after the change;
-* ``readback(value)``: worker side, after the workload: the state the
-  workload actually ran under (threads created during the run included);
-* ``during(value)``: worker side, at the end of every timed iteration: a cheap
-  check of what the process runs under now, in the setting's own values, so that
-  a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
-  ``setup()``) is seen and never judged. ``threads``, ``ftz``, ``pools``, ``clamp``, ``anomaly``,
-  ``inference``, ``cudnn_benchmark``, ``matmul_precision`` and ``isa`` have one: user code changes
-  them in-process (a pool resized by threadpoolctl, a thread count set past the usable CPUs, a file
-  that assigns ``ATEN_CPU_CAPABILITY`` before ``import torch``, ...). ``alloc``, ``thp`` (torch reads
-  its variable once) and ``only`` are fixed before the workload starts, ``pin`` places the team at its
-  creation, ``sync`` is the worker's own clock, ``cuda_init`` happens before the workload, and
-  ``env``/``busy``/``omp_wait`` read back after the run whatever the code left (their after-run readback).
+What a setting is and its duties (``canonical``, ``environment``, ``apply``, ``readback``, ``during``,
+``in_process`` and the worker's hooks) are in :mod:`benchctl._setting`. The settings no cause owns are
+here (``env``, ``busy``, ``only``, ``with``); each cause's is in its package
+(``benchctl._causes.<name>.setting``), and another installed package's comes through the
+``benchctl.causes`` entry points: :data:`SETTINGS` gathers them all, in ``run --help``'s order.
 
 Cells hold setting values and workload parameters side by side; a matrix key
 that is not a setting name is a workload parameter.
