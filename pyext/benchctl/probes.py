@@ -11,7 +11,6 @@ and :meth:`Probe.record` after it; :class:`benchctl._results.facts.Facts` holds 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict
 from typing import Any, Iterator
 
 from . import _plugins
@@ -25,7 +24,7 @@ from ._causes.profiler import probe as _profiler
 from ._causes.recording import probe as _recording
 from ._causes.thp import probe as _thp
 
-__all__ = ["ProbedCall", "Probe", "PROBES", "watching", "calling", "recorded", "read_all", "from_json", "to_json"]
+__all__ = ["ProbedCall", "Probe", "PROBES", "watching", "calling", "recorded", "read_all", "from_json"]
 
 
 #: Every probe: the built-in causes', then those of installed packages (``benchctl.causes`` entry points).
@@ -71,8 +70,3 @@ def from_json(data: dict) -> dict[str, Any]:
     probes had moved holds both: each key is read from where it is)."""
     saved = {**{p.key: data[p.key] for p in PROBES if data.get(p.key)}, **(data.get("probed") or {})}
     return {p.key: p.from_json(saved[p.key]) for p in PROBES if saved.get(p.key)}
-
-
-def to_json(probed: dict[str, Any]) -> dict:
-    """A Facts' typed entries as JSON, by key."""
-    return {key: asdict(fact) for key, fact in probed.items()}
