@@ -214,6 +214,19 @@ def test_a_key_both_a_matrix_axis_and_a_fixed_argument_is_refused(capsys, worker
     assert workers == []
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["sleep", "--set", "ms=1,-1"], ("ms must be a finite number of milliseconds >= 0", "-1")),
+    (["sleep", "--arg", "ms=nan"], ("ms must be",)),
+    (["sleep", "--arg", "iterations=0"], ("iterations must be >= 1",)),
+    (["matmul", "--set", "n=32,0"], ("n must be >= 1",)),
+    (["matmul", "--arg", "init=ones"], ("init='ones'", "normal, zero, subnormal")),
+    (["conv", "--arg", "size=-3"], ("size must be >= 1",)),
+])
+def test_a_built_in_workloads_bad_value_is_refused_before_any_worker(capsys, workers, argv, words):
+    _refused(capsys, ["run", *argv, "--no-progress"], *words)
+    assert workers == []
+
+
 def test_only_a_phase_the_workload_does_not_have_is_refused_naming_its_phases(capsys, workers):
     _refused(capsys, ["run", "sleep", "--no-progress", "--set", "only=all,nosuchphase"], "only=nosuchphase",
              "its phases: sleep")

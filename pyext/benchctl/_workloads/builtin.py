@@ -11,9 +11,12 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import time
 
+from .. import _validate
 from . import register
 
 __all__ = ["sleep_workload", "matmul_workload", "conv_workload"]
@@ -23,11 +26,30 @@ _INITS = ("normal", "zero", "subnormal")
 _SUBNORMAL_BITS = 0x00100000
 
 
+def _check_sleep(args: dict) -> None:
+    ms = args["ms"]
+    if isinstance(ms, bool) or not isinstance(ms, numbers.Real) or not 0 <= ms < math.inf:
+        raise _validate.ArgumentError(f"ms must be a finite number of milliseconds >= 0, got {ms!r}")
+    _validate.count("iterations", args["iterations"], 1)
+
+
+def _check_tensor_workload(*sizes: str):
+    """The check of a workload whose ``sizes`` and ``iterations`` are counts and whose ``init`` is one of
+    :data:`_INITS`: a bad value fails before any worker, not in each."""
+    def check(args: dict) -> None:
+        for name in (*sizes, "iterations"):
+            _validate.count(name, args[name], 1)
+        if "init" in args and args["init"] not in _INITS:
+            raise _validate.ArgumentError(f"init={args['init']!r}: choose one of {', '.join(_INITS)}")
+    return check
+
+
 @register(
     "sleep",
     params={"ms": 1.0, "iterations": 5, "pause_file": "", "fail_with": ""},
     help="time.sleep(ms) per iteration (phase 'sleep'); pause_file: block while that file exists, "
     "after writing this worker's pid into it; fail_with: raise RuntimeError(text) after one iteration",
+    check=_check_sleep,
     phases=("sleep",),
 )
 def sleep_workload(args: dict, rec) -> None:
@@ -58,6 +80,7 @@ def _tensor(torch, shape, init: str, seed: int):
     "matmul",
     params={"n": 64, "iterations": 20, "init": "normal"},
     help="n x n float32 matmul per iteration (phase 'matmul'); init: normal | zero | subnormal",
+    check=_check_tensor_workload("n"),
     preload=("torch",),
     phases=("matmul",),
 )
@@ -76,6 +99,7 @@ def matmul_workload(args: dict, rec) -> None:
     "conv",
     params={"batch": 1, "channels": 8, "size": 16, "iterations": 10, "init": "normal"},
     help="3x3 conv2d forward (channels -> channels, size x size) per iteration (phase 'forward')",
+    check=_check_tensor_workload("batch", "channels", "size"),
     preload=("torch",),
     phases=("forward",),
 )
