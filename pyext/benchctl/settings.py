@@ -35,9 +35,9 @@ from ._causes.tf32 import setting as _tf32
 from ._causes.thp import setting as _thp
 from ._causes.threads import setting as _threads
 
-__all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "ONLY_PHASE_ENV", "is_setting", "split_values",
-           "parse_assignment", "canonical_value", "canonical_matrix", "check_available", "cell_environment",
-           "format_value", "cell_label", "split_cell", "ordered", "clock_waits"]
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "BUSY", "ONLY_PHASE_ENV", "is_setting",
+           "split_values", "parse_assignment", "canonical_value", "canonical_matrix", "check_available",
+           "cell_environment", "format_value", "cell_label", "split_cell", "ordered", "clock_waits"]
 
 
 
@@ -101,6 +101,10 @@ class BusyPool(Setting):
 ONLY_PHASE_ENV = "BENCHCTL_ONLY_PHASE"
 
 
+#: The ``busy`` setting (the threads cause probes ``busy=pool``).
+BUSY = BusyPool()
+
+
 class OnlyPhase(Setting):
     """``only``: run one phase of the workload alone (its ``rec.runs(phase)`` says which), or all of them.
 
@@ -161,7 +165,7 @@ class Combination(Setting):
 SETTINGS: dict[str, Setting] = {
     s.name: s for s in (*_denormals.SETTINGS, *_threads.SETTINGS, *_placement.SETTINGS, *_allocator.SETTINGS,
                         *_thp.SETTINGS, ExtraEnvironment(),
-                        BusyPool(), *_pools.SETTINGS, *_cpu_fit.SETTINGS, *_anomaly.SETTINGS, *_recording.SETTINGS,
+                        BUSY, *_pools.SETTINGS, *_cpu_fit.SETTINGS, *_anomaly.SETTINGS, *_recording.SETTINGS,
                         *_profiler.SETTINGS,
                         *_async_clock.SETTINGS, *_cudnn_autotune.SETTINGS, *_tf32.SETTINGS,
                         *_cuda_first_call.SETTINGS, *_isa.SETTINGS, *_omp_wait.SETTINGS,

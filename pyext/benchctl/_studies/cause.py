@@ -61,19 +61,14 @@ def faults_negligible(facts: Facts) -> str | None:
     return "; ".join(costs) + f" (at {FAULT_COST_MIN_US} µs a fault): under {NEGLIGIBLE_SHARE:.0%}"
 
 
-def _setting(setting: Setting | str) -> Setting:
-    return setting if isinstance(setting, Setting) else settings.SETTINGS[setting]
-
-
-def mechanism(setting: Setting | str) -> str:
+def mechanism(setting: Setting) -> str:
     """The mechanism sentence ``setting`` declares (what it removes when it is the cause)."""
-    return _setting(setting).mechanism
+    return setting.mechanism
 
 
-def probe_of(setting: Setting | str) -> dict[str, Any]:
+def probe_of(setting: Setting) -> dict[str, Any]:
     """The probe ``setting`` declares, as a cell's settings: ``{"ftz": "process"}``."""
-    found = _setting(setting)
-    return {found.name: found.probe}
+    return {setting.name: setting.probe}
 
 
 def probe_text(probe: dict[str, Any]) -> str:

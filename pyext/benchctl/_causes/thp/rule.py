@@ -22,6 +22,7 @@ from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 
 from ..._studies.cause import Cause, faults_negligible, mechanism, probe_of, probe_text
+from ..allocator.setting import ALLOCATOR
 from .control import TORCH_ENV
 from .probe import PROBE
 from .setting import HUGE_PAGES
@@ -81,11 +82,11 @@ class HugePages(Cause):
 def _retain_text(ctx: Context) -> str:
     """``"; alloc=retain ... gives 2.10× faster"``: the allocator's other way to the same faults, where the
     run measured it; "" otherwise."""
-    cell = ctx.probe_cell(probe_of("alloc"))
+    cell = ctx.probe_cell(probe_of(ALLOCATOR))
     cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
     if cmp is None:
         return ""
-    return (f"; {probe_text(probe_of('alloc'))}, which keeps freed memory instead of faulting it in again, "
+    return (f"; {probe_text(probe_of(ALLOCATOR))}, which keeps freed memory instead of faulting it in again, "
             f"measured {cmp.headline()}")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import settings
 from ..._results import counter_evidence, queries, wording
 from ..._results.counter_evidence import CONTEXT_SWITCHES
 from ..._results.facts import Facts
@@ -24,6 +25,8 @@ from ..._results.rules import Context
 from ..._studies.cause import Cause, mechanism, probe_of, probe_text
 from ..cpu_fit.probe import PROBE as CPU_FIT
 from ..cpu_fit.rule import CpuFit
+from ..cpu_fit.setting import CLAMP
+from ..pools.setting import CAP_OTHER_POOLS
 from .setting import THREADS
 
 __all__ = ["Threads", "CAUSES"]
@@ -39,11 +42,11 @@ class Threads(Cause):
     name = THREADS.name
     title = "thread count and oversubscription"
     one = probe_of(THREADS)
-    busy = probe_of("busy")
+    busy = probe_of(settings.BUSY)
     #: The narrower causes whose probes remove part of what one thread does: (their probe, the probe in words,
     #: the cause in words). Where one made it faster, one thread is judged against that cell.
-    narrower = ((probe_of("pools"), "capping the other pools alone", "the competing pools are"),
-                (probe_of("clamp"), "holding torch's threads at the usable CPUs", "its CPU mask or quota is"))
+    narrower = ((probe_of(CAP_OTHER_POOLS), "capping the other pools alone", "the competing pools are"),
+                (probe_of(CLAMP), "holding torch's threads at the usable CPUs", "its CPU mask or quota is"))
 
     def _beyond_narrower(self, ctx: Context, cell: dict) -> tuple[Finding | None, str]:
         """One thread judged against the cell of each narrower cause's probe that made it faster (and held):
