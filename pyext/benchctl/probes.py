@@ -15,22 +15,12 @@ from typing import Any, Iterator
 
 from . import _plugins
 from ._probe import Probe, ProbedCall
-from ._causes.cpu_fit import probe as _cpu_fit
-from ._causes.cuda_first_call import probe as _cuda_first_call
-from ._causes.isa import probe as _isa
-from ._causes.omp_wait import probe as _omp_wait
-from ._causes.pools import probe as _pools
-from ._causes.profiler import probe as _profiler
-from ._causes.recording import probe as _recording
-from ._causes.thp import probe as _thp
 
 __all__ = ["ProbedCall", "Probe", "PROBES", "watching", "calling", "recorded", "read_all", "from_json"]
 
 
-#: Every probe: the built-in causes', then those of installed packages (``benchctl.causes`` entry points).
-PROBES: tuple[Probe, ...] = (*_pools.PROBES, *_cpu_fit.PROBES, *_isa.PROBES, *_omp_wait.PROBES, *_thp.PROBES,
-                             *_cuda_first_call.PROBES, *_recording.PROBES,
-                             *_profiler.PROBES, *_plugins.gathered("probe", "PROBES"))
+#: Every probe: benchctl's own causes', then those of installed packages (:mod:`benchctl._plugins`).
+PROBES: tuple[Probe, ...] = _plugins.gathered("probe", "PROBES")
 
 
 @contextlib.contextmanager

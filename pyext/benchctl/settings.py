@@ -18,22 +18,6 @@ from typing import Any, Callable
 
 from . import _contention as contention, _plugins
 from ._setting import Setting, SettingError, SettingUnavailable, format_value, split_values
-from ._causes.allocator import setting as _allocator
-from ._causes.anomaly import setting as _anomaly
-from ._causes.async_clock import setting as _async_clock
-from ._causes.cpu_fit import setting as _cpu_fit
-from ._causes.cuda_first_call import setting as _cuda_first_call
-from ._causes.cudnn_autotune import setting as _cudnn_autotune
-from ._causes.denormals import setting as _denormals
-from ._causes.isa import setting as _isa
-from ._causes.omp_wait import setting as _omp_wait
-from ._causes.placement import setting as _placement
-from ._causes.pools import setting as _pools
-from ._causes.profiler import setting as _profiler
-from ._causes.recording import setting as _recording
-from ._causes.tf32 import setting as _tf32
-from ._causes.thp import setting as _thp
-from ._causes.threads import setting as _threads
 
 __all__ = ["SettingError", "SettingUnavailable", "Setting", "SETTINGS", "BUSY", "ONLY_PHASE_ENV", "is_setting",
            "split_values", "parse_assignment", "canonical_value", "canonical_matrix", "check_available",
@@ -160,17 +144,11 @@ class Combination(Setting):
         return dict(sorted(out.items()))
 
 
-#: Every setting by name: those no cause owns (defined here), the built-in causes' (one line each), then those of
-#: installed packages (``benchctl.causes`` entry points). The order is ``run --help``'s.
-SETTINGS: dict[str, Setting] = {
-    s.name: s for s in (*_denormals.SETTINGS, *_threads.SETTINGS, *_placement.SETTINGS, *_allocator.SETTINGS,
-                        *_thp.SETTINGS, ExtraEnvironment(),
-                        BUSY, *_pools.SETTINGS, *_cpu_fit.SETTINGS, *_anomaly.SETTINGS, *_recording.SETTINGS,
-                        *_profiler.SETTINGS,
-                        *_async_clock.SETTINGS, *_cudnn_autotune.SETTINGS, *_tf32.SETTINGS,
-                        *_cuda_first_call.SETTINGS, *_isa.SETTINGS, *_omp_wait.SETTINGS,
-                        OnlyPhase(), Combination(), *_plugins.gathered("setting", "SETTINGS"))
-}
+#: Every setting by name, in alphabetical order (``run --help``'s): the cause packages' (benchctl's own and installed
+#: packages': :mod:`benchctl._plugins`) and those no cause owns (defined here).
+SETTINGS: dict[str, Setting] = dict(sorted(
+    (s.name, s) for s in (*_plugins.gathered("setting", "SETTINGS"), ExtraEnvironment(), BUSY, OnlyPhase(), Combination())
+))
 _WITH = Combination.name
 
 

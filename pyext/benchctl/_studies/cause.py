@@ -80,6 +80,10 @@ class Cause(Rule):
     """One cause a timing can have. Subclasses set ``name`` and ``title`` and implement :meth:`judge_phase`."""
 
     title = ""
+    #: Where its finding stands in the answer among findings of the same mark, lowest first: benchctl's CPU
+    #: causes from 10, its GPU causes from 200 (ruled out at once where no CUDA work ran); another package's
+    #: cause is placed after them unless it says otherwise.
+    order = 500
     #: The probe in words where it depends on the workload's evidence (``probes(None)`` is then empty);
     #: None: it has no probe, its evidence alone judges it.
     probe_words: str | None = None

@@ -245,6 +245,7 @@ def _fixes_text(tried: list, warmup: str) -> str:
 
 class Allocator(Cause):
     name = "allocator"
+    order = 20
     title = "allocator"
 
     def probes(self, facts: Facts | None) -> list[dict]:

@@ -23,6 +23,7 @@ ANOMALY_FIX = ("switch it on only to find where a NaN comes from (no torch.autog
 
 class Anomaly(Cause):
     name = ANOMALY.name
+    order = 120
     title = "anomaly detection left on"
     probe = probe_of(ANOMALY)
 

@@ -32,6 +32,7 @@ def readback_suffix(ctx: Context, cell: dict, setting: Setting) -> str:
 
 class AsyncClock(Cause):
     name = "async_clock"
+    order = 200
     title = "asynchronous CUDA launches timed by a host clock"
     probe = probe_of(SYNC)
 

@@ -31,6 +31,7 @@ FIX = "size torch's threads to the CPUs the process may use (torch.set_num_threa
 
 class CpuFit(Cause):
     name = "cpu_fit"
+    order = 90
     title = "threads beyond the usable CPUs (CPU mask or cgroup quota)"
     probe = probe_of(CLAMP)
 

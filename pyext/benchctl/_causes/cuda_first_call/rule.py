@@ -33,6 +33,7 @@ def _first_iterations(ctx: Context, cell: dict) -> list[float]:
 
 class CudaFirstCall(Cause):
     name = "cuda_first_call"
+    order = 220
     title = "CUDA's lazy start (context, library handles, kernels loaded on first use)"
     probe = probe_of(CUDA_INIT)
 

@@ -19,6 +19,7 @@ __all__ = ["CudnnAutotune", "CAUSES"]
 
 class CudnnAutotune(Cause):
     name = "cudnn_autotune"
+    order = 210
     title = "cuDNN autotuning on every new shape"
     probe = probe_of(CUDNN_BENCHMARK)
 

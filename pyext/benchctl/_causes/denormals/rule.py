@@ -103,6 +103,7 @@ def cpu_penalty_reason(penalty: dict, ops: tuple[str, ...] = FMA_OPS) -> tuple[b
 
 class Denormals(Cause):
     name = "denormals"
+    order = 10
     title = "denormals (subnormal arithmetic)"
     probe = probe_of(FTZ)
 

@@ -13,6 +13,7 @@ __all__ = ["Float64", "CAUSES"]
 
 class Float64(CostlyDtype):
     name = "float64"
+    order = 160
     title = "float64 where float32 was meant"
     dtypes = ("double",)
     fix = ("cast to float32 (torch.from_numpy(x).float(), model.float()): arrays from NumPy are float64 unless "

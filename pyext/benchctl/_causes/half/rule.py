@@ -167,6 +167,7 @@ class CostlyDtype(Cause):
 
 class HalfPrecision(CostlyDtype):
     name = "half"
+    order = 150
     title = "half / bfloat16 without native arithmetic on this CPU"
     dtypes = ("c10::Half", "c10::BFloat16")
     fix = "run it in float32 on this CPU (model.float() and float32 inputs)"

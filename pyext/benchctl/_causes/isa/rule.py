@@ -27,6 +27,7 @@ _UNKNOWN = "torch's kernel capability or this CPU's vector flags were not read i
 
 class Isa(Cause):
     name = ISA.name
+    order = 110
     title = "kernel ISA dispatch (ATEN_CPU_CAPABILITY)"
     probe_words = f"{ISA.name}=the best this CPU offers"
 

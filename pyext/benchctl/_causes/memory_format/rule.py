@@ -37,6 +37,7 @@ def _copies_text(facts: Facts) -> str:
 
 class MemoryFormat(Cause):
     name = "memory_format"
+    order = 180
     title = "memory-format conversions (channels_last ↔ contiguous copies)"
 
     def probes(self, facts: Facts | None) -> list[dict]:

@@ -41,6 +41,7 @@ QUIET_BESIDE_MS = 5.0
 
 class OmpWait(Cause):
     name = OMP_WAIT.name
+    order = 100
     title = "OpenMP wait policy (spinning team threads)"
     probe = probe_of(OMP_WAIT)
 

@@ -21,6 +21,7 @@ __all__ = ["Order", "CAUSES"]
 
 class Order(Cause):
     name = "order"
+    order = 70
     title = "process state left by earlier phases"
     probe_words = "only=PHASE"
 

@@ -21,6 +21,7 @@ _FEW_MIGRATIONS = 0.5
 
 class Placement(Cause):
     name = "placement"
+    order = 50
     title = "thread placement (migrations between CPUs)"
     probe = probe_of(PINNING)
 

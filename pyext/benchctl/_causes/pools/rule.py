@@ -35,6 +35,7 @@ FIX = ("cap numpy's pool in the code (threadpoolctl.threadpool_limits(1, user_ap
 
 class CompetingPools(Cause):
     name = CAP_OTHER_POOLS.name
+    order = 80
     title = "competing thread pools (another library's pool beside torch's)"
     probe = probe_of(CAP_OTHER_POOLS)
 

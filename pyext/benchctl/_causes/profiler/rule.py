@@ -27,6 +27,7 @@ FIX = ("profile only the steps you look at: remove the profiler context from the
 
 class ProfilerLeftOn(Cause):
     name = PROFILER.name
+    order = 140
     title = "the autograd profiler left on"
     probe = probe_of(PROFILER)
 

@@ -71,6 +71,7 @@ def _share_text(facts: Facts, outside: float) -> str:
 
 class PythonTime(Cause):
     name = "python"
+    order = 170
     title = "time outside torch's ops (Python, conversions)"
 
     def probes(self, facts: Facts | None) -> list[dict]:

@@ -46,6 +46,7 @@ def _recompiled(log: CompileLog) -> int:
 
 class Recompiles(Cause):
     name = "recompiles"
+    order = 190
     title = "torch.compile recompiling"
 
     def probes(self, facts: Facts | None) -> list[dict]:

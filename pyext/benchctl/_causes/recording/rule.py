@@ -48,6 +48,7 @@ def readback_suffix(ctx: Context, cell: dict, setting: Setting) -> str:
 
 class Recording(Cause):
     name = "recording"
+    order = 130
     title = "autograd recording where no gradient is needed"
     probe = probe_of(INFERENCE)
 

@@ -23,6 +23,7 @@ MIN_MATMUL_SHARE = 0.05
 
 class Tf32(Cause):
     name = "tf32"
+    order = 230
     title = "float32 matmul precision (TF32)"
 
     def probes(self, facts: Facts | None) -> list[dict]:

@@ -36,6 +36,7 @@ FIX = (f"{TORCH_ENV}=1 in the environment the process starts with (torch then al
 
 class HugePages(Cause):
     name = HUGE_PAGES.name
+    order = 30
     title = "transparent huge pages for large buffers"
     probe = probe_of(HUGE_PAGES)
 

@@ -40,6 +40,7 @@ def _pools(facts: Facts | None) -> str:
 
 class Threads(Cause):
     name = THREADS.name
+    order = 40
     title = "thread count and oversubscription"
     one = probe_of(THREADS)
     busy = probe_of(settings.BUSY)

@@ -66,6 +66,7 @@ def _first_process(doc: dict, phase: str) -> dict | None:
 
 class Warmup(Cause):
     name = "warmup"
+    order = 60
     title = "warm-up and lazy initialisation"
 
     def judge_phase(self, ctx: Context) -> Finding | None:
