@@ -301,6 +301,6 @@ def test_the_closing_bound_is_one_sided():
     assert one_sided < CLOSED_SHARE < two_sided
     # The same intervals from fewer degrees of freedom: their two-sided quantile was the larger share of their
     # width, so the one-sided reach is a smaller part of it; none stored (an old file): the normal's ratio.
-    few, normal = (GapUnderSetting.share_left_upper(_comparison(1.44, 1.24, 1.69, df), _comparison(1.028, 0.956, 1.11, df))
-                   for df in (3.0, None))
+    few, normal = (GapUnderSetting.share_left_upper(_comparison(1.44, 1.24, 1.69, df),
+                                                    _comparison(1.028, 0.956, 1.11, df)) for df in (3.0, None))
     assert few < one_sided < normal < two_sided

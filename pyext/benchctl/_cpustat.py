@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ._procfs import read_text
 
-__all__ = ["CpuTimes", "cpu_times", "BusySampler"]
+__all__ = ["CpuTimes", "cpu_times", "BusySampler", "wait_for_quiet"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +79,27 @@ class BusySampler:
         steal = (end.steal - self._start.steal) / seconds
         out.update(busy_cpus=busy, steal_cpus=steal, other_cpus=max(0.0, busy - steal - own))
         return out
+
+
+def wait_for_quiet(most_cpus: float, max_wait_s: float, sample_s: float, since: BusySampler | None = None) -> float:
+    """Wait until other load (other processes and steal, over one look of at least ``sample_s``) is at most
+    ``most_cpus``, for at most ``max_wait_s``; the seconds waited. ``since``: a sampler started earlier (when
+    the last worker ended), whose span is the first look when it lasted a fifth of ``sample_s`` or more: a
+    quiet machine then costs no wait at all. Where /proc/stat cannot be read nothing is waited for."""
+    if most_cpus == float("inf"):  # no gate: nothing to wait for
+        return 0.0
+    started = time.monotonic()
+    sampler = since
+    while True:
+        if sampler is None:
+            sampler = BusySampler()
+            time.sleep(sample_s)
+        beside = sampler.finish()
+        sampler = None
+        waited = time.monotonic() - started
+        if waited + sample_s > max_wait_s:
+            return waited
+        if beside["wall_s"] < sample_s / 5:
+            continue  # too short a look to tell (the kernel counts CPU time in 10 ms ticks)
+        if beside["other_cpus"] is None or beside["other_cpus"] + beside["steal_cpus"] <= most_cpus:
+            return waited

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from .. import settings as _settings
-from . import outlying, processes, queries, summary, wording
+from . import contention_gate, outlying, processes, queries, summary, wording
 from .tables import TimeUnit, format_table, time_unit
 from .comparison import FLOOR, MAX_NO_EFFECT_BAND
 from .document import CONTROL_ARM, cell_id
@@ -166,7 +166,7 @@ def format_report(doc: dict, baseline: Any = None) -> str:
     comparisons = queries.Comparisons(doc)
     for phase in queries.phases(doc):
         lines += _phase_table(doc, phase, base, comparisons)
-    lines += _beside_lines(doc) + _rounds_lines(doc) + _failures(doc)
+    lines += _beside_lines(doc) + contention_gate.report_lines(doc) + _rounds_lines(doc) + _failures(doc)
     values = format_values(doc)
     return "\n".join(lines + (["", values] if values else []))
 

@@ -34,7 +34,8 @@ from .rules import Context, Rule
 from .summary import COUNTER_FIELDS
 from .tdist import t_quantile
 
-__all__ = ["CLOSED_SHARE", "CLOSED_CONFIDENCE", "NARROWED_SHARE", "Gap", "GapUnderSetting", "SettingEffect", "generic_rules", "findings",
+__all__ = ["CLOSED_SHARE", "CLOSED_CONFIDENCE",
+           "NARROWED_SHARE", "Gap", "GapUnderSetting", "SettingEffect", "generic_rules", "findings",
            "setting_text"]
 
 #: A gap counts as closed when the share of it left (log ratios) is shown to be at most this: the claim is

@@ -27,7 +27,8 @@ from typing import Any
 
 from .. import _validate, clock, settings, _workloads as workloads
 from .._version import __version__
-from .._results import document, rules
+from .._cpustat import BusySampler, wait_for_quiet
+from .._results import contention_gate as gate, document, rules
 from .._results.analysis import Judge, analyse
 from .._results.findings import Finding
 from .._system import metadata
@@ -92,7 +93,8 @@ def _metadata(repeat: int | str, shuffle_seed: int | None, worker_timeout_s: flo
         "command": list(sys.argv),
         "clock": clock.info(),
         "runner": {"repeat": repeat, "shuffle_seed": shuffle_seed, "worker_timeout_s": worker_timeout_s,
-                   "budget_s": budget_s, "control": control, "focus": focus, "forked": forked},
+                   "budget_s": budget_s, "control": control, "focus": focus, "forked": forked,
+                   "gate": gate.described()},
         "system": metadata.collect(),
     }
 
@@ -146,6 +148,11 @@ class _Log:
     def save(self) -> None:
         if self.path is not None:
             document.save(self.doc, self.path)
+
+    def set_aside(self, record: dict) -> None:
+        """Keep a worker the contention gate set aside, out of the runs every comparison reads; saved at once."""
+        self.doc.setdefault(gate.KEY, []).append(record)
+        self.save()
 
     def add(self, record: dict) -> None:
         """Keep one finished worker's record (a failed attempt is replaced by its rerun), saved at once."""
@@ -221,6 +228,7 @@ class _Run:
         self.control_slots = control_slots
         self.worker_timeout_s, self.probe = worker_timeout_s, probe
         self.open_cells: set[int] | None = None
+        self._since_last: BusySampler | None = None
 
     def _expected(self, slot: _rounds.Slot) -> float | None:
         """The slot's cell's mean worker duration; before its first worker, that of any worker so far."""
@@ -255,6 +263,33 @@ class _Run:
         open_text = "" if self.open_cells is None else f", {len(self.open_cells)} cells unresolved"
         bar.set_description(f"round {index + 1}{open_text}")
 
+    def _gated_worker(self, slot: _rounds.Slot, index: int, workdir: str) -> None:
+        """Run ``slot``'s worker of round ``index`` through the contention gate (:mod:`.._results.contention_gate`):
+        wait a bounded time for a quiet moment first; a worker set aside is kept in the document's set-aside list
+        and its slot runs again, at most ``RETRIES`` times and while the budget still fits one."""
+        cell, env = self.plan.cells[slot.index], self.plan.environments[slot.index]
+        runner = self.log.doc["metadata"]["runner"]
+        # A probe worker gathers evidence (what the code does, its ops, its counters), compared with no other
+        # cell: it is not the gate's, and explain needs it whatever the load.
+        attempts = 1 if self.probe else 1 + gate.RETRIES
+        for attempt in range(attempts):
+            if attempt and not self.budget.fits(self._expected(slot)):
+                return
+            left = self.budget.left()
+            most = gate.QUIET_WAIT_S if left is None else max(0.0, min(gate.QUIET_WAIT_S, left / 10))
+            if not self.probe:
+                runner["quiet_wait_s"] = runner.get("quiet_wait_s", 0.0) + wait_for_quiet(
+                    gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S, since=self._since_last)
+            record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
+                      **run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
+                                   self.worker_timeout_s, self.probe, self._server(env))}
+            self._since_last = BusySampler()  # the load between workers: the next one's first look
+            why = None if self.probe else gate.reason(record)
+            if why is None:
+                self.log.add(record)
+                return
+            self.log.set_aside({**record, "set_aside": why})
+
     def execute(self, workdir: str, bar) -> None:
         index = 0
         while self.policy.stopped is None:
@@ -280,11 +315,7 @@ class _Run:
                 cell = self.plan.cells[slot.index]
                 arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
                 bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
-                env = self.plan.environments[slot.index]
-                record = run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
-                                    self.worker_timeout_s, self.probe, self._server(env))
-                self.log.add({"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
-                              **record})
+                self._gated_worker(slot, index, workdir)
                 bar.update(1)
             if self.servers is not None:
                 # A new server per round: its children share its address layout (see .forkserver).

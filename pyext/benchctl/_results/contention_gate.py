@@ -1,0 +1,145 @@
+"""The contention gate: a worker that ran beside other load is set aside, by a rule fixed before any timing.
+
+Each worker measures what ran beside it (:class:`benchctl._cpustat.BusySampler`: the CPUs other
+processes and the hypervisor's steal kept busy over its run, a counter of the machine, never the
+worker's own time). A worker is set aside when other load took more than :data:`GATE_CPUS` CPUs beside
+it while fewer than :data:`GATE_CPUS` stayed idle: the neighbour then took CPU time the workload could
+have used. A neighbour on CPUs the workload leaves idle (one thread on a 16-CPU machine) sets nothing
+aside. The rule reads no timing, so setting a worker aside cannot lean towards an outcome; the A/A
+control's arms follow it as every cell does.
+
+The runner waits (at most :data:`QUIET_WAIT_S`) for a quiet moment before each worker, runs a set-aside
+slot again in the budget left (at most :data:`RETRIES` times), and keeps every set-aside worker in the
+document's ``set_aside`` list, out of every comparison; the report says how many and why, and the answer
+says first when the machine was too busy to answer.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from dataclasses import dataclass
+
+from .. import _validate, settings as _settings
+from .document import CONTROL_ARM
+
+__all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "Beside", "described", "reason",
+           "set_aside", "report_lines", "too_busy"]
+
+#: The environment variable that sets :data:`GATE_CPUS` for a process and the workers it starts (``inf``: no
+#: gate; the test suite sets it so that its verdicts do not depend on how busy the machine is).
+ENV_VAR = "BENCHCTL_GATE_CPUS"
+#: Other load (CPUs, steal included) beyond which a worker that also left fewer idle CPUs than this is set
+#: aside: half a CPU is a quarter of this 2-CPU machine, where a two-thread workload then lost up to a
+#: quarter of its CPU time to the neighbour.
+GATE_CPUS = 0.5
+
+
+def _from_environment(default: float) -> float:
+    text = os.environ.get(ENV_VAR, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:  # NaN too
+        raise _validate.ArgumentError(f"{ENV_VAR}={text!r}: give a positive number of CPUs (inf: no gate)")
+    return value
+
+
+GATE_CPUS = _from_environment(GATE_CPUS)
+#: The longest the runner waits for other load to drop to :data:`GATE_CPUS` before starting a worker.
+QUIET_WAIT_S = 30.0
+#: How long one look at the machine's load lasts while waiting for a quiet moment.
+QUIET_SAMPLE_S = 0.25
+#: How many times a set-aside slot is run again (each within the budget left).
+RETRIES = 2
+#: The document's list of set-aside workers.
+KEY = "set_aside"
+
+
+@dataclass(frozen=True)
+class Beside:
+    """What ran beside one worker, from its ``beside`` record: CPUs other load kept busy (steal included),
+    CPUs left idle, and the machine's CPUs; None where it could not be read."""
+
+    other_cpus: float | None
+    idle_cpus: float | None
+
+    @classmethod
+    def of(cls, record: dict) -> "Beside":
+        beside = record.get("beside") or {}
+        busy, cpus = beside.get("busy_cpus"), beside.get("cpus")
+        other = beside.get("other_cpus")
+        if other is not None:
+            other += beside.get("steal_cpus") or 0.0
+        return cls(other, None if busy is None or cpus is None else max(0.0, cpus - busy))
+
+    @property
+    def contended(self) -> bool:
+        """Whether the gate sets this worker aside (unknown load sets nothing aside)."""
+        if self.other_cpus is None or self.idle_cpus is None:
+            return False
+        return self.other_cpus > GATE_CPUS and self.idle_cpus < GATE_CPUS
+
+
+def described() -> dict:
+    """The gate as a results file keeps it (``cpus`` None: no gate)."""
+    return {"cpus": GATE_CPUS if GATE_CPUS != float("inf") else None, "retries": RETRIES,
+            "quiet_wait_s": QUIET_WAIT_S}
+
+
+def reason(record: dict) -> str | None:
+    """Why the gate sets this worker aside, or None: it is kept (a failed worker is not the gate's)."""
+    if record.get("status") != "ok":
+        return None
+    beside = Beside.of(record)
+    if not beside.contended:
+        return None
+    return (f"other load kept {beside.other_cpus:.2f} CPUs busy beside it with {beside.idle_cpus:.2f} idle "
+            f"(the gate: over {GATE_CPUS} CPUs beside a worker while under {GATE_CPUS} stay idle)")
+
+
+def set_aside(doc: dict) -> list[dict]:
+    """The workers the gate set aside in this document ([] for a document written before the gate)."""
+    return doc.get(KEY) or []
+
+
+def _cell_text(record: dict) -> str:
+    return _settings.cell_label(record["cell"]) + (" [A/A arm B]" if record.get("arm") == CONTROL_ARM else "")
+
+
+def report_lines(doc: dict) -> list[str]:
+    """The report's paragraph on the gate: how many workers it set aside, how busy the machine was beside them,
+    and how long the runner waited for quiet moments."""
+    aside = set_aside(doc)
+    waited = (doc.get("metadata", {}).get("runner", {}) or {}).get("quiet_wait_s") or 0.0
+    if not aside and waited < QUIET_SAMPLE_S * 4:
+        return []
+    lines = [""]
+    if aside:
+        loads = [Beside.of(r).other_cpus or 0.0 for r in aside]
+        cells = sorted({_cell_text(r) for r in aside})
+        lines.append(f"contention gate: {len(aside)} worker(s) set aside, other load beside them "
+                     f"{min(loads):.2f}-{max(loads):.2f} CPUs (the gate: over {GATE_CPUS} CPUs beside a worker while "
+                     f"under {GATE_CPUS} stay idle; decided before any timing); their cells ran again in the budget "
+                     f"left: {', '.join(cells)}")
+    if waited >= QUIET_SAMPLE_S * 4:
+        lines.append(f"the runner waited {waited:.0f} s in all for other load to drop under {GATE_CPUS} CPUs "
+                     f"before starting workers (at most {QUIET_WAIT_S:.0f} s each)")
+    return lines
+
+
+def too_busy(doc: dict) -> str | None:
+    """The answer's first line when the machine was too busy for one: at least half of the workers were set
+    aside; None otherwise."""
+    aside = set_aside(doc)
+    kept = [r for r in doc.get("runs", []) if r.get("status") == "ok"]
+    if not aside or len(aside) < len(kept):
+        return None
+    loads = [Beside.of(r).other_cpus or 0.0 for r in aside]
+    return (f"the machine was too busy for a full answer: {len(aside)} of {len(aside) + len(kept)} workers ran "
+            f"beside other load (a median {statistics.median(loads):.2f} CPUs, up to {max(loads):.2f}) and were set "
+            f"aside; run it again when less runs beside it (close other programs; `uptime` shows the load) or give "
+            "it a larger --budget")

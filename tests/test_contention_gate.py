@@ -1,0 +1,161 @@
+"""The contention gate: workers run beside other load are set aside by a rule that reads no timing."""
+
+import pytest
+
+from benchctl import _cpustat
+from benchctl._cli import render
+from benchctl._results import contention_gate as gate
+from benchctl._results import document as results
+from benchctl._run import runner
+
+
+@pytest.fixture(autouse=True)
+def _the_gate_as_shipped(monkeypatch):
+    """The suite turns the gate off (conftest.py); these tests judge it at its shipped share."""
+    monkeypatch.setattr(gate, "GATE_CPUS", 0.5)
+
+
+def test_the_gate_share_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv(gate.ENV_VAR, "1.5")
+    assert gate._from_environment(0.5) == 1.5
+    monkeypatch.setenv(gate.ENV_VAR, "inf")
+    assert gate._from_environment(0.5) == float("inf")
+    monkeypatch.delenv(gate.ENV_VAR)
+    assert gate._from_environment(0.5) == 0.5
+    for bad in ("-1", "0", "nan", "lots"):
+        monkeypatch.setenv(gate.ENV_VAR, bad)
+        with pytest.raises(ValueError, match="BENCHCTL_GATE_CPUS"):
+            gate._from_environment(0.5)
+
+
+def _record(other, busy, cpus=2, status="ok", steal=0.0, cell=None):
+    return {"cell": cell or {}, "repetition": 0, "status": status,
+            "beside": {"cpus": cpus, "busy_cpus": busy, "other_cpus": other, "steal_cpus": steal}}
+
+
+@pytest.mark.parametrize("other, steal, busy, cpus, aside", [
+    (0.9, 0.0, 1.95, 2, True),    # a neighbour took most of a CPU the two-thread workload wanted
+    (0.4, 0.2, 1.95, 2, True),    # the hypervisor's steal counts as other load
+    (0.3, 0.0, 1.9, 2, False),    # a 30% neighbour: under the gate
+    (0.9, 0.0, 3.0, 16, False),   # a neighbour on CPUs the workload left idle takes nothing from it
+    (0.9, 0.0, 1.4, 2, False),    # more than the gate's share stayed idle: the neighbour took none of it
+])
+def test_the_gate_reads_the_load_beside_a_worker_never_its_time(other, steal, busy, cpus, aside):
+    record = _record(other, busy, cpus, steal=steal)
+    assert (gate.reason(record) is not None) is aside
+    if aside:
+        assert f"{other + steal:.2f} CPUs busy beside it" in gate.reason(record)
+
+
+def test_unknown_load_and_failed_workers_are_not_the_gates():
+    assert gate.reason({"cell": {}, "status": "ok"}) is None  # nothing recorded beside it
+    assert gate.reason(_record(None, None)) is None           # /proc/stat unreadable
+    assert gate.reason(_record(1.5, 2.0, status="failed")) is None
+
+
+def test_too_busy_is_said_first_only_when_half_the_workers_were_set_aside():
+    kept = [_record(0.0, 1.0) for _ in range(3)]
+    doc = {"runs": kept, gate.KEY: [_record(1.2, 2.0), _record(0.8, 2.0)]}
+    assert gate.too_busy(doc) is None
+    doc[gate.KEY].append(_record(1.0, 2.0))
+    line = gate.too_busy(doc)
+    assert line.startswith("the machine was too busy for a full answer: 3 of 6 workers")
+    assert "a median 1.00 CPUs, up to 1.20" in line and "--budget" in line
+    assert gate.too_busy({"runs": kept}) is None  # a document written before the gate
+
+
+def test_a_set_aside_worker_runs_again_and_stays_out_of_the_comparisons(tmp_path, monkeypatch):
+    """The first attempt of every slot ran beside a neighbour: it is kept in the set-aside list, its slot runs
+    again, and the runs the comparisons read are the quiet ones; the report and the answer say so."""
+    attempts = []
+    real = runner.run_worker
+
+    def neighbour_on_first_attempts(*args, **kwargs):
+        record = real(*args, **kwargs)
+        attempts.append(record)
+        if len(attempts) % 2 == 1:  # every slot's first attempt
+            record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 1.1, "steal_cpus": 0.0}
+        else:
+            record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 1.0, "other_cpus": 0.0, "steal_cpus": 0.0}
+        return record
+
+    waits = []
+    monkeypatch.setattr(runner, "run_worker", neighbour_on_first_attempts)
+    monkeypatch.setattr(runner, "wait_for_quiet",
+                        lambda most, max_s, sample_s, since: waits.append((most, since)) or 0.5)
+    path = str(tmp_path / "r.json")
+    doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {"ms": [0.1, 0.2]}, json_path=path,
+                            repeat=2, progress=False, control=False)
+    assert len(attempts) == 8 and len(waits) == 8
+    assert all(most == gate.GATE_CPUS for most, _ in waits)
+    assert waits[0][1] is None and all(since is not None for _, since in waits[1:])  # the gap since the last worker
+    saved = results.load(path)
+    assert len(saved[gate.KEY]) == 4 and all("set_aside" in r for r in saved[gate.KEY])
+    assert len(saved["runs"]) == 4 and all(r["beside"]["other_cpus"] == 0.0 for r in saved["runs"])
+    assert saved["metadata"]["runner"]["gate"]["cpus"] == gate.GATE_CPUS
+    assert saved["metadata"]["runner"]["quiet_wait_s"] == pytest.approx(4.0)
+    text = render.render(doc)
+    assert "contention gate: 4 worker(s) set aside, other load beside them 1.10-1.10 CPUs" in text
+    assert "the machine was too busy" in text  # as many set aside as kept
+
+
+def test_a_slot_set_aside_each_time_is_left_unfilled_within_its_retries(tmp_path, monkeypatch):
+    real = runner.run_worker
+    calls = []
+
+    def always_busy(*args, **kwargs):
+        record = real(*args, **kwargs)
+        calls.append(1)
+        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 1.5, "steal_cpus": 0.0}
+        return record
+
+    monkeypatch.setattr(runner, "run_worker", always_busy)
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
+    doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, json_path=str(tmp_path / "r.json"),
+                            progress=False, control=False)
+    assert len(calls) == 1 + gate.RETRIES
+    assert doc["runs"] == [] and len(doc[gate.KEY]) == 1 + gate.RETRIES
+    answer = render.render(doc).split("Answer for")[1]
+    assert answer.splitlines()[1].startswith(" the machine was too busy for a full answer: 3 of 3 workers")
+
+
+def test_waiting_for_quiet_is_bounded(monkeypatch):
+    class Busy:
+        def finish(self):
+            return {"other_cpus": 1.5, "steal_cpus": 0.0, "wall_s": 0.05}
+
+    monkeypatch.setattr(_cpustat, "BusySampler", Busy)
+    waited = _cpustat.wait_for_quiet(0.5, 0.3, 0.05)
+    assert 0.2 <= waited <= 0.6
+
+    class Quiet:
+        def finish(self):
+            return {"other_cpus": 0.1, "steal_cpus": 0.1, "wall_s": 0.01}
+
+    monkeypatch.setattr(_cpustat, "BusySampler", Quiet)
+    assert _cpustat.wait_for_quiet(0.5, 10.0, 0.01) < 1.0
+
+    class QuietSinceTheLastWorker(Quiet):
+        def finish(self):
+            return {**super().finish(), "wall_s": 6.0}
+
+    started = _cpustat.time.monotonic()
+    assert _cpustat.wait_for_quiet(0.5, 10.0, 5.0, since=QuietSinceTheLastWorker()) < 0.1
+    assert _cpustat.time.monotonic() - started < 1.0  # the gap since the last worker was the look: no sleep
+
+
+def test_a_probe_worker_is_not_the_gates(tmp_path, monkeypatch):
+    """explain's probe worker gathers evidence compared with no other cell: however busy the machine, it runs
+    once, without waiting, and is kept."""
+    real = runner.run_worker
+
+    def busy(*args, **kwargs):
+        record = real(*args, **kwargs)
+        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 1.5, "steal_cpus": 0.0}
+        return record
+
+    monkeypatch.setattr(runner, "run_worker", busy)
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: pytest.fail("a probe worker waited"))
+    doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, repeat=1, control=False, progress=False,
+                            probe=True)
+    assert len(doc["runs"]) == 1 and not doc.get(gate.KEY)
