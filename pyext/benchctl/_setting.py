@@ -22,7 +22,12 @@ A setting is a small class with these duties:
 
 It also declares ``in_process``: whether it can be applied and undone inside a running
 process (FTZ/DAZ, a thread count) or needs a fresh one (an allocator preloaded, a variable
-read once at start).
+read once at start). An ``in_process`` setting has ``switch(value)``: worker side, between timed
+iterations of a paired cell, move the running process to ``value`` from whichever value it holds,
+undoing what that one changed, and return what was observed right after (as ``apply`` does); a
+switch that fails midway puts back what it changed and raises. For a ``code`` value (the state the
+workload's code left), the setting remembers that state the first time the process leaves it and
+restores it on every switch back.
 
 The settings themselves live with the causes they probe (``benchctl._causes.<name>.setting``)
 or, for those no cause owns, in :mod:`benchctl.settings`, which gathers them all.
@@ -56,7 +61,7 @@ class Setting(abc.ABC):
     order = 0
     #: Whether ``apply``/``readback`` need torch imported first (its thread pools must exist).
     needs_torch = False
-    #: Whether a running process can apply and undo it (paired cells), or it needs a fresh process.
+    #: Whether a running process can apply and undo it (:meth:`switch`: paired cells), or it needs a fresh process.
     in_process = False
 
     @abc.abstractmethod
@@ -78,6 +83,12 @@ class Setting(abc.ABC):
 
     def readback(self, value: Any) -> Any:
         return None
+
+    def switch(self, value: Any) -> Any:
+        """Worker side, in a paired cell (``in_process`` settings only): move the running process to ``value``
+        from whichever value of this setting it holds now, undoing what that one changed, and return what was
+        observed right after (as :meth:`apply` does). Called between timed iterations, never inside one."""
+        raise NotImplementedError(f"{self.name} cannot be switched in a running process")
 
     def clock_wait(self) -> Callable[[], None] | None:
         """Worker side: a function every timed iteration calls before each of its clock reads (``sync=cuda``: wait
@@ -160,9 +171,14 @@ def format_value(value: Any) -> str:
 
 class KeptOff(Setting):
     """A process-wide switch of torch's as the workload's code sets it (``code``), or kept off against the
-    code's own calls (``off``) by a ``control`` module that offers ``keep_off()``, ``state()`` (``{"enabled",
-    "kept_off", "refused"}``) and ``is_on()``. A subclass names it, says what it removes (``mechanism``) and
-    what one refused call is (``refused_call``, e.g. "call of the code that turned it on")."""
+    code's own calls (``off``) by a ``control`` module that offers ``keep_off()``, ``release()``, ``state()``
+    (``{"enabled", "kept_off", "refused"}``) and ``is_on()``. A subclass names it, says what it removes
+    (``mechanism``) and what one refused call is (``refused_call``, e.g. "call of the code that turned it on").
+
+    :meth:`switch` puts the guard in (``off``) and takes it out again (``code``: ``release()``). Where
+    ``keep_off()`` also turns the switch off now, a subclass says what it found there with :meth:`code_state`
+    and puts that back with :meth:`restore_code_state`: remembered as the guard goes in, restored as it
+    comes out."""
 
     order = 50  # after torch is imported and the thread settings applied; nothing else depends on it
     needs_torch = True
@@ -170,12 +186,38 @@ class KeptOff(Setting):
     probe = "off"
     control: Any = None
     refused_call = ("call", "of the code that turned it on")
+    _saved: Any = None  # code_state() as the guard last went in
 
     def canonical(self, value: Any) -> str:
         return self._choice(value, ("code", "off"))
 
     def apply(self, value: str) -> Any:
-        return self.control.keep_off() if value == "off" else self.control.state()
+        return self.switch(value)
+
+    def code_state(self) -> Any:
+        """What ``keep_off()`` changes besides putting its guard in, as the code left it (None: nothing)."""
+        return None
+
+    def restore_code_state(self, saved: Any) -> None:
+        """Put back what :meth:`code_state` read (the guard already taken out)."""
+
+    def switch(self, value: str) -> Any:
+        # ``code``: the guard taken out and what keep_off() turned off put back; ``off``: the guard put in.
+        # The guard's own state says which value the process holds, so switching to it again changes nothing.
+        if value == "off":
+            if self.control.state()["kept_off"]:
+                return self.control.state()
+            self._saved = self.code_state()
+            try:
+                return self.control.keep_off()
+            except BaseException:  # nothing half-applied: the guard out again, the switch as the code left it
+                self.control.release()
+                self.restore_code_state(self._saved)
+                raise
+        if self.control.state()["kept_off"]:
+            self.control.release()
+            self.restore_code_state(self._saved)
+        return self.control.state()
 
     def facts(self, observed: dict) -> dict:
         return {"enabled": observed.get("enabled"), "refused": observed.get("refused")}

@@ -20,6 +20,18 @@ class AnomalyDetection(KeptOff):
     mechanism = ("autograd anomaly detection, which records a Python traceback for every op autograd records "
                  "and checks every gradient for NaN: a debugging aid left on")
 
+    def code_state(self) -> tuple[bool, bool]:
+        # keep_off() turns the mode off now: what the code had set comes back when the guard comes out.
+        import torch
+
+        return bool(torch.is_anomaly_enabled()), bool(torch.is_anomaly_check_nan_enabled())
+
+    def restore_code_state(self, saved: tuple[bool, bool] | None) -> None:
+        if saved is not None:
+            import torch
+
+            torch.set_anomaly_enabled(*saved)
+
 
 ANOMALY = AnomalyDetection()
 SETTINGS = (ANOMALY,)

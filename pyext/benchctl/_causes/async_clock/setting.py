@@ -24,7 +24,14 @@ class SyncClock(Setting):
         return self._choice(value, ("off", "cuda"))
 
     def apply(self, value: str) -> Any:
-        return cuda_state.synchronizing(value == "cuda")
+        return self.switch(value)
+
+    def switch(self, value: str) -> Any:
+        # The clock's wait put in (cuda, counted from zero) or taken out (off); the one held is left as it is (its
+        # counts go on). The recorder's clock_wait() reads the switch at each call, so it follows at once.
+        if (value == "cuda") != cuda_state.sync_state()["on"]:
+            return cuda_state.synchronizing(value == "cuda")
+        return cuda_state.sync_state()
 
     # No counter shows it: the async-clock cause reads one call's host clock against its CUDA events.
     probe = "cuda"

@@ -23,15 +23,33 @@ class ClampThreads(Setting):
 
     def __init__(self) -> None:
         self._clamp: control.ThreadClamp | None = None
+        self._before = 0  # torch's thread count as the clamp went in
 
     def canonical(self, value: Any) -> str:
         return self._choice(value, ("off", "usable"))
 
     def apply(self, value: str) -> Any:
-        if value != "usable":
-            return None
-        self._clamp = control.ThreadClamp()
-        return self._clamp.install()
+        return self.switch(value) if value == "usable" else None  # off: a fresh process has nothing to undo
+
+    def switch(self, value: str) -> Any:
+        # usable: a fresh clamp installed (its calls counted from zero), torch's count from before it remembered;
+        # off: torch's own set_num_threads back, and the count an unclamped process would run now: the last the
+        # code asked for while clamped, else the one from before the clamp. Switching to the value held changes
+        # nothing. What the clamp reads after it (usable: its state; off: {"ran"}).
+        import torch  # imported by the worker before any setting that needs it
+
+        if value == "usable":
+            if self._clamp is None or not self._clamp.installed:
+                clamp = control.ThreadClamp()
+                self._before = torch.get_num_threads()
+                clamp.install()  # puts the count back itself if it fails
+                self._clamp = clamp
+            return self._clamp.state()
+        if self._clamp is not None and self._clamp.installed:
+            asked = [n for n in self._clamp.asked if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+            self._clamp.remove()
+            torch.set_num_threads(asked[-1] if asked else self._before)
+        return {"ran": torch.get_num_threads()}
 
     probe = "usable"
     evidence_counter = "context_switches_per_iter"

@@ -25,7 +25,19 @@ class CudnnBenchmark(Setting):
         return self._choice(value, ("code", "off", "on"))
 
     def apply(self, value: str) -> Any:
-        return cuda_state.cudnn_benchmark() if value == "code" else cuda_state.set_cudnn_benchmark(value)
+        return self.switch(value)
+
+    #: The flag as the workload's code had it the first time :meth:`switch` left ``code`` (None: never left).
+    _code: str | None = None
+
+    def switch(self, value: str) -> Any:
+        # "code" is the value the code set: remembered the first time the process leaves it, and set again on every
+        # switch back (a change the code makes to the flag while on/off is set is not seen). The flag read back.
+        if value == "code":
+            return cuda_state.cudnn_benchmark() if self._code is None else cuda_state.set_cudnn_benchmark(self._code)
+        if self._code is None:
+            self._code = cuda_state.cudnn_benchmark()
+        return cuda_state.set_cudnn_benchmark(value)
 
     probe = "off"
     mechanism = ("cuDNN autotuning (torch.backends.cudnn.benchmark): each convolution shape not seen before "

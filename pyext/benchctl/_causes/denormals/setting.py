@@ -35,7 +35,21 @@ class FlushDenormals(Setting):
     def apply(self, value: str) -> Any:
         if value == "off":
             return None  # a fresh process starts with FTZ/DAZ clear; the readback shows it
-        return fpenv.set_flush_denormal(True, scope=value)
+        return fpenv.set_flush_denormal(True, scope=value)  # nothing to clear first in a fresh process
+
+    def switch(self, value: str) -> Any:
+        # off: cleared on every thread. process: set on every thread (whatever held it before). thread and
+        # openmp: cleared on every thread, then set on the scope's, so that a wider scope held before is
+        # undone; if setting fails, each thread gets back the bits it had before the clearing.
+        if value in ("off", "process"):
+            return fpenv.set_flush_denormal(value != "off", scope="process")
+        clearing = fpenv.flush_denormals(False, scope="process")
+        clearing.__enter__()
+        try:
+            return fpenv.set_flush_denormal(True, scope=value)
+        except BaseException as error:
+            clearing.__exit__(type(error), error, error.__traceback__)
+            raise
 
     # No per-iteration counter shows subnormal arithmetic (no PMU event here), so
     # the generic rules never name this mechanism; the denormal cause does, from

@@ -21,6 +21,12 @@ class Pinning(Setting):
     runtime binds each team thread as it creates it and the initial thread at
     start-up. Pinning again in-process would be wrong here: the bound initial
     thread sees a one-CPU mask, so every policy would collapse onto one CPU.
+
+    In a paired cell :meth:`switch` places the team in the running process
+    instead, with :func:`benchctl.threads.pin`, and gives every thread back
+    the mask it had before the first pin with :func:`benchctl.threads.unpin`:
+    its worker must start unplaced (``pin=off``'s environment), for the
+    reason above.
     """
 
     name = "pin"
@@ -78,8 +84,16 @@ class Pinning(Setting):
     def facts_phrase(self, facts: dict) -> str:
         return "each team thread read back on one CPU" if facts.get("team_single_cpu") else ""
 
+    def switch(self, value: Any) -> Any:
+        # A policy pins the team (again: a re-pin) at its current size; off unpins. Either restores every mask it
+        # changed if it fails; a bad policy raises before any mask changes. The placement read back after it.
+        return self._observed(threads.unpin() if value == "off" else threads.pin(value))
+
     def readback(self, value: Any) -> Any:
-        census = threads.census()
+        return self._observed(threads.census())
+
+    @staticmethod
+    def _observed(census: list[dict]) -> dict:
         team = [t for t in census if t.get("omp_thread") is not None]
         return {
             "census": census,

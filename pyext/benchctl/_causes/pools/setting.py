@@ -22,6 +22,7 @@ class CapOtherPools(Setting):
 
     def __init__(self) -> None:
         self._capped: list = []  # the controllers capped at apply: read cheaply after every iteration
+        self._sizes: dict[str, int] = {}  # each pool's size (by library path) from before it was first capped
 
     def canonical(self, value: Any) -> str:
         return self._choice(value, ("off", "capped"))
@@ -33,11 +34,32 @@ class CapOtherPools(Setting):
         return tuple(control.START_ENV) if value == "capped" else ()
 
     def apply(self, value: str) -> Any:
-        if value != "capped":
-            return None
-        found = control.cap()
-        self._capped = control.controllers(torch_own=False)
-        return [p.text for p in found]
+        return self.switch(value) if value == "capped" else None  # off: a fresh process has nothing to undo
+
+    def switch(self, value: str) -> Any:
+        # capped: every pool but torch's own at one thread, each one's size remembered the first time it is
+        # capped; off: the pools remembered put back at those sizes (a pool never capped is left as it is).
+        # If a pool refuses, those changed so far get their sizes back. The pools read back after it.
+        libs = control.controllers(torch_own=False)
+        if value == "capped":
+            for lib in libs:
+                self._sizes.setdefault(lib.filepath, lib.get_num_threads())
+            wanted = {lib.filepath: 1 for lib in libs}
+        else:
+            wanted = {lib.filepath: self._sizes[lib.filepath] for lib in libs if lib.filepath in self._sizes}
+        changed: list = []
+        try:
+            for lib in libs:
+                size, now = wanted.get(lib.filepath), lib.get_num_threads()
+                if size is not None and size != now:
+                    changed.append((lib, now))
+                    lib.set_num_threads(size)
+        except BaseException:
+            for lib, size in reversed(changed):
+                lib.set_num_threads(size)
+            raise
+        self._capped = libs if value == "capped" else []
+        return [p.text for p in control.pools()]
 
     probe = "capped"
     evidence_counter = "context_switches_per_iter"

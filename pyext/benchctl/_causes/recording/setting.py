@@ -25,7 +25,18 @@ class InferenceMode(Setting):
         return self._choice(value, ("off", "on"))
 
     def apply(self, value: str) -> Any:
-        return inference.enable() if value == "on" else inference.state()
+        return self.switch(value)
+
+    def switch(self, value: str) -> Any:
+        # on: timed calls wrapped from now (counted from zero); off: no longer wrapped. Switching to the value held
+        # changes nothing (its counts go on). Only calls wrapped after the switch see it: inference.wrapped()
+        # decides when it wraps.
+        if (value == "on") != inference.enabled():
+            if value == "on":
+                inference.enable()
+            else:
+                inference.disable()
+        return inference.state()
 
     # No counter shows it: the cause reads what records a graph in the probe worker's call (its evidence).
     probe = "on"

@@ -24,7 +24,19 @@ class MatmulPrecision(Setting):
         return self._choice(value, ("code",) + cuda_state.PRECISIONS)
 
     def apply(self, value: str) -> Any:
-        return cuda_state.matmul_precision() if value == "code" else cuda_state.set_matmul_precision(value)
+        return self.switch(value)
+
+    #: The precision as the workload's code had it the first time :meth:`switch` left ``code`` (None: never left).
+    _code: str | None = None
+
+    def switch(self, value: str) -> Any:
+        # "code" is the value the code set: remembered the first time the process leaves it, and set again on every
+        # switch back (a change the code makes to the precision while another is set is not seen). Read back after.
+        if value == "code":
+            return cuda_state.matmul_precision() if self._code is None else cuda_state.set_matmul_precision(self._code)
+        if self._code is None:
+            self._code = cuda_state.matmul_precision()
+        return cuda_state.set_matmul_precision(value)
 
     # The TF32 cause chooses its probe from the precision the code runs (the other one); this is the usual.
     probe = "high"

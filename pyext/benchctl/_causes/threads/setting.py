@@ -31,6 +31,10 @@ class ThreadCount(Setting):
         return {**env, "OMP_NUM_THREADS": str(value), "MKL_NUM_THREADS": str(value)}
 
     def apply(self, value: int) -> Any:
+        return self.switch(value)
+
+    def switch(self, value: int) -> Any:
+        # Every count set to ``value`` whatever it was; on a failure set_num_threads puts back what it changed.
         return threads.set_num_threads(value)
 
     probe = 1
