@@ -61,8 +61,9 @@ def test_workload_parameters_are_typed_like_their_defaults():
 
 
 def test_unknown_key_names_settings_and_parameters():
-    known = (r"alloc, anomaly, busy, clamp, cuda_init, cudnn_benchmark, env, ftz, inference, isa, matmul_precision, "
-             r"omp_wait, only, pin, pools, profiler, sync, thp, threads, with")
+    known = (r"alloc, anomaly, busy, clamp, cuda_init, cudnn_benchmark, deterministic, env, ftz, hooks, inference, "
+             r"isa, matmul_precision, mkldnn, omp_wait, only, parametrize, pin, pools, profiler, sync, thp, threads, "
+             r"with")
     with pytest.raises(SettingError, match=rf"'speed' is neither a setting \({known}\).*ms"):
         settings.canonical_matrix({"speed": [1]}, SLEEP_PARAMS)
 

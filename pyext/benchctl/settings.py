@@ -147,7 +147,8 @@ class Combination(Setting):
 #: Every setting by name, in alphabetical order (``run --help``'s): the cause packages' (benchctl's own and installed
 #: packages': :mod:`benchctl._plugins`) and those no cause owns (defined here).
 SETTINGS: dict[str, Setting] = dict(sorted(
-    (s.name, s) for s in (*_plugins.gathered("setting", "SETTINGS"), ExtraEnvironment(), BUSY, OnlyPhase(), Combination())
+    (s.name, s)
+    for s in (*_plugins.gathered("setting", "SETTINGS"), ExtraEnvironment(), BUSY, OnlyPhase(), Combination())
 ))
 _WITH = Combination.name
 

@@ -42,7 +42,7 @@ import time
 import types
 from typing import Any, Callable
 
-from .. import _validate, probes
+from .. import _timed_call, _validate, probes
 from .._causes.recording import control as inference
 from .._probe import ProbedCall
 from ..denormals import layer_watch, values_census, weights_census
@@ -209,8 +209,9 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
 def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> None:
     """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
     (and :data:`MIN_ITERATIONS` ran). Each call runs as the cell's settings ask (``inference=on``: under
-    torch.inference_mode()); ``watch`` reads dynamo's counters after each, outside its timing."""
-    call = inference.wrapped(call)
+    torch.inference_mode(); any setting's context around it: :mod:`benchctl._timed_call`); ``watch`` reads
+    dynamo's counters after each, outside its timing."""
+    call = _timed_call.wrapped(inference.wrapped(call))
     spent = 0.0
     if watch is not None:
         watch.start()
@@ -258,6 +259,10 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
             raise _validate.ArgumentError(
                 "inference=on runs each call of a callable or setup()/run(state) workload under "
                 "torch.inference_mode(); a @benchctl.workload function times its own iterations: use the mode in it")
+        if _timed_call.active():
+            raise _validate.ArgumentError(
+                f"{', '.join(_timed_call.active())}: each timed call of a callable or setup()/run(state) workload runs "
+                "inside it; a @benchctl.workload function times its own iterations")
         out = fn(rec, **args)
         if getattr(rec, "probe", False):
             rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "probe_s": 0.0, "call_compile_us": 0.0,

@@ -1,0 +1,3 @@
+"""torch's deterministic mode left on (setting ``deterministic``)."""
+
+__all__: list[str] = []

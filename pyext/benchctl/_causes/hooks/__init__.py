@@ -1,0 +1,3 @@
+"""Module hooks run on every call (setting ``hooks``)."""
+
+__all__: list[str] = []
