@@ -243,3 +243,30 @@ def test_a_phase_whose_findings_name_no_cause_says_so():
                    _cmp(1.0, 0.98, 1.02, Outcome.NO_EFFECT))
     text = answer.format_answer([flat], "plain.py:fn")
     assert answer.NO_CAUSE.format(subject="plain.py:fn", phase="call", band=0.05) in text
+
+
+def test_beneath_no_cause_the_answer_says_which_ops_took_the_profiled_calls_time():
+    from benchctl._results.facts import OpRow
+
+    flat = Finding("cause_allocator", "call", Status.NOT_CAUSE, "allocator: alloc=retain changes nothing",
+                   _cmp(1.0, 0.98, 1.02, Outcome.NO_EFFECT))
+    rows = (OpRow("aten::resolve_conj", ("float",), 3, 3.0, 0.0, ((384, 384),)),
+            OpRow("aten::mm", ("float",), 1, 600.0, 0.0, ((384, 384), (384, 384))),
+            OpRow("aten::matmul", ("float",), 1, 11.0, 620.0, ((384, 384), (384, 384)), 1),
+            OpRow("aten::add_", ("float",), 2, 50.0, 50.0, ((384, 384), ()), 2))
+    facts = Facts(phases=["call"], op_table=rows, call_wall_us=800.0)
+    lines = answer.format_answer([flat], "plain.py:fn", facts=facts).splitlines()
+    said = answer.NO_CAUSE.format(subject="plain.py:fn", phase="call", band=0.05)
+    where = lines[lines.index(" " + said) + 1]
+    assert where == "   " + answer.TOP_OPS_SAID.format(
+        wall_ms=0.8, ops="75% in aten::mm on 384x384, 384x384 (1 call), 6% in aten::add_ on 384x384 (2 calls), "
+                         "1% in aten::matmul on 384x384, 384x384 (1 call)")
+    assert answer.TOP_OPS == 3 and "resolve_conj" not in where  # the top three by self time only
+    # No line where no call was profiled, for another phase than the profiled one, or without the facts.
+    assert answer.format_answer([flat], "plain.py:fn", facts=Facts(phases=["call"])).splitlines() == \
+        answer.format_answer([flat], "plain.py:fn").splitlines()
+    other = Facts(phases=["setup", "train"], op_table=rows, call_wall_us=800.0)
+    assert answer.format_answer([flat], "plain.py:fn", facts=other) == answer.format_answer([flat], "plain.py:fn")
+    # Said under the answer's first line too.
+    first = answer.format_answer([flat], "plain.py:fn", first="busy", facts=facts)
+    assert where in first.splitlines()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._results import answer, outlying, report
+from .._results import answer, contention_gate, outlying, report
+from .._results.facts import Facts
 from .._results.findings import Finding
 
 __all__ = ["render"]
@@ -26,5 +27,7 @@ def render(doc: dict, subject: str | None = None, baseline: Any = None, closing:
     def widened(finding: Finding) -> str:
         return "".join(o.open_text() for o in outlying.widening(doc, finding))
 
-    parts.append(answer.format_answer(findings, subject or doc["workload"], beside=widened, verbose=verbose))
+    parts.append(answer.format_answer(findings, subject or doc["workload"], beside=widened, verbose=verbose,
+                                      first=contention_gate.too_busy(doc),
+                                      facts=Facts.from_json((doc.get("evidence") or {}).get("facts"))))
     return "\n\n".join(parts)

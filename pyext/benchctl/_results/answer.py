@@ -7,22 +7,28 @@ The ``*`` and ``?`` findings get a line each; the ``-`` ones, which a user did n
 only with ``verbose`` (:data:`VERBOSE_FLAG`; the results file keeps every finding with its
 reason either way). Findings a rule keeps for the report only (``in_answer=False``: a
 setting's lack of effect, which the per-cell table shows) are left out. When no finding of
-a judged phase names a cause, the answer says so in words.
+a judged phase names a cause, the answer says so in words, and beneath it where the time goes in
+the probe worker's profiled call (its top ops by self time, with their shapes).
 """
 
 from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from . import processes
+from . import processes, wording
 from .comparison import FLOOR
+from .facts import Facts
 from .findings import LEGEND, Finding, Status
 
-__all__ = ["NO_CAUSE", "VERBOSE_FLAG", "settle_text", "finding_name", "format_answer"]
+__all__ = ["NO_CAUSE", "TOP_OPS", "TOP_OPS_SAID", "VERBOSE_FLAG", "settle_text", "finding_name", "format_answer"]
 
 #: Said of a phase none of whose findings names a cause.
 NO_CAUSE = ("none of the probed causes explains the time of {subject} in phase {phase}: each is ruled out, shows "
             "no effect beyond ±{band:.0%}, or is open")
+#: Said beneath :data:`NO_CAUSE` of the phase of the probe worker's profiled call: where its time went, by op.
+TOP_OPS_SAID = "its profiled call ({wall_ms:.3g} ms) spent {ops}"
+#: How many ops, by self time, :data:`TOP_OPS_SAID` names.
+TOP_OPS = 3
 #: The command-line flag that prints every ``-`` finding with its reason (the commands that print an answer
 #: take it: :func:`benchctl._cli.options.add_answer_argument`).
 VERBOSE_FLAG = "--verbose"
@@ -74,22 +80,52 @@ def _not_it_line(findings: list[Finding], with_phase: bool) -> list[str]:
     return [f" - {'; '.join(groups)} (why each: {VERBOSE_FLAG})"] if groups else []
 
 
-def _unexplained(found: list[Finding], subject: str) -> list[str]:
-    """A sentence for each phase whose findings compare cells but name no cause."""
+def _top_ops(facts: Facts) -> str | None:
+    """``"its profiled call (0.73 ms) spent 84% in aten::mm on 384x384, 384x384 (1 call), ..."``: the ops with the
+    most self time, as shares of the call's wall time; None when no op time is known."""
+    rows = sorted(facts.op_table, key=lambda r: -r.self_us)[:TOP_OPS]
+    if not rows or not facts.call_wall_us:
+        return None
+    ops = ", ".join(f"{r.self_us / facts.call_wall_us:.0%} in {r.op}{f' on {r.shapes_text}' if r.shapes_text else ''} "
+                    f"({wording.count(r.calls)} call{'s' * (r.calls != 1)})" for r in rows)
+    return TOP_OPS_SAID.format(wall_ms=facts.call_wall_us / 1e3, ops=ops)
+
+
+# What is said beneath NO_CAUSE of where the time goes, one line each, from the probe worker's facts. The split
+# of the time by library (python_time's probe) belongs here too, as one more function of the facts.
+_WHERE_TIME_GOES: tuple[Callable[[Facts], str | None], ...] = (_top_ops,)
+
+
+def _where_time_goes(facts: Facts | None, phase: str) -> list[str]:
+    """The lines beneath :data:`NO_CAUSE` for ``phase``: only that of the probe worker's profiled call has them."""
+    if facts is None or phase != facts.profiled_phase():
+        return []
+    return [f"   {said}" for said in (where(facts) for where in _WHERE_TIME_GOES) if said]
+
+
+def _unexplained(found: list[Finding], subject: str, facts: Facts | None = None) -> list[str]:
+    """A sentence for each phase whose findings compare cells but name no cause, and beneath it where the time
+    goes (:func:`_where_time_goes`)."""
     lines = []
     for phase in dict.fromkeys(f.phase for f in found if f.phase is not None):
         judged = [f for f in found if f.phase == phase]
         if any(f.comparison is not None for f in judged) and not any(f.status is Status.CAUSE for f in judged):
             band = max((f.comparison.band for f in judged if f.comparison is not None), default=FLOOR)
             lines.append(" " + NO_CAUSE.format(subject=subject, phase=phase, band=max(band, FLOOR)))
+            lines.extend(_where_time_goes(facts, phase))
     return lines
 
 
 def format_answer(findings: Iterable[Finding], subject: str, beside: Callable[[Finding], str] = lambda f: "",
-                  verbose: bool = False) -> str:
+                  verbose: bool = False, first: str | None = None, facts: Facts | None = None) -> str:
     """The answer about ``subject`` (a workload or target), from a run's findings; ``beside(finding)``: what the
     run's processes add to a finding's line (a slowed process that widens an open one); ``verbose``: a line
-    with its reason for each ``-`` finding too, instead of their names on one line."""
+    with its reason for each ``-`` finding too, instead of their names on one line; ``first``: what the answer
+    says before anything else (the machine was too busy for one); ``facts``: the probe worker's, for where the time
+    goes when no cause explains it."""
+    if first is not None:  # right under the heading, above every finding
+        head, _, rest = format_answer(findings, subject, beside, verbose, facts=facts).partition("\n")
+        return "\n".join(line for line in (head, f" {first}", rest) if line)
     findings = list(findings)
     found = [f for f in findings if f.in_answer]
     if not found and findings:
@@ -102,5 +138,5 @@ def format_answer(findings: Iterable[Finding], subject: str, beside: Callable[[F
     ordered = sorted(found, key=lambda f: (_ORDER[f.mark], f.status is Status.RULED_OUT))
     shown = ordered if verbose else [f for f in ordered if f.mark != "-"]
     rest = [] if verbose else _not_it_line([f for f in ordered if f.mark == "-"], with_phase)
-    return "\n".join([f"Answer for {subject} ({LEGEND}):", *_unexplained(found, subject),
+    return "\n".join([f"Answer for {subject} ({LEGEND}):", *_unexplained(found, subject, facts),
                       *(_line(f, with_phase, beside) for f in shown), *rest])

@@ -36,7 +36,8 @@ def warmup_extra(ns: list[float], warmup: int) -> float | None:
 class OpRow:
     """One row of the probe call's op table (:mod:`benchctl._workloads.op_table`): an op in one
     combination of input dtypes, its ``calls``, ``self_us`` (time in the op itself), ``top_us``
-    (time of its calls made from Python) and the input ``shapes`` of its first call."""
+    (time of its calls made from Python), ``top_calls`` (how many those were; 0 in a results file written
+    before they were counted) and the input ``shapes`` of its first call."""
 
     op: str
     dtypes: tuple[str, ...] = ()
@@ -44,12 +45,24 @@ class OpRow:
     self_us: float = 0.0
     top_us: float = 0.0
     shapes: tuple = ()
+    top_calls: int = 0
 
     @classmethod
     def from_json(cls, data: dict) -> "OpRow":
         return cls(op=data["op"], dtypes=tuple(data.get("dtypes", ())), calls=int(data.get("calls", 0)),
                    self_us=float(data.get("self_us", 0.0)), top_us=float(data.get("top_us", 0.0)),
-                   shapes=tuple(data.get("shapes", ())))
+                   shapes=tuple(data.get("shapes", ())),
+                   top_calls=int(data.get("top_calls", 0)))
+
+    @property
+    def top_us_per_call(self) -> float | None:
+        """The time of one of its calls made from Python, with the ops it called; None: none was."""
+        return self.top_us / self.top_calls if self.top_calls else None
+
+    @property
+    def shapes_text(self) -> str:
+        """``"384x384, 384x384"``: its first call's tensor input shapes (scalars and non-tensor inputs left out)."""
+        return ", ".join("x".join(map(str, s)) for s in self.shapes if s)
 
 
 @dataclass(frozen=True)
@@ -271,6 +284,11 @@ class Facts:
         if self.call_wall_us is None:
             return "a @benchctl.workload function times its own phases, which are not profiled"
         return "its profiled call ran no torch op"
+
+    def profiled_phase(self) -> str | None:
+        """The phase of the probe worker's profiled call (its callable's or its run's: the last, and only, phase
+        of those forms), or None when no call was profiled."""
+        return self.phases[-1] if self.phases and self.op_table else None
 
     def of(self, probe: probes.Probe) -> Any:
         """``probe``'s typed fact (its ``fact`` class), or None where the probe worker did not record it."""

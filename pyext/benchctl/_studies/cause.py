@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import settings
 from .._setting import Setting
-from .._results import wording
+from .._results import queries, wording
 from .._results.comparison import Comparison, Outcome
 from .._results.document import cell_id
 from .._results.counter_evidence import FAULT_COST_MIN_US, MINOR_FAULTS
@@ -35,12 +35,13 @@ EVIDENCE_ONLY = "evidence only (no setting can change the code, so no fix was me
 NOT_RUN = "not measured: its {probe} cell ran no process within the budget"
 #: A cost under this share of an iteration cannot explain its time: what every pre-check calls negligible.
 NEGLIGIBLE_SHARE = 0.01
+#: How much of a failed process's error a finding quotes.
+FAILED_ERROR_CHARS = 160
 
 
 def probe_phase(facts: Facts | None) -> str | None:
-    """The phase of the probe worker's profiled call (its callable's or its run's: the last, and only, phase
-    of those forms), or None when no call was profiled."""
-    return facts.phases[-1] if facts and facts.phases and facts.op_table else None
+    """:meth:`Facts.profiled_phase` of ``facts``, or None without facts."""
+    return facts.profiled_phase() if facts else None
 
 
 def faults_negligible(facts: Facts) -> str | None:
@@ -136,6 +137,15 @@ class Cause(Rule):
         probe = probe_text(settings.split_cell(cell)[0])
         return self.finding(ctx, None, NOT_RUN.format(probe=probe), Status.UNRESOLVED, a=cell, b=ctx.baseline,
                             setting=probe)
+
+    def failed_error(self, ctx: Context, cell: dict) -> str | None:
+        """The first line of the error of the first failed process of ``cell`` (what a probe that breaks the
+        code's call ran into), or None where none of its processes failed."""
+        key = cell_id(cell)
+        errors = [r.get("error") or "" for r in queries.failed_runs(ctx.doc) if cell_id(r["cell"]) == key]
+        if not errors:
+            return None
+        return errors[0].splitlines()[0][:FAILED_ERROR_CHARS] if errors[0] else "no error recorded"
 
     def ruled_out(self, reason: str) -> Finding:
         """The finding of a cause ruled out before any cell ran, its text prefixed with the title."""

@@ -52,8 +52,8 @@ def census_us(events: Iterable[Any]) -> float:
 
 def rows(events: Iterable[Any]) -> list[dict]:
     """One row per (op name, input dtypes): ``calls``; ``self_us``, the time in the op itself;
-    ``top_us``, the time of its calls made from Python (no profiled parent: what the Python code
-    waits for); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
+    ``top_us`` and ``top_calls``, the time and number of its calls made from Python (no profiled parent:
+    what the Python code waits for); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
     ``self_us``, largest first. The census's own ops (:func:`in_census`) are left out."""
     table: dict[tuple[str, tuple[str, ...]], dict] = {}
     for event in events:
@@ -61,12 +61,13 @@ def rows(events: Iterable[Any]) -> list[dict]:
             continue
         dtypes = dtypes_of(event)
         row = table.setdefault((event.name, tuple(dtypes)), {
-            "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0,
+            "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0, "top_calls": 0,
             "shapes": [list(s) for s in (getattr(event, "input_shapes", None) or [])]})
         row["calls"] += 1
         row["self_us"] += float(event.self_cpu_time_total)
         if getattr(event, "cpu_parent", None) is None:
             row["top_us"] += float(event.cpu_time_total)
+            row["top_calls"] += 1
     return sorted(table.values(), key=lambda r: -r["self_us"])
 
 

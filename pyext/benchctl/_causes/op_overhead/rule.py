@@ -1,0 +1,166 @@
+"""Cause: per-op overhead: many torch ops whose work is tiny, each paying one op's fixed cost.
+
+Every op called from Python costs about the same whatever its work: the binding parses its arguments,
+the dispatcher finds its kernel, the kernel sets up its loop, the result is wrapped. A Python loop of
+per-element ops (``x[i].item()`` over a tensor's elements) or a model of many tiny layers spends its time
+there, not in arithmetic. No setting changes the code, so the finding rests on the probe worker's
+evidence: its profiled call's op table (the ops it called from Python, how often, and their time with the
+ops they called) and this machine's cost of one op that does almost nothing, measured in the same process
+(:mod:`.probe`). An op called from Python whose time per call is within :data:`TINY_MULTIPLE` of that cost did
+almost no work; its calls times that cost is what the call pays to call it, which fewer, larger ops (or one
+conversion) would save. An op's time is taken with the ops it called, not its self time alone: a composite
+op (``aten::linear``) has little time of its own while the op it calls (``aten::addmm``) does the work; and
+its calls are those made from Python, each paying the binding (the ops it calls are dispatched from C++ for
+a fraction of that).
+
+The python-time cause judges the time outside torch's ops. Part of each op's fixed cost (the binding's
+parsing and wrapping) falls outside the op's own event, so a loop of tiny ops leaves time outside the
+ops too: the python-time rule asks this cause's estimate (:func:`overhead`), and where it leaves under that
+rule's share to anything else, the time outside the ops is the tiny ops' binding, not Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..._results import wording
+from ..._results.facts import Facts, OpRow
+from ..._results.findings import Finding, Status
+from ..._results.rules import Context
+from ..._studies.cause import EVIDENCE_ONLY, Cause, probe_phase
+from .probe import PROBE, OpCost
+
+__all__ = ["TINY_MULTIPLE", "DOMINANT_SHARE", "PART_SHARE", "MECHANISM", "FIX", "Overhead", "overhead",
+           "OpOverhead", "CAUSES"]
+
+#: An op called from Python whose time per call is within this many times this machine's cost of one trivial
+#: op did almost no work: its time is the op's fixed cost. Wide, as the op's time is the profiler's, which
+#: adds its bookkeeping of each op it called (x[i]'s select took 1-4.5× the unprofiled cost in runs here).
+TINY_MULTIPLE = 10
+#: At least this share of the call's median in the fixed cost of tiny ops: that cost is the call's time.
+DOMINANT_SHARE = 0.5
+#: Under this share the tiny ops cannot explain the time: ruled out before any cell runs. (A small model's
+#: forward of a few hundred tiny ops took 8-12% of its call here: worth no line of the answer.)
+PART_SHARE = 0.25
+MECHANISM = ("each torch op pays a fixed cost whatever its work (the binding's parsing, the dispatch, the "
+             "kernel's set-up, the result's wrapping): with many ops of tiny work that cost is the call's time")
+FIX = ("fewer, larger ops: one conversion instead of an op per element (one .tolist() or .numpy() instead of an "
+       ".item() per element), vectorised ops on whole tensors instead of a Python loop over their elements, or "
+       "torch.compile to fuse the small ops")
+# The tiny ops a finding names (the most called first).
+_SHOWN = 3
+
+
+def _time_text(us: float) -> str:
+    return f"{us / 1e3:.3g} ms" if us >= 1e3 else f"{us:.2g} µs"
+
+
+def _is_op(row: OpRow) -> bool:
+    # An op's name is its namespace and name, no space (aten::add_, torchvision::nms). The code's record_function
+    # scopes, torch.compile's regions ("Torch-Compiled Region: 0/0") and the autograd engine's nodes
+    # ("autograd::engine::evaluate_function: MmBackward0") are not ops called from Python.
+    return "::" in row.op and " " not in row.op
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """The tiny ops of the probe worker's profiled call: ``tiny``, the op table's rows of ops called from Python
+    whose time per call is within :data:`TINY_MULTIPLE` of ``cost`` (the most called first); ``lightest``, its op
+    called from Python with the least time per call; ``median_ms``, the call's unprofiled median."""
+
+    cost: OpCost
+    tiny: tuple[OpRow, ...]
+    lightest: OpRow
+    median_ms: float
+
+    @property
+    def calls(self) -> int:
+        """Calls of tiny ops from Python in one call."""
+        return sum(r.top_calls for r in self.tiny)
+
+    @property
+    def us(self) -> float:
+        """What those calls cost at this machine's cost of one op (at most the whole call)."""
+        return min(self.calls * self.cost.us, self.median_ms * 1e3)
+
+    @property
+    def share(self) -> float:
+        """That cost as a share of the call's median."""
+        return self.us / (self.median_ms * 1e3)
+
+    @property
+    def text(self) -> str:
+        """``"8,000 ops called from Python in each call do almost no work (4,000 aten::select on 4000 at 1.3 µs,
+        ...: each within 10× the 0.51 µs one op costs here (...)): at that cost 100% of its 3.4 ms median"``."""
+        rows = ", ".join(f"{wording.count(r.top_calls)} {r.op}{f' on {r.shapes_text}' if r.shapes_text else ''} at "
+                         f"{_time_text(r.top_us_per_call)}" for r in self.tiny[:_SHOWN])
+        return (f"{wording.count(self.calls)} ops called from Python in each call do almost no work ({rows}: each "
+                f"within {TINY_MULTIPLE}× {self.cost.text}): at that cost {self.share:.0%} of its "
+                f"{self.median_ms:.3g} ms median")
+
+    @property
+    def dwarfed_text(self) -> str:
+        """``"its ops' work dwarfs one op's cost: the lightest it calls, aten::matmul, takes 620 µs a call, ..."``."""
+        us = self.lightest.top_us_per_call
+        return (f"its ops' work dwarfs one op's cost: the lightest it calls, {self.lightest.op}, takes {_time_text(us)} "
+                f"a call, {wording.count(us / self.cost.us)}× {self.cost.text}")
+
+    def evidence(self) -> dict:
+        return {"op_cost_us": self.cost.us, "tiny_calls": self.calls, "overhead_us": self.us,
+                "overhead_share": self.share, "median_ms": self.median_ms, "tiny_ops": [asdict(r) for r in self.tiny]}
+
+
+def overhead(facts: Facts | None) -> Overhead | None:
+    """The tiny ops of ``facts``' profiled call against this machine's cost of one op; None where the call, that
+    cost or the call's median is unknown."""
+    phase = probe_phase(facts)
+    cost: OpCost | None = facts.of(PROBE) if phase else None
+    median_ms = facts.median_ms.get(phase) if phase else None
+    called = [r for r in facts.op_table if _is_op(r) and r.top_calls] if phase else []
+    if cost is None or not median_ms or not called:
+        return None
+    tiny = sorted((r for r in called if r.top_us_per_call <= TINY_MULTIPLE * cost.us), key=lambda r: -r.top_calls)
+    return Overhead(cost, tuple(tiny), min(called, key=lambda r: r.top_us_per_call), median_ms)
+
+
+class OpOverhead(Cause):
+    name = "op_overhead"
+    order = 175
+    title = "per-op overhead (many ops of tiny work)"
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return []
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        if not facts.op_table:
+            return f"no op time of its call is known ({facts.unprofiled_why()}): its ops are not known"
+        if facts.of(PROBE) is None:
+            return "this machine's cost of one op was not measured"
+        found = overhead(facts)
+        if found is None:
+            return "its profiled call called no torch op from Python (only the code's own scopes)"
+        if not found.tiny:
+            return found.dwarfed_text
+        if found.share < PART_SHARE:
+            return f"{found.text}: under {PART_SHARE:.0%}"
+        return None
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        found = overhead(ctx.facts) if ctx.phase == probe_phase(ctx.facts) else None
+        if found is None:
+            return None
+        evidence = found.evidence()
+        if not found.tiny:
+            return self.finding(ctx, None, found.dwarfed_text, Status.NOT_CAUSE, evidence=evidence)
+        if found.share < PART_SHARE:
+            return self.finding(ctx, None, f"{found.text}: under {PART_SHARE:.0%}", Status.NOT_CAUSE,
+                                evidence=evidence)
+        if found.share < DOMINANT_SHARE:
+            return self.finding(ctx, None, f"{found.text}; under {DOMINANT_SHARE:.0%}, they explain part of the time "
+                                           "at most", Status.UNCONFIRMED, evidence=evidence)
+        return self.finding(ctx, None, f"{found.text}: {MECHANISM}; the fix: {FIX}; fewer ops would save about "
+                                       f"{found.us / 1e3:.3g} ms a call at this machine's cost of one op; "
+                                       f"{EVIDENCE_ONLY}", Status.CAUSE, evidence=evidence)
+
+
+CAUSES = (OpOverhead(),)

@@ -1,0 +1,133 @@
+"""The per-op overhead cause: this machine's cost of one op (measured, through a results file), the op table's
+calls made from Python, and the evidence-only judgement on synthetic facts: many ops of tiny work found, few
+ops or big ones ruled out, and the python-time cause leaving such a call's time outside the ops to it."""
+
+import json
+import math
+
+import torch
+
+from benchctl._probe import ProbedCall
+from benchctl._causes.op_overhead import rule as op_overhead
+from benchctl._causes.op_overhead.probe import PROBE, OpCost, op_cost_us
+from benchctl._causes.python_time import rule as python_time
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts, OpRow
+from benchctl._results.findings import Status
+from benchctl._workloads import op_table
+from synthetic_results import make_doc
+
+COST = OpCost(0.5)
+TINY_US = COST.us * op_overhead.TINY_MULTIPLE / 2  # an op called from Python that does almost no work
+BIG_US = COST.us * op_overhead.TINY_MULTIPLE * 100  # one whose work dwarfs an op's cost
+
+
+def _row(op, top_calls, us_per_call, nested=0):
+    """An op called ``top_calls`` times from Python at ``us_per_call`` each (and ``nested`` times by other ops)."""
+    calls = top_calls + nested
+    return OpRow(op, ("float",), calls, us_per_call * calls, us_per_call * top_calls, ((4000,), (), ()), top_calls)
+
+
+def facts(*rows, median_ms, cost=COST, wall_ms=None):
+    wall_us = (wall_ms or median_ms) * 1e3
+    return Facts(phases=["run"], median_ms={"run": median_ms}, op_table=tuple(rows), call_wall_us=wall_us,
+                 probed={} if cost is None else {PROBE.key: cost})
+
+
+def item_loop(elements=4000):
+    """``x[i].item()`` over ``elements``: a select (its as_strided nested) and an item per element, in a call
+    whose median is what their calls cost."""
+    rows = (_row("aten::select", elements, TINY_US), _row("aten::item", elements, TINY_US / 2),
+            _row("aten::as_strided", 0, TINY_US / 4, nested=elements))
+    return facts(*rows, median_ms=2 * elements * COST.us / 1e3)
+
+
+def judge(cause, f):
+    doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="run", control=True))
+    return cause.judge_phase(rules.Context(doc, "run", queries.Comparisons(doc), facts=f))
+
+
+def test_this_machines_cost_of_one_op_is_measured_and_survives_the_results_file():
+    us = op_cost_us(batches=3, calls=200)
+    assert math.isfinite(us) and 0 < us < 1_000  # a microsecond or so; under a millisecond on any machine
+    note = PROBE.record(ProbedCall(call=lambda: None))
+    found = PROBE.read(note)
+    assert isinstance(found, OpCost) and 0 < found.us < 1_000 and f"the {found.us:.2g} µs one op costs here" in found.text
+    assert PROBE.record(ProbedCall()) == {} and PROBE.read({}) is None  # a workload that times itself
+    again = Facts.from_json(json.loads(json.dumps(Facts(probed={PROBE.key: found}).to_json())))
+    assert again.of(PROBE) == found
+
+
+def test_the_op_table_counts_the_calls_made_from_python_apart_from_nested_ones():
+    x = torch.randn(50)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        for i in range(x.shape[0]):
+            x[i].item()
+    by_op = {r.op: r for r in (OpRow.from_json(row) for row in op_table.rows(prof.events()))}
+    assert by_op["aten::select"].top_calls == by_op["aten::select"].calls == 50
+    assert by_op["aten::as_strided"].calls == 50 and by_op["aten::as_strided"].top_calls == 0  # inside select
+    assert by_op["aten::select"].top_us_per_call > 0 and by_op["aten::as_strided"].top_us_per_call is None
+    assert by_op["aten::select"].shapes_text == "50"
+    assert OpRow.from_json({"op": "aten::mm"}).top_calls == 0  # a results file written before they were counted
+
+
+def test_many_ops_of_tiny_work_dominating_the_call_are_the_cause_with_the_fix_and_the_saving():
+    f = item_loop()
+    cause = op_overhead.OpOverhead()
+    assert cause.probes(f) == [] and cause.precheck(f, None) is None
+    found = judge(cause, f)
+    assert found.status is Status.CAUSE and found.comparison is None, found.message
+    assert "8,000 ops called from Python in each call do almost no work" in found.message
+    assert "4,000 aten::select on 4000" in found.message and "aten::as_strided" not in found.message
+    assert op_overhead.MECHANISM in found.message and op_overhead.FIX in found.message
+    assert f"would save about {f.median_ms['run']:.3g} ms a call" in found.message
+    assert found.evidence["tiny_calls"] == 8000 and found.evidence["overhead_share"] == 1.0
+
+
+def test_a_share_between_the_thresholds_is_open_and_under_it_not_the_cause():
+    share = (op_overhead.PART_SHARE + op_overhead.DOMINANT_SHARE) / 2
+    calls = 1000
+    part = facts(_row("aten::add", calls, TINY_US), median_ms=calls * COST.us / share / 1e3)
+    assert op_overhead.OpOverhead().precheck(part, None) is None
+    found = judge(op_overhead.OpOverhead(), part)
+    assert found.status is Status.UNCONFIRMED and "they explain part of the time at most" in found.message
+    few = facts(_row("aten::add", calls, TINY_US), median_ms=calls * COST.us / (op_overhead.PART_SHARE / 2) / 1e3)
+    assert judge(op_overhead.OpOverhead(), few).status is Status.NOT_CAUSE
+
+
+def test_ruled_out_before_running_for_few_ops_big_ops_or_no_evidence():
+    cause = op_overhead.OpOverhead()
+    few = facts(_row("aten::add", 3, TINY_US), _row("aten::mm", 1, BIG_US), median_ms=BIG_US / 1e3)
+    assert "3 ops called from Python in each call do almost no work" in cause.precheck(few, None)
+    assert f"under {op_overhead.PART_SHARE:.0%}" in cause.precheck(few, None)
+    big = facts(_row("aten::mm", 200, BIG_US), median_ms=200 * BIG_US / 1e3)
+    said = cause.precheck(big, None)
+    assert said.startswith("its ops' work dwarfs one op's cost: the lightest it calls, aten::mm"), said
+    dwarfed = judge(cause, big)
+    assert dwarfed.status is Status.NOT_CAUSE and dwarfed.message.endswith(said)
+    assert "not measured" in cause.precheck(facts(*item_loop().op_table, median_ms=4.0, cost=None), None)
+    assert "no op time of its call is known" in cause.precheck(Facts(phases=["run"]), None)
+    # The code's own scopes and the autograd engine's nodes are not ops called from Python.
+    scopes = facts(_row("my_step", 4000, TINY_US), _row("autograd::engine::evaluate_function: MmBackward0", 4000,
+                                                        TINY_US), median_ms=4.0)
+    assert "called no torch op from Python" in cause.precheck(scopes, None)
+    assert judge(cause, Facts(phases=["run"])) is None
+
+
+def test_the_python_cause_leaves_the_time_outside_tiny_ops_to_them():
+    # The item loop under the profiler: as much again outside the ops (their binding) as inside them.
+    f = item_loop()
+    inside_ms = sum(r.top_us for r in f.op_table) / 1e3
+    loop = facts(*f.op_table, median_ms=f.median_ms["run"], wall_ms=inside_ms / (1 - python_time.OUTSIDE_SHARE) + 1)
+    assert loop.outside_share() > python_time.OUTSIDE_SHARE
+    said = python_time.PythonTime().precheck(loop, None)
+    assert said and "(per-op overhead): the time outside the ops is their binding's, not Python's" in said
+    found = judge(python_time.PythonTime(), loop)
+    assert found.status is Status.NOT_CAUSE and "per-op overhead" in found.message
+    assert judge(op_overhead.OpOverhead(), loop).status is Status.CAUSE
+    # Without this machine's cost of an op (or with few tiny ops) the python cause judges as before.
+    unknown = facts(*f.op_table, median_ms=f.median_ms["run"], wall_ms=loop.call_wall_us / 1e3, cost=None)
+    assert python_time.PythonTime().precheck(unknown, None) is None
+    as_before = judge(python_time.PythonTime(), unknown)
+    assert as_before.status is not Status.NOT_CAUSE and "per-op overhead" not in as_before.message
