@@ -1,0 +1,240 @@
+"""bench/vs_peers.py: the interval of a log ratio, the contradiction and holds-median judgements, the table, the
+refusal to replace a --json FILE, the neighbour stopped after; and (slow) one tiny run's JSON."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "bench", "vs_peers.py")
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("vs_peers_under_test", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+vp = _load()
+
+
+def _script(*args, timeout=60):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+# --- the interval of a log ratio ------------------------------------------------------------------------------
+
+def test_log_ratio_interval_is_welch_on_the_logs():
+    stats = pytest.importorskip("scipy.stats")
+    a = [1.00, 1.10, 0.95, 1.05, 1.02]
+    b = [0.50, 0.56, 0.47, 0.52]
+    got = vp.log_ratio_interval(a, b)
+    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    d = sum(lb) / len(lb) - sum(la) / len(la)
+    assert got["ratio"] == pytest.approx(math.exp(d))
+    va = stats.tvar(la) / len(la)
+    vb = stats.tvar(lb) / len(lb)
+    df = (va + vb) ** 2 / (va ** 2 / (len(la) - 1) + vb ** 2 / (len(lb) - 1))
+    half = stats.t.ppf(0.975, df) * math.sqrt(va + vb)
+    assert got["df"] == pytest.approx(df)
+    assert got["ci95"][0] == pytest.approx(math.exp(d - half), rel=1e-6)
+    assert got["ci95"][1] == pytest.approx(math.exp(d + half), rel=1e-6)
+    # B over A: swapping the arms inverts the ratio and its interval.
+    back = vp.log_ratio_interval(b, a)
+    assert back["ratio"] == pytest.approx(1 / got["ratio"])
+    assert back["ci95"][0] == pytest.approx(1 / got["ci95"][1], rel=1e-6)
+
+
+def test_log_ratio_interval_without_spread_or_units():
+    assert vp.log_ratio_interval([2.0], [1.0, 1.0]) == {"ratio": pytest.approx(0.5), "ci95": None, "df": None}
+    same = vp.log_ratio_interval([2.0, 2.0], [1.0, 1.0, 1.0])
+    assert same["ratio"] == pytest.approx(0.5) and same["ci95"] == (pytest.approx(0.5), pytest.approx(0.5))
+    with pytest.raises(ValueError):
+        vp.log_ratio_interval([1.0, -1.0], [1.0, 2.0])
+    with pytest.raises(ValueError):
+        vp.log_ratio_interval([], [1.0])
+
+
+def test_more_blocks_narrow_the_interval_of_the_same_spread():
+    few = vp.log_ratio_interval([1.0, 1.1, 0.9], [2.0, 2.2, 1.8])
+    many = vp.log_ratio_interval([1.0, 1.1, 0.9] * 10, [2.0, 2.2, 1.8] * 10)
+    assert few["ratio"] == pytest.approx(many["ratio"])
+    assert many["ci95"][1] - many["ci95"][0] < (few["ci95"][1] - few["ci95"][0]) / 3
+
+
+# --- contradictions, the median, the narrowest honest interval ------------------------------------------------
+
+def test_contradicting_pairs_and_holds():
+    intervals = [(1.0, 2.0), (1.5, 2.5), (2.6, 3.0), None, (0.5, 1.0)]
+    # 1-2 and 2.6-3 do not overlap, nor 1.5-2.5 and 2.6-3, nor 2.6-3 and 0.5-1, nor 1.5-2.5 and 0.5-1;
+    # 1-2 and 0.5-1 touch: they overlap.
+    assert vp.contradicting_pairs(intervals) == [(0, 2), (1, 2), (1, 4), (2, 4)]
+    assert vp.contradicting_pairs([None, (1.0, 2.0)]) == []
+    assert vp.holds((1.0, 2.0), 2.0) is True and vp.holds((1.0, 2.0), 2.1) is False
+    assert vp.holds(None, 1.0) is None and vp.holds((1.0, 2.0), None) is None
+
+
+def _row(tool, rep, ratio, ci, wall=10.0, error=None):
+    return {"tool": tool, "ab": "ftz", "repetition": rep, "ratio": ratio, "ci95": ci, "wall_s": wall,
+            "error": error, "method": "m", "detail": {}}
+
+
+ROWS = [
+    _row("torch", 1, 0.50, (0.49, 0.51)),
+    _row("torch", 2, 0.60, (0.59, 0.61)),
+    _row("torch", 3, 0.55, (0.548, 0.552), wall=9.0),
+    _row("benchctl", 1, 0.54, (0.45, 0.65), wall=16.0),
+    _row("benchctl", 2, 0.56, (0.50, 0.62), wall=25.0),
+    _row("benchctl", 3, 0.70, None, error=None),
+    _row("pyperf", 1, None, None, wall=None, error="pyperf not installed"),
+]
+
+
+def test_analyse_judges_each_row_against_the_median_of_every_tool():
+    got = vp.analyse(ROWS, ["torch", "pyperf", "benchctl"])
+    # Median of 0.50, 0.60, 0.55, 0.54, 0.56, 0.70 (pyperf measured nothing).
+    assert got["median_ratio"] == pytest.approx(0.555)
+    holds = {(r["tool"], r["repetition"]): r["holds_median"] for r in got["rows"]}
+    assert holds == {("torch", 1): False, ("torch", 2): False, ("torch", 3): False, ("benchctl", 1): True,
+                     ("benchctl", 2): True, ("benchctl", 3): None, ("pyperf", 1): None}
+    torch, bench, pyperf = (got["tools"][t] for t in ("torch", "benchctl", "pyperf"))
+    assert torch["contradicting_pairs"] == [[1, 2], [1, 3], [2, 3]] and torch["pairs_compared"] == 3
+    assert torch["hold_median"] == 0 and torch["narrowest_honest"] is None
+    assert bench["contradicting_pairs"] == [] and bench["with_interval"] == 2 and bench["measured"] == 3
+    # Narrowest per second: 0.20 x sqrt(16) = 0.8 against 0.12 x sqrt(25) = 0.6: rep 2, the longer one.
+    assert bench["narrowest_honest"]["repetition"] == 2
+    assert bench["narrowest_honest"]["width_sqrt_s"] == pytest.approx(0.12 * 5)
+    assert pyperf["measured"] == 0 and pyperf["errors"] == ["pyperf not installed"]
+    row = next(r for r in got["rows"] if r["tool"] == "benchctl" and r["repetition"] == 1)
+    assert row["width"] == pytest.approx(0.20) and row["ci95"] == [0.45, 0.65]
+
+
+def test_analyse_with_nothing_measured():
+    got = vp.analyse([_row("pyperf", 1, None, None, wall=None, error="pyperf not installed")], ["pyperf"])
+    assert got["median_ratio"] is None and got["rows"][0]["holds_median"] is None
+
+
+def test_the_table_says_each_row_and_each_tool():
+    res = vp.analyse(ROWS, ["torch", "pyperf", "benchctl"])
+    text = vp.format_table({"ftz": res}, {"ftz": "FTZ on subnormal inputs"})
+    lines = text.splitlines()
+    assert lines[0] == "ftz: FTZ on subnormal inputs"
+    assert "median of all 6 ratios B/A (every tool): 0.555" in text
+    assert any(line.split()[:2] == ["tool", "rep"] for line in lines)
+    assert "[0.49, 0.51]" in text and "NO" in text and "yes" in text and "none" in text
+    assert "pyperf not installed" in text
+    assert "torch.utils.benchmark: 3 of 3 pairs of repetitions contradict (1/2, 1/3, 2/3); 0 of 3 intervals " \
+           "hold the median; narrowest honest interval: none" in text
+    assert "benchctl: 0 of 1 pairs of repetitions contradict; 2 of 2 intervals hold the median; narrowest honest " \
+           "interval: width 0.12 in 25.0 s = 0.6 x sqrt(s) (rep 2)" in text
+    assert "  pyperf: pyperf not installed" in text
+
+
+def test_without_pyperf_its_rows_say_so(monkeypatch):
+    monkeypatch.setattr(vp, "pyperf_installed", lambda: False)
+    row = vp.one("pyperf", "ftz", 1.0, 1.0, "/nonexistent", 1)
+    assert row["error"] == vp.NOT_INSTALLED and row["ratio"] is None and row["wall_s"] is None
+
+
+def test_sizes_follow_the_time():
+    assert vp.pyperf_processes(2.0, 3.0) == 2  # never under two: one process gives no interval
+    assert vp.pyperf_processes(60.0, 1.0) > vp.pyperf_processes(20.0, 1.0) >= 2
+    assert vp.benchctl_seconds_per_process(2.0, 3.0) == 0.05
+    assert vp.benchctl_seconds_per_process(90.0, 1.0) == pytest.approx(9.0)
+
+
+# --- the command ------------------------------------------------------------------------------------------------
+
+def test_help_explains_and_exits_0():
+    proc = _script("--help")
+    assert proc.returncode == 0, proc.stderr
+    for words in ("torch.utils.benchmark", "pyperf", "benchctl", "--seconds", "--repeats", "--only", "--tools",
+                  "--json", "--force", "--background", "narrowest honest interval per second", "Welch"):
+        assert words in proc.stdout, words
+
+
+def test_an_existing_json_file_is_refused_without_force(tmp_path):
+    path = tmp_path / "kept.json"
+    path.write_text('{"mine": 1}\n')
+    started = time.monotonic()
+    proc = _script("--only", "ftz", "--tools", "torch", "--seconds", "1", "--repeats", "1", "--json", str(path))
+    assert proc.returncode == 2, proc.stderr
+    assert "already exists" in proc.stderr and "--force" in proc.stderr
+    assert path.read_text() == '{"mine": 1}\n'
+    assert time.monotonic() - started < 30  # refused before anything ran
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--force"], "--force needs --json"), (["--tools", "timeit"], "subset of"), (["--only", "x"], "invalid choice"),
+    (["--seconds", "0"], "seconds > 0"), (["--repeats", "0"], "at least 1"),
+])
+def test_it_refuses_what_it_cannot_do(args, words):
+    proc = _script(*args)
+    assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+
+
+def test_the_neighbour_is_stopped_with_its_processes():
+    load = vp.Background(bound_s=60)
+    time.sleep(2.0)  # started, its SIGTERM handler set
+    report = load.stop()
+    assert load.proc.returncode == 0
+    assert report and report.startswith("took "), report
+    with pytest.raises(ProcessLookupError):
+        os.killpg(load.proc.pid, 0)  # nothing of its group is left
+
+
+# --- slow: one tiny run ---------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_tiny_run_writes_every_tool_s_rows(tmp_path):
+    path = tmp_path / "peers.json"
+    path.write_text("{}\n")  # replaced: --force
+    proc = _script("--only", "ftz", "--seconds", "3", "--repeats", "1", "--json", str(path), "--force", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "benchctl.vs_peers" and doc["complete"] is True
+    assert doc["options"]["abs"] == ["ftz"] and doc["options"]["tools"] == ["torch", "pyperf", "benchctl"]
+    assert set(doc["methods"]) == {"torch", "pyperf", "benchctl"} and doc["startup_s"] > 0
+    ab = doc["abs"]["ftz"]
+    assert ab["matrix"] == {"threads": [1], "ftz": ["off", "process"]}
+    rows = {r["tool"]: r for r in ab["rows"]}
+    assert set(rows) == {"torch", "pyperf", "benchctl"}
+    for row in rows.values():
+        assert {"ratio", "ci95", "width", "wall_s", "holds_median", "width_sqrt_s", "method", "error",
+                "detail"} <= set(row)
+        # A row measured a ratio or says why not (benchctl may fit too few processes in 3 s).
+        assert (row["ratio"] is not None) != (row["error"] is not None), row
+    timer = rows["torch"]
+    assert 0 < timer["ratio"] < 1 and len(timer["ci95"]) == 2 and timer["detail"]["A"]["blocks"] >= 2
+    if vp.pyperf_installed():
+        assert rows["pyperf"]["ratio"] is not None, rows["pyperf"]["error"]
+    else:
+        assert rows["pyperf"]["error"] == vp.NOT_INSTALLED
+    for summary in ab["tools"].values():
+        assert {"contradicting_pairs", "hold_median", "narrowest_honest", "with_interval", "errors"} <= set(summary)
+    assert "ftz: FTZ/DAZ" in proc.stdout and "holds median" in proc.stdout
+    assert "[1/3]" in proc.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_run_and_its_neighbour(tmp_path):
+    path = tmp_path / "peers.json"
+    proc = subprocess.Popen([sys.executable, SCRIPT, "--only", "threads", "--tools", "torch", "--seconds", "60",
+                             "--repeats", "1", "--background", "--json", str(path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(10)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "background load: took" in err, err
+    assert not path.exists() or json.loads(path.read_text())["complete"] is False
