@@ -8,4 +8,5 @@ PYBIND11_MODULE(_native, m) {
   benchctl::bind_cuda(m);
   benchctl::bind_counters(m);
   benchctl::bind_fpenv(m);
+  benchctl::bind_sampler(m);
 }

@@ -53,7 +53,8 @@ def test_this_machines_cost_of_one_op_is_measured_and_survives_the_results_file(
     assert math.isfinite(us) and 0 < us < 1_000  # a microsecond or so; under a millisecond on any machine
     note = PROBE.record(ProbedCall(call=lambda: None))
     found = PROBE.read(note)
-    assert isinstance(found, OpCost) and 0 < found.us < 1_000 and f"the {found.us:.2g} µs one op costs here" in found.text
+    assert isinstance(found, OpCost) and 0 < found.us < 1_000
+    assert f"the {found.us:.2g} µs one op costs here" in found.text
     assert PROBE.record(ProbedCall()) == {} and PROBE.read({}) is None  # a workload that times itself
     again = Facts.from_json(json.loads(json.dumps(Facts(probed={PROBE.key: found}).to_json())))
     assert again.of(PROBE) == found

@@ -286,3 +286,64 @@ def fp_broadcast_handler_state() -> BroadcastHandlerState:
 
 def signal_disposition(sig: int) -> str:
     """Disposition of sig: "default", "ignore", "benchctl" (the broadcast handler) or "other"."""
+
+# -- library sampler (bind_sampler.cpp) ---------------------------------------------------------------------------
+
+LIB_SAMPLER_MIN_PERIOD_US: int  # the shortest period lib_sampler_start accepts
+LIB_SAMPLER_MAX_PERIOD_US: int  # the longest period lib_sampler_start accepts
+LIB_SAMPLER_MAX_CAPACITY: int  # the most samples one window can store
+
+class ObjectSamples:
+    """The samples of one loaded object."""
+
+    @property
+    def path(self) -> str: ...  # the object's path (the main program by /proc/self/exe)
+    @property
+    def samples(self) -> int: ...  # weighted samples at addresses in its executable segments
+
+class ThreadSamples:
+    """The samples taken on one thread."""
+
+    @property
+    def tid(self) -> int: ...  # the thread's id
+    @property
+    def name(self) -> str: ...  # its comm when its timer was armed
+    @property
+    def samples(self) -> int: ...  # weighted samples taken on it (stored or dropped)
+
+class LibSamples:
+    """What one window of the library sampler saw."""
+
+    @property
+    def signal(self) -> int: ...  # the real-time signal the window used
+    @property
+    def period_ns(self) -> int: ...  # the timers' period, of each thread's CPU time
+    @property
+    def wall_ns(self) -> int: ...  # the window's length
+    @property
+    def user_ns(self) -> int: ...  # user CPU time of the process over the window (getrusage)
+    @property
+    def system_ns(self) -> int: ...  # system (kernel) CPU time of the process over the window
+    @property
+    def samples(self) -> int: ...  # weighted samples stored, mapped or not
+    @property
+    def unmapped(self) -> int: ...  # of those, at addresses in no loaded object (JIT code)
+    @property
+    def dropped(self) -> int: ...  # weighted samples taken after the buffer was full
+    @property
+    def objects(self) -> list[ObjectSamples]: ...  # samples by loaded object, most first
+    @property
+    def threads(self) -> list[ThreadSamples]: ...  # every thread timed, by tid
+    @property
+    def not_timed(self) -> int: ...  # threads no timer could be armed on
+    @property
+    def timer_error(self) -> str: ...  # the first refusal to time a live thread ("" if none)
+
+def lib_sampler_start(period_us: int, capacity: int) -> int:
+    """Time every thread every period_us of its CPU time, storing up to capacity samples; return the signal."""
+
+def lib_sampler_stop() -> LibSamples:
+    """Close the window: delete the timers, restore the signal, map the samples to objects."""
+
+def lib_sampler_signal() -> int:
+    """The signal of the open window, 0 when none is open."""

@@ -27,7 +27,7 @@ from ..._results import wording
 from ..._results.facts import Facts, OpRow
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import EVIDENCE_ONLY, Cause, probe_phase
+from ..._cause import EVIDENCE_ONLY, Cause, probe_phase
 from .probe import PROBE, OpCost
 
 __all__ = ["TINY_MULTIPLE", "DOMINANT_SHARE", "PART_SHARE", "MECHANISM", "FIX", "Overhead", "overhead",
@@ -102,8 +102,8 @@ class Overhead:
     def dwarfed_text(self) -> str:
         """``"its ops' work dwarfs one op's cost: the lightest it calls, aten::matmul, takes 620 µs a call, ..."``."""
         us = self.lightest.top_us_per_call
-        return (f"its ops' work dwarfs one op's cost: the lightest it calls, {self.lightest.op}, takes {_time_text(us)} "
-                f"a call, {wording.count(us / self.cost.us)}× {self.cost.text}")
+        return (f"its ops' work dwarfs one op's cost: the lightest it calls, {self.lightest.op}, takes "
+                f"{_time_text(us)} a call, {wording.count(us / self.cost.us)}× {self.cost.text}")
 
     def evidence(self) -> dict:
         return {"op_cost_us": self.cost.us, "tiny_calls": self.calls, "overhead_us": self.us,

@@ -1,29 +1,41 @@
 """Cause: time outside torch's ops (Python, and conversions torch runs outside its ops).
 
-No setting can change the user's code, so this cause has no probe: its finding rests on what the
+No setting can change the user's code, so this cause has no setting: its finding rests on what the
 probe worker measured in its one profiled call. The torch profiler gives the time of the ops
 called from Python; the rest of the call's wall time (less what torch.compile spent compiling,
-the recompile cause's) is Python, glue and conversions such as ``torch.tensor`` of a list of
-NumPy arrays (pytorch #13918: 6.0 s against 0.9 s from one array). Its evidence: that share,
-the top Python-side functions by own time (a second, cProfile call) and the warnings the
-workload raised (torch warns of that conversion). The profiler's own overhead is charged to
+the recompile cause's) is outside them: Python, glue and conversions such as ``torch.tensor`` of a list of
+NumPy arrays (pytorch #13918: 6.0 s against 0.9 s from one array), or another library's work. Its evidence:
+that share, the top Python-side functions by own time (a second, cProfile call), the warnings the
+workload raised (torch warns of that conversion) and where the CPU time of the timed iterations went by
+library (its probe, :mod:`.probe`: the native sampler's split). It calls the time Python only where
+Python's side (the interpreter, and torch's conversions in libtorch_python) held more of that CPU time than
+any native library other than torch's: where one did (numpy's OpenBLAS for an ``a @ a`` beside torch's
+ops), it names that library and the finding stays open. The profiler's own overhead is charged to
 each op it records: where the profiled call took far longer than the unprofiled iterations,
 the share is not measured and the finding stays open; so it does where the calling thread was off
-a CPU for most of the time outside the ops (it waited for its own pool, a child process, I/O), and
-where the cProfile call puts the most own time in a torch op's call (``torch.mm``): then the time
-outside the ops is another library's work or waiting (numpy's BLAS beside torch's team), not Python.
+a CPU for most of the time outside the ops (it waited for its own pool, a child process, I/O). Where the
+split could not be sampled, the finding says why in its evidence and judges as before the sampler: open
+also where the cProfile call puts the most own time in a torch op's call (``torch.mm``), as the time
+outside the ops is then another library's work or waiting (numpy's BLAS beside torch's team), not Python.
+Where the fixed cost of the call's tiny ops leaves little of it to anything else, the time outside the ops is
+their binding's (the per-op overhead cause), not Python's.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 
+from ..._libsplit import Kind, LibrarySplit
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import EVIDENCE_ONLY, Cause, probe_phase
+from ..._cause import EVIDENCE_ONLY, Cause, probe_phase
+from ..op_overhead.rule import overhead
+from .probe import PROBE as SPLIT_PROBE
 
 __all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top",
+           "per_op_overhead", "PYTHON_KINDS", "OTHER_HOLDERS", "usable_split", "library_holder",
            "warnings_text", "CAUSES"]
 
 #: At least this share of a call outside torch's ops: that time, not the ops, is what to speed up.
@@ -39,6 +51,12 @@ PROFILER_TRUSTED = 3.0
 MECHANISM = ("the time goes to Python and to conversions outside torch's ops (building tensors from Python "
              "objects, per-element loops): convert once from one array (torch.from_numpy(np.stack(...))), "
              "batch the work into fewer, larger ops")
+#: Python's side of a call in the library split: the interpreter, and torch's conversions outside its ops.
+PYTHON_KINDS = (Kind.INTERPRETER, Kind.TORCH_PYTHON)
+#: Native code other than torch's that can hold the time outside torch's ops instead of Python. Not torch's
+#: (its ops are inside), nor the kernel's (a fault or a system call inside an op is the op's) nor code in no
+#: loaded object (JIT kernels, oneDNN's inside torch's ops).
+OTHER_HOLDERS = (Kind.OPENBLAS, Kind.NUMPY, Kind.LIBC, Kind.OTHER)
 
 
 def warnings_text(facts: Facts) -> str:
@@ -59,6 +77,41 @@ def op_call_on_top(facts: Facts) -> tuple[str, str] | None:
     top = max(facts.python_frames, key=lambda f: f.own_us)
     op = "aten::" + top.function.rsplit(".", 1)[-1]
     return (top.function, op) if any(r.op == op for r in facts.op_table) else None
+
+
+def per_op_overhead(facts: Facts) -> str | None:
+    """The per-op overhead cause's evidence in words where the fixed cost of the call's tiny ops leaves under
+    :data:`OUTSIDE_SHARE` of its median to anything else: the time outside torch's ops is then their binding's,
+    not Python's; None otherwise."""
+    found = overhead(facts)
+    if found is None or 1.0 - found.share >= OUTSIDE_SHARE:
+        return None
+    return f"{found.text} (per-op overhead): the time outside the ops is their binding's, not Python's"
+
+
+def usable_split(facts: Facts) -> tuple[LibrarySplit | None, str]:
+    """(the library split of the timed iterations, "") where it has samples; else (None, why not)."""
+    split = facts.of(SPLIT_PROBE)
+    if split is None:
+        return None, "no library split was recorded (a results file from before the sampler, or no probe worker)"
+    return (split, "") if split.sampled else (None, split.text())
+
+
+def library_holder(split: LibrarySplit) -> tuple[Kind, float] | None:
+    """(the kind, its share) of the native code other than torch's that held more of the split's CPU time than
+    Python's side (:data:`PYTHON_KINDS` together) did, the largest such; None where Python's side held more."""
+    python = sum(split.share(k) or 0.0 for k in PYTHON_KINDS)
+    top = max(((k, split.share(k) or 0.0) for k in OTHER_HOLDERS), key=lambda kv: kv[1])
+    return top if top[1] > python else None
+
+
+def _holder_name(split: LibrarySplit, held: Kind) -> str:
+    """The holder in words: its kind's name, or for :attr:`Kind.OTHER` the object of that kind with the most
+    samples (``"other libraries (mostly libz.so.1)"``)."""
+    if held is not Kind.OTHER:
+        return held.value
+    top = next((o.path for o in split.objects if o.kind is Kind.OTHER), None)
+    return "other libraries" + (f" (mostly {os.path.basename(top)})" if top else "")
 
 
 def _share_text(facts: Facts, outside: float) -> str:
@@ -85,7 +138,8 @@ class PythonTime(Cause):
         if outside < OUTSIDE_SHARE:
             compiling = " or compiling (torch.compile)" if facts.call_compile_us else ""
             return f"{1 - outside:.0%} of its profiled call is in torch's ops{compiling}{warnings_text(facts)}"
-        return None
+        per_op = per_op_overhead(facts)
+        return None if per_op is None else f"{outside:.0%} of its profiled call is outside torch's ops, yet {per_op}"
 
     def judge_phase(self, ctx: Context) -> Finding | None:
         facts = ctx.facts
@@ -104,8 +158,17 @@ class PythonTime(Cause):
                     "call_cpu_us": facts.call_cpu_us, "outside_on_cpu_share": on_cpu,
                     "profiled_over_timed": slowed, "python_frames": [asdict(f) for f in facts.python_frames],
                     "warnings": [asdict(w) for w in facts.warnings]}
+        split, unsplit = usable_split(facts)
+        evidence["library_split"] = split.text() if split is not None else unsplit
+        if split is not None:
+            evidence["library_shares"] = {k.value: v for k, v in split.shares()}
         if outside < OUTSIDE_SHARE:
             return self.finding(ctx, None, f"{said}: under {OUTSIDE_SHARE:.0%}", Status.NOT_CAUSE, evidence=evidence)
+        per_op = per_op_overhead(facts)
+        if per_op is not None:
+            return self.finding(ctx, None, f"{said}, yet {per_op}", Status.NOT_CAUSE, evidence=evidence)
+        if split is not None:
+            said += f"; CPU time of its timed iterations by library: {split.text()}"
         if slowed is not None and slowed > PROFILER_TRUSTED:
             return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
                                            f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
@@ -115,7 +178,14 @@ class PythonTime(Cause):
                                            "time outside the ops: it mostly waited (for its own threads, child "
                                            "processes or I/O), which is not Python's cost", Status.UNCONFIRMED,
                                 evidence=evidence)
-        in_op = op_call_on_top(facts)
+        held = library_holder(split) if split is not None else None
+        if held is not None:
+            return self.finding(ctx, None, f"{said}, yet {_holder_name(split, held[0])} held {held[1]:.0%} of that "
+                                           "CPU time, more "
+                                           "than Python: the time outside the ops is its work, not Python's",
+                                Status.UNCONFIRMED, evidence=evidence)
+        # Without a split, cProfile's top function is the only sign of another library's work.
+        in_op = op_call_on_top(facts) if split is None else None
         if in_op is not None:
             return self.finding(ctx, None, f"{said}, yet under cProfile the function with the most own time is "
                                            f"{in_op[0]}, a call of torch's {in_op[1]}: the time outside the ops "
