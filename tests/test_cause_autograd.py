@@ -22,7 +22,7 @@ from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
 from benchctl._run.recorder import Recorder
-from benchctl._studies.cause import NOT_RUN
+from benchctl._cause import NOT_RUN
 from synthetic_results import make_doc
 from test_causes import facts
 

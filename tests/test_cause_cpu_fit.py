@@ -9,7 +9,8 @@ import torch
 
 from benchctl import settings
 from benchctl._causes.cpu_fit import control, rule as cpu_fit_rule
-from benchctl._causes.cpu_fit.probe import PROBE as FIT, CpuFit, CpuFitWatch, thread_calls
+from benchctl._causes.cpu_fit.probe import PROBE as FIT, CpuFit, CpuFitWatch
+from benchctl._thread_calls import thread_calls
 from benchctl._causes.threads.rule import Threads
 from benchctl._results import queries, rules
 from benchctl._results.analysis import analyse

@@ -11,7 +11,7 @@ import torch
 from benchctl import settings
 from benchctl._causes.async_clock import control as cuda_state
 from benchctl._causes.async_clock.rule import HOST_COVERS_GPU, AsyncClock
-from benchctl._causes.cuda_first_call.probe import PROBE as CUDA, CudaFacts, by_shapes, cuda_census
+from benchctl._causes.cuda_first_call.probe import PROBE as CUDA, CudaFacts, by_shapes, cuda_census, no_cuda_reason
 from benchctl._causes.cuda_first_call.rule import CudaFirstCall
 from benchctl._causes.cudnn_autotune.rule import CudnnAutotune
 from benchctl._causes.tf32.rule import MIN_MATMUL_SHARE, Tf32
@@ -244,7 +244,7 @@ def test_the_probe_worker_notes_the_gpu_evidence_of_a_user_workload(tmp_path):
     rec = Recorder(probe=True)
     fn({**params, "iterations": 3}, rec)
     assert rec.notes["probe"]["cuda"] == {"initialized": False, "available": cuda_state.available()}
-    assert Facts(probed={CUDA.key: CudaFacts.from_json(rec.notes["probe"]["cuda"])}).no_cuda_reason() is not None
+    assert no_cuda_reason(Facts(probed={CUDA.key: CudaFacts.from_json(rec.notes["probe"]["cuda"])})) is not None
 
 
 def test_probe_calls_are_split_by_whether_their_convolution_shapes_are_new():

@@ -14,16 +14,16 @@ import abc
 from dataclasses import replace
 from typing import Any
 
-from .. import settings
-from .._setting import Setting
-from .._results import queries, wording
-from .._results.comparison import Comparison, Outcome
-from .._results.document import cell_id
-from .._results.counter_evidence import FAULT_COST_MIN_US, MINOR_FAULTS
-from .._results.facts import Facts
-from .._results.findings import Finding, Status
-from .._results.rules import Context, Rule
-from .._results.verdict import setting_text
+from . import settings
+from ._setting import Setting
+from ._results import queries, wording
+from ._results.comparison import Comparison, Outcome
+from ._results.document import cell_id
+from ._results.counter_evidence import FAULT_COST_MIN_US, MINOR_FAULTS
+from ._results.facts import Facts
+from ._results.findings import Finding, Status
+from ._results.rules import Context, Rule
+from ._results.verdict import setting_text
 
 __all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NOT_RUN", "NEGLIGIBLE_SHARE",
            "probe_phase", "faults_negligible"]

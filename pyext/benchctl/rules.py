@@ -11,7 +11,7 @@ from ._results.comparison import Comparison, Outcome
 from ._results.facts import Facts
 from ._results.findings import Finding, Status
 from ._results.rules import Context
-from ._studies.cause import (EVIDENCE_ONLY, NEGLIGIBLE_SHARE, Cause, faults_negligible, mechanism, probe_of,
+from ._cause import (EVIDENCE_ONLY, NEGLIGIBLE_SHARE, Cause, faults_negligible, mechanism, probe_of,
                              probe_phase, probe_text)
 
 __all__ = ["Cause", "Context", "Comparison", "Outcome", "Facts", "Finding", "Status", "mechanism", "probe_of",

@@ -6,7 +6,7 @@ Each holds the same roles, each file of its own layer (``tests/test_layers.py`` 
 * ``setting.py`` (optional): its matrix setting(s), ``SETTINGS``: the one place its name is written;
 * ``probe.py`` (optional): what the probe worker records for it and the typed fact that reads it,
   ``PROBES`` (:class:`benchctl.probes.Probe`);
-* ``rule.py``: the cause itself, ``CAUSES`` (:class:`benchctl._studies.cause.Cause`; its ``order`` places it in
+* ``rule.py``: the cause itself, ``CAUSES`` (:class:`benchctl._cause.Cause`; its ``order`` places it in
   the answer).
 
 The registries gather them (:mod:`benchctl.settings`, :mod:`benchctl.probes`,

@@ -32,7 +32,7 @@ _WIDTH = 100
 def causes_text() -> str:
     """Every cause explain judges, in the answer's order, each with its probe (or "evidence only"), from the
     registry: the built-in causes and those of installed packages."""
-    from .._studies.cause import probe_text
+    from .._cause import probe_text
     from .._studies.causes import CAUSES
 
     items = [f"{cause.name} ({'; '.join(map(probe_text, probes)) or cause.probe_words or 'evidence only'})"

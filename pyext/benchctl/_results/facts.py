@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from .. import probes
-from .._causes.cuda_first_call.probe import PROBE as CUDA_PROBE
 from . import queries
 from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
@@ -293,14 +292,6 @@ class Facts:
     def of(self, probe: probes.Probe) -> Any:
         """``probe``'s typed fact (its ``fact`` class), or None where the probe worker did not record it."""
         return self.probed.get(probe.key)
-
-    def no_cuda_reason(self) -> str | None:
-        """Why no GPU cause can apply here (see
-        :meth:`~benchctl._causes.cuda_first_call.probe.CudaFacts.no_cuda_reason`); None: the workload used CUDA."""
-        cuda = self.of(CUDA_PROBE)
-        if cuda is None:
-            return "nothing is known of its GPU use (no probe of it ran): no GPU cause is probed"
-        return cuda.no_cuda_reason()
 
     def op_share(self, keep) -> float | None:
         """The share of the profiled call's own op time (``self_us``) in the rows ``keep(row)`` accepts;

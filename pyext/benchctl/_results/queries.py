@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from .. import settings as _settings
-from .._causes.allocator.control import MallocState
 from .._validate import ArgumentError
 from . import processes
 from .comparison import Comparison
@@ -28,7 +27,7 @@ from .document import CONTROL_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_samples", "steady_runs",
            "steady_by_run",
-           "process_medians", "first_note", "readback_facts", "phase_before", "malloc_states",
+           "process_medians", "first_note", "readback_facts", "phase_before",
            "probe_held", "summary_entry", "per_iter_median", "CellPair", "cell_pairs",
            "Control", "control", "comparison_values", "spread",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
@@ -187,19 +186,6 @@ def phase_before(run: dict, phase: str) -> str | None:
     names = list(run["phases"])
     at = names.index(phase) if phase in names else 0
     return names[at - 1] if at > 0 else None
-
-
-def malloc_states(doc: dict, cell: dict, phase: str, at_start: bool = False) -> list[MallocState]:
-    """glibc malloc's state in each successful process of ``cell`` where ``phase`` ended; with ``at_start``,
-    where the phase before it ended (what ``phase`` started from; processes that ran nothing before it
-    started fresh and give none)."""
-    states = []
-    for run in ok_runs(doc, cell):
-        read_at = phase_before(run, phase) if at_start else (phase if phase in run["phases"] else None)
-        data = run["phases"].get(read_at, {}).get("malloc") if read_at is not None else None
-        if data is not None:
-            states.append(MallocState.from_json(data))
-    return states
 
 
 def probe_held(doc: dict, cell: dict, name: str) -> tuple[bool, Any]:

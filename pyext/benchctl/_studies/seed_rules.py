@@ -25,7 +25,7 @@ from .._results.rules import Context, Rule
 from .._results.verdict import Gap, GapUnderSetting, SettingEffect
 from .._causes.allocator.rule import Allocator
 from .._causes.denormals.rule import FMA_OPS, Denormals, penalised_ops, ratios_text
-from .cause import Cause
+from .._cause import Cause
 from .penalty import OP_NAMES
 
 __all__ = ["PENALTY_OPS", "NAIVE_MISLEADS_RATIO", "ZeroVsUniformOnCpu", "SeedNaiveTiming", "resnet_order_rules",

@@ -43,12 +43,11 @@ import types
 from typing import Any, Callable
 
 from .. import _timed_call, _validate, probes
-from .._causes.recording import control as inference
 from .._probe import ProbedCall
 from ..denormals import layer_watch, values_census, weights_census
 from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
-from .._causes.cpu_fit.probe import ThreadCalls, thread_calls
+from .._thread_calls import ThreadCalls, thread_calls
 
 __all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
 
@@ -211,7 +210,7 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
     (and :data:`MIN_ITERATIONS` ran). Each call runs as the cell's settings ask (``inference=on``: under
     torch.inference_mode(); any setting's context around it: :mod:`benchctl._timed_call`); ``watch`` reads
     dynamo's counters after each, outside its timing."""
-    call = _timed_call.wrapped(inference.wrapped(call))
+    call = _timed_call.wrapped(call)
     spent = 0.0
     if watch is not None:
         watch.start()
@@ -255,10 +254,6 @@ def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
 
 def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
-        if inference.enabled():
-            raise _validate.ArgumentError(
-                "inference=on runs each call of a callable or setup()/run(state) workload under "
-                "torch.inference_mode(); a @benchctl.workload function times its own iterations: use the mode in it")
         if _timed_call.active():
             raise _validate.ArgumentError(
                 f"{', '.join(_timed_call.active())}: each timed call of a callable or setup()/run(state) workload runs "

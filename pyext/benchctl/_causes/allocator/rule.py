@@ -37,7 +37,7 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._results.verdict import setting_text
-from ..._studies.cause import Cause, faults_negligible, mechanism, probe_of
+from ..._cause import Cause, faults_negligible, mechanism, probe_of
 from .control import DYNAMIC_THRESHOLD_MAX, FIXING_TUNABLES, TRIM_PER_MMAP, MallocState, size_text
 from .setting import ALLOCATOR
 
@@ -49,6 +49,19 @@ CLEARLY = 2.0
 
 def _median(values: list[int]) -> int:
     return int(statistics.median(values))
+
+
+def malloc_states(doc: dict, cell: dict, phase: str, at_start: bool = False) -> list[MallocState]:
+    """glibc malloc's state in each successful process of ``cell`` where ``phase`` ended; with ``at_start``,
+    where the phase before it ended (what ``phase`` started from; processes that ran nothing before it
+    started fresh and give none)."""
+    states = []
+    for run in queries.ok_runs(doc, cell):
+        read_at = queries.phase_before(run, phase) if at_start else (phase if phase in run["phases"] else None)
+        data = run["phases"].get(read_at, {}).get("malloc") if read_at is not None else None
+        if data is not None:
+            states.append(MallocState.from_json(data))
+    return states
 
 
 @dataclass(frozen=True)
@@ -64,10 +77,10 @@ class PhaseReadback:
 
     @classmethod
     def of(cls, doc: dict, cell: dict, phase: str, label: str) -> "PhaseReadback | None":
-        ended = tuple(s for s in queries.malloc_states(doc, cell, phase) if s.is_glibc and s.probed)
+        ended = tuple(s for s in malloc_states(doc, cell, phase) if s.is_glibc and s.probed)
         if not ended:
             return None
-        started = tuple(s for s in queries.malloc_states(doc, cell, phase, at_start=True) if s.is_glibc)
+        started = tuple(s for s in malloc_states(doc, cell, phase, at_start=True) if s.is_glibc)
         runs = [r for r in queries.ok_runs(doc, cell) if phase in r["phases"]]
         before = queries.phase_before(runs[0], phase) if runs and started else None
         return cls(label, phase, ended, started, before)

@@ -2,7 +2,7 @@
 
 Like every GPU cause (:mod:`benchctl._causes.cudnn_autotune`, :mod:`benchctl._causes.cuda_first_call`,
 :mod:`benchctl._causes.tf32`), it is ruled out before any cell runs where the probe worker saw no CUDA
-device or no CUDA work (:meth:`benchctl._results.facts.Facts.no_cuda_reason`): on a CPU workload they add
+device or no CUDA work (:func:`benchctl._causes.cuda_first_call.probe.no_cuda_reason`): on a CPU workload they add
 no cell. Their evidence is the probe worker's few extra GPU calls (:mod:`benchctl._causes.cuda_first_call.probe`),
 their probes the settings of :mod:`.control` (this one's ``sync``).
 """
@@ -13,8 +13,8 @@ from ..._setting import Setting
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
-from ..cuda_first_call.probe import PROBE as CUDA
+from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..cuda_first_call.probe import PROBE as CUDA, no_cuda_reason
 from .setting import SYNC
 
 __all__ = ["HOST_COVERS_GPU", "AsyncClock", "readback_suffix", "CAUSES"]
@@ -37,10 +37,10 @@ class AsyncClock(Cause):
     probe = probe_of(SYNC)
 
     def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe] if facts is None or facts.no_cuda_reason() is None else []
+        return [self.probe] if facts is None or no_cuda_reason(facts) is None else []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        reason = facts.no_cuda_reason()
+        reason = no_cuda_reason(facts)
         if reason is not None:
             return reason
         ratio = facts.of(CUDA).host_over_gpu

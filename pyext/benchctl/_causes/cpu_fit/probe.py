@@ -11,49 +11,18 @@ that sets its own count undoes a thread-count probe applied before it.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
 
 from ... import threads
+from ..._thread_calls import ThreadCalls
 from ..._probe import Probe, ProbedCall
 from . import control
 
-__all__ = ["ThreadCalls", "thread_calls", "CpuFitWatch", "CpuFit", "CpuFitProbe", "PROBE", "PROBES"]
+__all__ = ["CpuFitWatch", "CpuFit", "CpuFitProbe", "PROBE", "PROBES"]
 
 # The probe note's key, written and read here only.
 _CPU_FIT = "cpu_fit"
-
-
-class ThreadCalls:
-    """The counts given to ``torch.set_num_threads`` while :func:`thread_calls` records them (passed on unchanged)."""
-
-    def __init__(self) -> None:
-        self.asked: list[Any] = []
-
-
-@contextlib.contextmanager
-def thread_calls(active: bool = True) -> Iterator[ThreadCalls]:
-    """Record the workload's own ``torch.set_num_threads`` calls for the block (none when not ``active``);
-    torch's function is put back after it, also after an exception."""
-    calls = ThreadCalls()
-    if not active:
-        yield calls
-        return
-    import torch
-
-    original = torch.set_num_threads
-
-    def recorded(n: Any) -> None:
-        calls.asked.append(n)
-        original(n)
-
-    torch.set_num_threads = recorded
-    try:
-        yield calls
-    finally:
-        torch.set_num_threads = original
 
 
 class CpuFitWatch:

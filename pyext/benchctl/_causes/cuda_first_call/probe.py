@@ -197,3 +197,12 @@ class CudaProbe(Probe):
 
 PROBE = CudaProbe()
 PROBES = (PROBE,)
+
+
+def no_cuda_reason(facts) -> str | None:
+    """Why no GPU cause can apply to the workload whose probe worker gathered ``facts``
+    (:meth:`CudaFacts.no_cuda_reason`); None: it used CUDA."""
+    cuda = facts.of(PROBE)
+    if cuda is None:
+        return "nothing is known of its GPU use (no probe of it ran): no GPU cause is probed"
+    return cuda.no_cuda_reason()

@@ -17,7 +17,8 @@ from ..._results.comparison import Comparison
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
+from .probe import no_cuda_reason
+from ..._cause import Cause, mechanism, probe_of, probe_text
 from ..async_clock.rule import readback_suffix
 from ..warmup.rule import LAZY_MIN_ITERATIONS
 from .setting import CUDA_INIT
@@ -38,12 +39,12 @@ class CudaFirstCall(Cause):
     probe = probe_of(CUDA_INIT)
 
     def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe] if facts is None or facts.no_cuda_reason() is None else []
+        return [self.probe] if facts is None or no_cuda_reason(facts) is None else []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         """Out without CUDA, and where the probe worker's first iterations cost less than the warm-up cause
         calls lazy initialisation (its threshold, one place): then there is no lazy start to remove."""
-        reason = facts.no_cuda_reason()
+        reason = no_cuda_reason(facts)
         if reason is not None:
             return reason
         extras = [facts.first_extra.get(p) for p in facts.phases]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
-from ..cuda_first_call.probe import PROBE as CUDA
+from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..cuda_first_call.probe import PROBE as CUDA, no_cuda_reason
 from .setting import CUDNN_BENCHMARK
 
 __all__ = ["CudnnAutotune", "CAUSES"]
@@ -27,7 +27,7 @@ class CudnnAutotune(Cause):
         return [self.probe] if facts is None or self._reason(facts) is None else []
 
     def _reason(self, facts: Facts) -> str | None:
-        reason = facts.no_cuda_reason()
+        reason = no_cuda_reason(facts)
         if reason is not None:
             return reason
         cuda = facts.of(CUDA)

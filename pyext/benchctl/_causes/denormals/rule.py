@@ -19,7 +19,7 @@ from typing import Iterable
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import Cause, mechanism, probe_of, probe_text
 from .setting import FTZ
 
 __all__ = ["FMA_OPS", "OP_CLASSES", "penalty_evidence", "penalised_ops", "ratios_text", "ops_of",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, DeterminismFacts
 from .setting import DETERMINISTIC
 

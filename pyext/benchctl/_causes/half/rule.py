@@ -19,7 +19,7 @@ from ..._results.dtype_profile import DTYPE_WORDS, DtypeProfile, DtypeTiming, Op
 from ..._results.facts import Facts, OpRow
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause
+from ..._cause import Cause
 
 __all__ = ["MEANINGFUL_SHARE", "LARGE_SHARE", "MIN_OP_SHARE", "MAX_OPS", "CostlyDtype", "HalfPrecision",
            "estimated_speedup", "CAUSES"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, probe_phase
+from ..._cause import Cause, probe_phase
 from .probe import PROBE, InteropFacts
 
 __all__ = ["FORKED", "interop_work", "at_once", "Interop", "CAUSES"]

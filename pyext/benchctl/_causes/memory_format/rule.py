@@ -16,7 +16,7 @@ from dataclasses import asdict
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import EVIDENCE_ONLY, Cause, probe_phase
+from ..._cause import EVIDENCE_ONLY, Cause, probe_phase
 
 __all__ = ["CONVERSION_SHARE", "NEGLIGIBLE_SHARE", "MECHANISM", "MemoryFormat", "CAUSES"]
 

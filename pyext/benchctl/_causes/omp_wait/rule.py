@@ -22,7 +22,7 @@ from ..._results.counter_evidence import CONTEXT_SWITCHES
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import Cause, mechanism, probe_of, probe_text
 from .probe import PROBE
 from .setting import OMP_WAIT, PASSIVE_WAIT, RUNTIME_WAIT_VARIABLES
 

@@ -14,7 +14,7 @@ from ..._results.counter_evidence import MINOR_FAULTS, WORDS
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause
+from ..._cause import Cause
 
 __all__ = ["Order", "CAUSES"]
 

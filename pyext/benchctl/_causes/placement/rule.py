@@ -10,7 +10,7 @@ from ..._results.counter_evidence import CPU_MIGRATIONS
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import Cause, mechanism, probe_of, probe_text
 from .setting import PINNING
 
 __all__ = ["Placement", "CAUSES"]

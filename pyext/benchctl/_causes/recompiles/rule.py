@@ -18,7 +18,7 @@ import numpy as np
 from ..._results.facts import CompileLog, Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import EVIDENCE_ONLY, Cause
+from ..._cause import EVIDENCE_ONLY, Cause
 
 __all__ = ["RECOMPILE_SHARE", "NEGLIGIBLE_SHARE", "MECHANISM", "Recompiles", "guard_text", "CAUSES"]
 

@@ -1,8 +1,8 @@
 """Run each timed call of a user workload under ``torch.inference_mode()``, and check that it held.
 
-A cell's ``inference=on`` setting switches this on in its worker (:func:`enable`); the user
-workloads that call the code once per iteration (:mod:`benchctl._workloads.user`, its callables and
-``setup()``/``run(state)`` objects) wrap each timed call with :func:`wrapped`. Inside the mode no op
+A cell's ``inference=on`` setting switches this on in its worker (:func:`enable`), which puts :func:`run`
+around each timed call of the user workloads that call the code once per iteration (their callables and
+``setup()``/``run(state)`` objects: :mod:`benchctl._timed_call`), from the next call on. Inside the mode no op
 records an autograd graph, so a call that needs none runs without that cost; a call that needs
 gradients fails (its ``backward()`` finds nothing to differentiate). After each call, still inside the
 mode, the wrapper checks that the mode is still on and that no tensor it returned records a graph
@@ -14,7 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Calls", "enable", "disable", "enabled", "wrapped", "held", "state"]
+from ... import _timed_call
+
+__all__ = ["WHAT", "Calls", "enable", "disable", "enabled", "run", "wrapped", "held", "state"]
+
+#: What the timed calls run under while this is on (:func:`benchctl._timed_call.active`).
+WHAT = "inference=on"
 
 
 @dataclass
@@ -32,12 +37,14 @@ def enable() -> dict[str, Any]:
     """Wrap every later timed call (counts start at zero); the state right after."""
     global _calls
     _calls = Calls()
+    _timed_call.put_runner(WHAT, run)
     return state()
 
 
 def disable() -> None:
     global _calls
     _calls = None
+    _timed_call.take(WHAT)
 
 
 def enabled() -> bool:
@@ -55,22 +62,24 @@ def _records_graph(value: Any) -> bool:
     return isinstance(value, (tuple, list)) and any(_records_graph(v) for v in value)
 
 
-def wrapped(call: Callable[[], Any]) -> Callable[[], Any]:
-    """``call`` as this process runs it: under ``torch.inference_mode()`` once :func:`enable` ran, else itself."""
+def run(call: Callable[[], Any]) -> Any:
+    """Call ``call`` as this process runs a timed call now: under ``torch.inference_mode()`` while :func:`enable`
+    holds, counted and checked; else as written."""
     counts = _calls
     if counts is None:
-        return call
+        return call()
+    import torch
 
-    def under_inference_mode() -> Any:
-        import torch
+    with torch.inference_mode():
+        out = call()
+        counts.calls += 1
+        counts.held += torch.is_inference_mode_enabled() and not _records_graph(out)
+    return out
 
-        with torch.inference_mode():
-            out = call()
-            counts.calls += 1
-            counts.held += torch.is_inference_mode_enabled() and not _records_graph(out)
-        return out
 
-    return under_inference_mode
+def wrapped(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call`` as :func:`run` runs it, decided at each call (a switch between two calls holds from the next)."""
+    return lambda: run(call)
 
 
 def held() -> bool:

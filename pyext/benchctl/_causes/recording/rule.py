@@ -17,7 +17,7 @@ from ..._results.document import cell_id
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, AutogradFacts
 from .setting import INFERENCE
 

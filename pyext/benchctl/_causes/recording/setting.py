@@ -29,8 +29,7 @@ class InferenceMode(Setting):
 
     def switch(self, value: str) -> Any:
         # on: timed calls wrapped from now (counted from zero); off: no longer wrapped. Switching to the value held
-        # changes nothing (its counts go on). Only calls wrapped after the switch see it: inference.wrapped()
-        # decides when it wraps.
+        # changes nothing (its counts go on). It holds from the next timed call on (benchctl._timed_call).
         if (value == "on") != inference.enabled():
             if value == "on":
                 inference.enable()

@@ -11,8 +11,8 @@ from ... import settings
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause, mechanism, probe_of
-from ..cuda_first_call.probe import PROBE as CUDA
+from ..._cause import Cause, mechanism, probe_of
+from ..cuda_first_call.probe import PROBE as CUDA, no_cuda_reason
 from .setting import MATMUL_PRECISION
 
 __all__ = ["MIN_MATMUL_SHARE", "Tf32", "CAUSES"]
@@ -27,14 +27,14 @@ class Tf32(Cause):
     title = "float32 matmul precision (TF32)"
 
     def probes(self, facts: Facts | None) -> list[dict]:
-        if facts is None or facts.no_cuda_reason() is not None:
+        if facts is None or no_cuda_reason(facts) is not None:
             return [] if facts is not None else [probe_of(MATMUL_PRECISION)]
         # The other precision: TF32 where the code runs full float32, full float32 where it runs TF32.
         full = facts.of(CUDA).matmul_precision in (None, "highest")
         return [{MATMUL_PRECISION.name: "high" if full else "highest"}]
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        reason = facts.no_cuda_reason()
+        reason = no_cuda_reason(facts)
         if reason is not None:
             return reason
         share = facts.of(CUDA).matmul_fp32_share

@@ -21,7 +21,7 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 
-from ..._studies.cause import Cause, faults_negligible, mechanism, probe_of, probe_text
+from ..._cause import Cause, faults_negligible, mechanism, probe_of, probe_text
 from ..allocator.setting import ALLOCATOR
 from .control import TORCH_ENV
 from .probe import PROBE

@@ -24,7 +24,7 @@ from ..._results.comparison import Comparison, Outcome
 from ..._results.facts import warmup_extra
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._studies.cause import Cause
+from ..._cause import Cause
 
 __all__ = ["LAZY_MIN_ITERATIONS", "Warmup", "CAUSES"]
 

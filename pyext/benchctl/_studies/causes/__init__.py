@@ -4,7 +4,7 @@ in the answer's order (:attr:`Cause.order`).
 """
 
 from ... import _plugins
-from ..cause import Cause
+from ..._cause import Cause
 
 __all__ = ["Cause", "CAUSES"]
 
