@@ -241,6 +241,7 @@ _HOOKED_FILE = """
 """
 
 
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
 def test_worker_runs_each_timed_call_with_the_hooks_detached(tmp_path):
     path = tmp_path / "hooked.py"
     path.write_text(textwrap.dedent(_HOOKED_FILE))
@@ -253,6 +254,7 @@ def test_worker_runs_each_timed_call_with_the_hooks_detached(tmp_path):
     assert code["status"] == "failed" and "the hook ran" in code["error"]
 
 
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
 def test_probe_worker_notes_the_census(tmp_path):
     path = tmp_path / "hooked.py"
     path.write_text(textwrap.dedent("""

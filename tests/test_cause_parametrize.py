@@ -178,6 +178,7 @@ def test_a_call_that_fails_under_the_cache_is_open():
                              "graph a second time)")
 
 
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
 def test_worker_runs_each_timed_call_cached_and_the_probe_worker_notes_the_census(tmp_path):
     path = tmp_path / "steps.py"
     path.write_text(textwrap.dedent("""

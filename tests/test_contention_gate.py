@@ -159,3 +159,22 @@ def test_a_probe_worker_is_not_the_gates(tmp_path, monkeypatch):
     doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, repeat=1, control=False, progress=False,
                             probe=True)
     assert len(doc["runs"]) == 1 and not doc.get(gate.KEY)
+
+
+def test_a_process_the_workload_starts_is_its_own_load_not_a_neighbour():
+    """The planted oversubscription starts its own spinning neighbour: that is the workload's load (the gate set
+    its workers aside as 'other load' until the sampler counted the processes below the worker as its own)."""
+    import subprocess
+    import sys
+
+    sampler = _cpustat.BusySampler()
+    spin = "import time\nend = time.time() + 0.6\nwhile time.time() < end: pass"
+    child = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        _cpustat.time.sleep(0.5)  # measured while the child still runs: it has not been waited for
+        beside = sampler.finish()
+    finally:
+        child.wait()
+    assert beside["own_cpus"] >= 0.5, beside
+    if beside["other_cpus"] is not None:  # /proc/stat readable
+        assert beside["other_cpus"] < beside["own_cpus"], beside

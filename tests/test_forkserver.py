@@ -22,6 +22,7 @@ def _malloc_states(fork: bool) -> list[dict]:
     return [r["phases"]["forward"]["malloc"] for r in doc["runs"]]
 
 
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
 def test_a_forked_worker_starts_from_the_allocator_state_of_an_execd_one():
     forked, execd = _malloc_states(True), _malloc_states(False)
     for state in forked:
@@ -30,6 +31,7 @@ def test_a_forked_worker_starts_from_the_allocator_state_of_an_execd_one():
         assert state["heap_bytes"] == pytest.approx(execd[0]["heap_bytes"], rel=0.01)
 
 
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
 def test_each_environment_gets_its_own_server_and_its_workers_see_it():
     doc = runner.run_matrix("conv", TINY_CONV, {"env": ["BENCHCTL_FORK_TEST=1", "BENCHCTL_FORK_TEST=2"]},
                             repeat=2, progress=False, control=False)
@@ -41,6 +43,7 @@ def test_each_environment_gets_its_own_server_and_its_workers_see_it():
     assert len(pids) == 4  # a fresh process each
 
 
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
 def test_each_round_forks_from_new_servers_and_a_round_shares_one_per_environment():
     doc = runner.run_matrix("conv", TINY_CONV, {"env": ["BENCHCTL_FORK_TEST=1", "BENCHCTL_FORK_TEST=2"]},
                             repeat=3, progress=False, control=True)

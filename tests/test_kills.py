@@ -162,6 +162,7 @@ def small_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
 def test_a_full_disk_is_a_clear_error_and_the_previous_file_stays_intact(small_tmpfs):
     path = str(small_tmpfs / "r.json")
     # Each sleep run adds ~4 KB to the document: 24 runs cannot fit in 64 KiB.

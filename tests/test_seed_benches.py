@@ -270,3 +270,26 @@ def test_beneath_no_cause_the_answer_says_which_ops_took_the_profiled_calls_time
     # Said under the answer's first line too.
     first = answer.format_answer([flat], "plain.py:fn", first="busy", facts=facts)
     assert where in first.splitlines()
+
+
+def test_beneath_no_cause_the_answer_gives_the_split_by_library():
+    from benchctl._causes.python_time.probe import PROBE as SPLIT
+    from benchctl._libsplit import Kind, KindSamples, LibrarySplit
+    from benchctl._results.facts import OpRow
+
+    flat = Finding("cause_allocator", "call", Status.NOT_CAUSE, "allocator: alloc=retain changes nothing",
+                   _cmp(1.0, 0.98, 1.02, Outcome.NO_EFFECT))
+    rows = (OpRow("aten::mm", ("float",), 1, 600.0, 0.0, ((384, 384), (384, 384))),)
+    split = LibrarySplit(kinds=(KindSamples(Kind.TORCH_CPU, 80), KindSamples(Kind.OPENMP, 20)), samples=100,
+                         cpu_ns=100, kernel_ns=0, period_ns=1)
+    facts = Facts(phases=["call"], op_table=rows, call_wall_us=800.0, probed={SPLIT.key: split})
+    lines = answer.format_answer([flat], "plain.py:fn", facts=facts).splitlines()
+    said = answer.NO_CAUSE.format(subject="plain.py:fn", phase="call", band=0.05)
+    at = lines.index(" " + said)
+    assert lines[at + 2] == f"   its timed iterations' CPU time by library: {split.text()}"  # under the top ops
+    assert split.text() == "libtorch_cpu 80%, OpenMP runtime 20%"
+    # an unsampled window says nothing there
+    unsampled = Facts(phases=["call"], op_table=rows, call_wall_us=800.0,
+                      probed={SPLIT.key: LibrarySplit.not_sampled("no timers here")})
+    assert not any("by library" in line for line in
+                   answer.format_answer([flat], "plain.py:fn", facts=unsampled).splitlines())

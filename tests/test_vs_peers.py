@@ -183,6 +183,7 @@ def test_it_refuses_what_it_cannot_do(args, words):
     assert proc.returncode == 2 and words in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow  # starts and stops real processes, seconds: the slow tier keeps the README's tier under 3 min
 def test_the_neighbour_is_stopped_with_its_processes():
     load = vp.Background(bound_s=60)
     time.sleep(2.0)  # started, its SIGTERM handler set

@@ -4,7 +4,7 @@ A timing taken while other work ran beside it is slower and noisier for
 reasons the measured code does not own. :class:`BusySampler` samples the
 kernel's per-CPU time accounting at the start and end of an interval; the
 difference says how many CPUs were busy on average, how many this process
-(and its waited-for children) kept busy, and how much time the hypervisor
+(and every process below it, running or waited for) kept busy, and how much time the hypervisor
 gave to other guests (steal).
 """
 
@@ -45,10 +45,36 @@ def cpu_times(path: str = "/proc/stat") -> dict[str, CpuTimes]:
     return out
 
 
-def _own_cpu_seconds() -> float:
-    """CPU seconds of this process (every thread) and of the children it has waited for."""
+def _descendants_cpu_ticks(root: int) -> dict[int, int]:
+    """{pid: user + system clock ticks} of every live process below ``root`` (its children, theirs, ...), from
+    /proc/<pid>/stat; {} where /proc cannot be read."""
+    parents, ticks = {}, {}
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return {}
+    for pid in pids:
+        text = read_text(f"/proc/{pid}/stat")
+        if not text:
+            continue
+        fields = text.rsplit(")", 1)[1].split()  # after the command, which may hold spaces
+        parents[pid], ticks[pid] = int(fields[1]), int(fields[11]) + int(fields[12])
+    below, frontier = {}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in below:
+                below[pid] = ticks[pid]
+                frontier.append(pid)
+    return below
+
+
+def _own_cpu_seconds() -> tuple[float, dict[int, int]]:
+    """(CPU seconds of this process, every thread, and of the children it has waited for; the ticks of the
+    processes below it still running): a workload's own child (a neighbour it starts, a data loader's
+    workers) is its own load, not another program's."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    return time.process_time() + children.ru_utime + children.ru_stime, _descendants_cpu_ticks(os.getpid())
 
 
 class BusySampler:
@@ -57,7 +83,7 @@ class BusySampler:
     def __init__(self) -> None:
         self._ticks_per_s = os.sysconf("SC_CLK_TCK")
         self._start = cpu_times().get("cpu")
-        self._own = _own_cpu_seconds()
+        self._own, self._below = _own_cpu_seconds()
         self._wall = time.monotonic()
         self._load = os.getloadavg()
 
@@ -69,7 +95,11 @@ class BusySampler:
         not be read."""
         end = cpu_times().get("cpu")
         wall = time.monotonic() - self._wall
-        own = (_own_cpu_seconds() - self._own) / wall if wall > 0 else None
+        own_s, below = _own_cpu_seconds()
+        # The processes below us still running at the end: what each took since the start (since it began,
+        # for one started meanwhile); one that ended and was waited for is in own_s already.
+        below_s = sum(v - self._below.get(pid, 0) for pid, v in below.items()) / self._ticks_per_s
+        own = (own_s - self._own + max(0.0, below_s)) / wall if wall > 0 else None
         out = {"cpus": os.cpu_count(), "wall_s": wall, "busy_cpus": None, "own_cpus": own, "other_cpus": None,
                "steal_cpus": None, "load_average_start": list(self._load), "load_average_end": list(os.getloadavg())}
         if self._start is None or end is None or wall <= 0:

@@ -61,3 +61,8 @@ class Probe(abc.ABC):
     def from_json(self, data: dict) -> Any:
         """The typed fact from a saved document's facts (its dataclass fields)."""
         return self.fact(**data)
+
+    def time_goes(self, fact: Any) -> str | None:
+        """Where the workload's time goes by this probe's ``fact``, said beneath an answer no cause explains
+        (the library split's: by library); None (the default): this probe has nothing to say there."""
+        return None

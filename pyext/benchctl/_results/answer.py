@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from .. import probes
 from . import processes, wording
 from .comparison import FLOOR
 from .facts import Facts
@@ -91,9 +92,15 @@ def _top_ops(facts: Facts) -> str | None:
     return TOP_OPS_SAID.format(wall_ms=facts.call_wall_us / 1e3, ops=ops)
 
 
-# What is said beneath NO_CAUSE of where the time goes, one line each, from the probe worker's facts. The split
-# of the time by library (python_time's probe) belongs here too, as one more function of the facts.
-_WHERE_TIME_GOES: tuple[Callable[[Facts], str | None], ...] = (_top_ops,)
+def _by_probes(facts: Facts) -> str | None:
+    """What the probes say of where the time goes (:meth:`benchctl.probes.Probe.time_goes`: the split by
+    library), or None."""
+    said = [s for p in probes.PROBES if (fact := facts.of(p)) is not None and (s := p.time_goes(fact))]
+    return "; ".join(said) or None
+
+
+# What is said beneath NO_CAUSE of where the time goes, one line each, from the probe worker's facts.
+_WHERE_TIME_GOES: tuple[Callable[[Facts], str | None], ...] = (_top_ops, _by_probes)
 
 
 def _where_time_goes(facts: Facts | None, phase: str) -> list[str]:

@@ -52,6 +52,9 @@ class LibrarySplitProbe(Probe):
     def from_json(self, data: dict) -> _libsplit.LibrarySplit:
         return _libsplit.LibrarySplit.from_json(data)
 
+    def time_goes(self, fact: _libsplit.LibrarySplit | None) -> str | None:
+        return None if fact is None or not fact.sampled else f"its timed iterations' CPU time by library: {fact.text()}"
+
 
 PROBE = LibrarySplitProbe()
 PROBES = (PROBE,)
