@@ -286,8 +286,12 @@ def test_beneath_no_cause_the_answer_gives_the_split_by_library():
     lines = answer.format_answer([flat], "plain.py:fn", facts=facts).splitlines()
     said = answer.NO_CAUSE.format(subject="plain.py:fn", phase="call", band=0.05)
     at = lines.index(" " + said)
-    assert lines[at + 2] == f"   its timed iterations' CPU time by library: {split.text()}"  # under the top ops
+    assert lines[at + 2] == f"   CPU time of its timed iterations by library: {split.text()}"  # under the top ops
     assert split.text() == "libtorch_cpu 80%, OpenMP runtime 20%"
+    # the pools' and the allocator's evidence quote the same sentence; nothing where no split was sampled
+    from benchctl._causes.python_time.probe import quoted
+    assert quoted(facts) == f"; CPU time of its timed iterations by library: {split.text()}"
+    assert quoted(Facts(phases=["call"])) == "" and quoted(None) == ""
     # an unsampled window says nothing there
     unsampled = Facts(phases=["call"], op_table=rows, call_wall_us=800.0,
                       probed={SPLIT.key: LibrarySplit.not_sampled("no timers here")})

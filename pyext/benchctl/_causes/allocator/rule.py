@@ -37,6 +37,7 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._results.verdict import setting_text
+from ..python_time.probe import quoted as split_quoted
 from ..._cause import Cause, faults_negligible, mechanism, probe_of
 from .control import DYNAMIC_THRESHOLD_MAX, FIXING_TUNABLES, TRIM_PER_MMAP, MallocState, size_text
 from .setting import ALLOCATOR
@@ -296,7 +297,7 @@ class Allocator(Cause):
             return self.not_found(ctx, cmp, setting, suffix=f"; {moved}{glibc}{fixes}", **fields)
         if faults_fell:
             return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}; {moved}: {mechanism(ALLOCATOR)}"
-                                f"{glibc}{fixes}", Status.CAUSE, **fields)
+                                f"{glibc}{split_quoted(ctx.facts)}{fixes}", Status.CAUSE, **fields)
         return self.finding(ctx, cmp, f"with {setting} it is {cmp.effect_text()}, yet {moved}: the mechanism is not "
                                       "the allocator's page faults", Status.UNCONFIRMED, **fields)
 

@@ -22,6 +22,7 @@ from ..._results.counter_evidence import CONTEXT_SWITCHES
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
+from ..python_time.probe import quoted as split_quoted
 from ..._cause import Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, ThreadCpu
 from .setting import CAP_OTHER_POOLS
@@ -63,7 +64,7 @@ class CompetingPools(Cause):
         before, after = ctx.counter(ctx.baseline, CONTEXT_SWITCHES), ctx.counter(cell, CONTEXT_SWITCHES)
         switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
         use = ctx.facts.of(PROBE) if ctx.facts else None
-        busy = f"; in the probe {_text(use)}" if use else ""
+        busy = (f"; in the probe {_text(use)}" if use else "") + split_quoted(ctx.facts)
         phrase = CAP_OTHER_POOLS.facts_phrase(ctx.readback(cell, CAP_OTHER_POOLS.name) or {})
         held = f" ({phrase})" if phrase else ""
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),

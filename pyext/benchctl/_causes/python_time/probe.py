@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from ... import _libsplit
 from ..._probe import Probe, ProbedCall
 
-__all__ = ["LibrarySplitProbe", "PROBE", "PROBES"]
+__all__ = ["LibrarySplitProbe", "SAID", "quoted", "PROBE", "PROBES"]
 
 # The probe note's key, written and read here only.
 _SPLIT = "library_split"
@@ -53,7 +53,18 @@ class LibrarySplitProbe(Probe):
         return _libsplit.LibrarySplit.from_json(data)
 
     def time_goes(self, fact: _libsplit.LibrarySplit | None) -> str | None:
-        return None if fact is None or not fact.sampled else f"its timed iterations' CPU time by library: {fact.text()}"
+        return None if fact is None or not fact.sampled else SAID.format(split=fact.text())
+
+
+#: How a cause's evidence, and an answer no cause explains, quote the split.
+SAID = "CPU time of its timed iterations by library: {split}"
+
+
+def quoted(facts: Any) -> str:
+    """``"; CPU time of its timed iterations by library: ..."`` for a cause's evidence (the pools' and the
+    allocator's), or "" where the probe worker's facts hold no sampled split."""
+    split = facts.of(PROBE) if facts is not None else None
+    return f"; {SAID.format(split=split.text())}" if split is not None and split.sampled else ""
 
 
 PROBE = LibrarySplitProbe()

@@ -32,7 +32,7 @@ from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import EVIDENCE_ONLY, Cause, probe_phase
 from ..op_overhead.rule import overhead
-from .probe import PROBE as SPLIT_PROBE
+from .probe import PROBE as SPLIT_PROBE, SAID as SPLIT_SAID
 
 __all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top",
            "per_op_overhead", "PYTHON_KINDS", "OTHER_HOLDERS", "usable_split", "library_holder",
@@ -168,7 +168,7 @@ class PythonTime(Cause):
         if per_op is not None:
             return self.finding(ctx, None, f"{said}, yet {per_op}", Status.NOT_CAUSE, evidence=evidence)
         if split is not None:
-            said += f"; CPU time of its timed iterations by library: {split.text()}"
+            said += f"; {SPLIT_SAID.format(split=split.text())}"
         if slowed is not None and slowed > PROFILER_TRUSTED:
             return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
                                            f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
