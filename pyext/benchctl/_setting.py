@@ -63,6 +63,10 @@ class Setting(abc.ABC):
     needs_torch = False
     #: Whether a running process can apply and undo it (:meth:`switch`: paired cells), or it needs a fresh process.
     in_process = False
+    #: An ``in_process`` setting's value that stands for "never applied": what a paired cell's baseline arm
+    #: switches back to where the baseline cell does not name the setting. A property where it must be read
+    #: of the running process (``threads``: torch's count as the workload's code left it).
+    unapplied: Any = None
 
     @abc.abstractmethod
     def canonical(self, value: Any) -> Any:
@@ -183,6 +187,7 @@ class KeptOff(Setting):
     order = 50  # after torch is imported and the thread settings applied; nothing else depends on it
     needs_torch = True
     in_process = True  # the guard is put in and taken out again in a running process
+    unapplied = "code"
     probe = "off"
     control: Any = None
     refused_call = ("call", "of the code that turned it on")

@@ -12,7 +12,7 @@ from .. import _validate
 from ..errors import ExitCode, UserError
 from .._run import rounds
 
-__all__ = ["DURATION_UNITS", "repeat_type", "duration", "exit_statuses", "add_exit_statuses", "add_matrix_arguments",
+__all__ = ["DURATION_UNITS", "repeat_type", "duration", "exit_statuses", "add_exit_statuses", "add_matrix_arguments", "add_paired_argument",
            "add_fork_argument", "add_answer_argument", "check_focus", "warn_matrix", "warn_missing_phases"]
 
 #: The units a duration (``--budget``, ``--timeout``) may be written in, and their seconds; none: seconds.
@@ -57,7 +57,7 @@ def add_exit_statuses(parser: argparse.ArgumentParser) -> None:
 
 
 def add_matrix_arguments(parser: argparse.ArgumentParser, repeat: int | str, budget_s: float | None) -> None:
-    """``--repeat``, ``--budget`` and ``--no-control``, with this command's defaults."""
+    """``--repeat``, ``--budget``, ``--no-control`` and ``--unpaired``, with this command's defaults."""
     parser.add_argument(
         "--repeat", type=repeat_type, default=repeat, metavar="R|auto",
         help=f"fresh processes per cell, interleaved in rounds; 'auto': {rounds.AUTO_START} per cell, then more "
@@ -72,6 +72,17 @@ def add_matrix_arguments(parser: argparse.ArgumentParser, repeat: int | str, bud
         "--no-control", dest="control", action="store_false",
         help="do not run the baseline cell a second time as an A/A control (the control measures how far "
              "identical processes differ in this run; without it only the 5%% floor guards the verdict)")
+    add_paired_argument(parser)
+
+
+def add_paired_argument(parser: argparse.ArgumentParser) -> None:
+    """``--unpaired``: no cell timed paired with the baseline (:mod:`benchctl._run.paired`)."""
+    parser.add_argument(
+        "--unpaired", dest="paired", action="store_false",
+        help="time every cell in fresh processes of its own; by default a cell that differs from the baseline "
+             "only in settings a running process can switch (ftz, threads, pin, inference, ...) is timed in "
+             "the baseline's processes, switched between blocks of iterations, and compared by the ratio "
+             "taken inside each process, which the machine's state (a neighbour, a VM's speed) cancels")
 
 
 def add_fork_argument(parser: argparse.ArgumentParser) -> None:

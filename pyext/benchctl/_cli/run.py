@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{', '.join(both)}: both a matrix axis (--set) and a fixed parameter (--arg): give each "
                         f"once, in one of them")
     # A bad target or matrix fails here, before any worker (and not on every host).
-    plan = runner.plan_matrix(args.workload, fixed, matrix)
+    plan = runner.plan_matrix(args.workload, fixed, matrix, paired=args.paired)
     check_focus(args.focus, plan.matrix)
     warn_matrix(plan.matrix)
     if slurm.use_slurm(args):
@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
         doc = runner.run_matrix(args.workload, fixed, matrix, repeat=args.repeat, json_path=args.json_path,
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
-                                focus=args.focus, control=args.control, budget_s=args.budget, fork=args.fork)
+                                focus=args.focus, control=args.control, budget_s=args.budget, fork=args.fork,
+                                paired=args.paired)
     except KeyboardInterrupt:
         if args.json_path:
             print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",

@@ -99,6 +99,7 @@ def run_seed(opts: argparse.Namespace, workload: str, args: dict, matrix: dict[s
         census=lambda: census(matrix), penalty_ops=PENALTY_OPS[workload], measure_penalty=not opts.skip_penalty,
         fixed_keys=tuple(item.partition("=")[0].strip() for item in opts.sets), repeat=opts.repeat,
         budget_s=opts.budget, control=opts.control, json_path=json_path, resume=opts.resume, fork=opts.fork,
+        paired=opts.paired,
         progress=not opts.no_progress)
     doc = pipeline.run_study(study, say=lambda line: print(line, flush=True))
     warn_missing_phases(doc)

@@ -33,13 +33,17 @@ from typing import Any
 
 from ..errors import UnavailableError, UserError
 
-__all__ = ["SCHEMA", "VERSION", "CONTROL_ARM", "RUN_STATUSES", "ResultsError", "ResultsUnwritable", "new_document",
-           "dumps", "atomic_write_text", "save", "validate", "load", "cell_id", "matrix_cells"]
+__all__ = ["SCHEMA", "VERSION", "CONTROL_ARM", "PAIRED_ARM", "RUN_STATUSES", "ResultsError", "ResultsUnwritable",
+           "new_document", "dumps", "atomic_write_text", "save", "validate", "load", "cell_id", "matrix_cells"]
 
 SCHEMA = "benchctl.results"
 VERSION = 3
 #: The ``arm`` of the runs that repeat the baseline cell as the A/A control's second arm.
 CONTROL_ARM = "B"
+#: The ``arm`` of the runs of the paired A/A control: the baseline cell, timed by a paired worker that switches
+#: nothing (:mod:`benchctl._run.paired`). A paired cell's runs carry a ``pair`` record; the document's
+#: ``paired`` names the baseline and the paired cells.
+PAIRED_ARM = "P"
 RUN_STATUSES = ("ok", "failed")
 
 # key -> type(s) the top level must have; checked on load.
@@ -196,6 +200,10 @@ def validate(doc: Any, source: str = "document") -> dict:
             raise ResultsError(
                 f"{source}: {key!r} must be a {kind.__name__}, found {type(doc[key]).__name__}"
             )
+    paired = doc.get("paired")
+    if paired is not None and not (isinstance(paired, dict) and isinstance(paired.get("baseline"), dict)
+                                   and isinstance(paired.get("cells"), list)):
+        raise ResultsError(f"{source}: 'paired' must be null or an object with a 'baseline' and its 'cells'")
     control = doc.get("control")
     if control is not None and not (isinstance(control, dict) and isinstance(control.get("cell"), dict)):
         raise ResultsError(f"{source}: 'control' must be null or an object with a 'cell'")
@@ -208,8 +216,8 @@ def validate(doc: Any, source: str = "document") -> dict:
                 raise ResultsError(f"{where}: {key!r} missing or not a {kind.__name__}")
         if run["status"] not in RUN_STATUSES:
             raise ResultsError(f"{where}: status {run['status']!r} is not one of {RUN_STATUSES}")
-        if run.get("arm") not in (None, "A", CONTROL_ARM):
-            raise ResultsError(f"{where}: arm {run['arm']!r} is not A or {CONTROL_ARM}")
+        if run.get("arm") not in (None, "A", CONTROL_ARM, PAIRED_ARM):
+            raise ResultsError(f"{where}: arm {run['arm']!r} is not A, {CONTROL_ARM} or {PAIRED_ARM}")
         for phase, data in run["phases"].items():
             if not isinstance(data, dict) or not isinstance(data.get("ns"), list):
                 raise ResultsError(f"{where}: phase {phase!r} has no 'ns' list")

@@ -39,7 +39,8 @@ from .comparison import CONFIDENCE, FLOOR, MAX_NO_EFFECT_BAND, Comparison, Outco
 from .tdist import f_sf, t_cdf, t_quantile
 
 __all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "MAX_ESTIMATE", "HOMOGENEITY_ALPHA", "PooledSpread",
-           "pooled_spread", "cell_interval", "compare", "judge", "band_from_control", "band_from_interval",
+           "pooled_spread", "cell_interval", "compare", "compare_paired", "band_from_paired_control", "judge",
+           "band_from_control", "band_from_interval",
            "resolvable", "processes_to_resolve"]
 
 #: Beyond this many processes per cell the estimate of how many would be needed is not worth giving.
@@ -187,6 +188,40 @@ def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: fl
     p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
     return Comparison(ci95=(math.exp(d - half), math.exp(d + half)), p_value=p, df=df, log_se=se,
                       method=f"{how} on the log of per-process medians", **common).judged(band)
+
+
+def compare_paired(a_values: Sequence[float], b_values: Sequence[float], confidence: float = CONFIDENCE,
+                   band: float = FLOOR) -> Comparison:
+    """Cell a against cell b from paired processes (:mod:`benchctl._run.paired`): ``a_values[i]`` and
+    ``b_values[i]`` are one process's steady medians of each, taken inside it, so the machine's state while it
+    ran cancels in their ratio. ``ratio`` is the geometric mean of the per-process ratios, ``ci95`` its
+    Student t interval over processes (k-1 degrees of freedom, on log ratios; None with one process), judged
+    against ±``band``; ``k_a`` = ``k_b`` = the processes, ``median_a``/``median_b`` each side's geometric mean."""
+    la, lb = _logs(a_values, "a_values"), _logs(b_values, "b_values")
+    if la.size != lb.size:
+        raise _validate.ArgumentError(f"paired values need one a and one b per process, got {la.size} and {lb.size}")
+    logs = la - lb
+    k, d = int(logs.size), float(logs.mean())
+    common = dict(ratio=math.exp(d), k_a=k, k_b=k, median_a=float(np.exp(la.mean())),
+                  median_b=float(np.exp(lb.mean())), confidence=confidence)
+    if k < 2:
+        return Comparison(ci95=None, method="one paired process: how far processes disagree is unknown",
+                          **common).judged(band)
+    se, df = float(logs.std(ddof=1)) / math.sqrt(k), float(k - 1)
+    half = t_quantile(0.5 + confidence / 2, df) * se
+    p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
+    return Comparison(ci95=(math.exp(d - half), math.exp(d + half)), p_value=p, df=df, log_se=se,
+                      method="paired: Student t interval on the log of per-process ratios, each taken inside one "
+                             "process whose iterations alternated between both cells", **common).judged(band)
+
+
+def band_from_paired_control(control: Comparison | None) -> float:
+    """The no-effect band of paired comparisons, from the paired A/A control (the same schedule with nothing
+    switched): the 5% floor, or one standard deviation of its per-process log ratios when wider, as
+    :func:`band_from_control` does for processes."""
+    if control is None or control.log_se is None:
+        return FLOOR
+    return max(FLOOR, math.expm1(control.log_se * math.sqrt(control.k_a)))
 
 
 def judge(cmp: Comparison, band: float = FLOOR) -> Outcome:

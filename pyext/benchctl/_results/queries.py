@@ -23,13 +23,14 @@ from .. import settings as _settings
 from .._validate import ArgumentError
 from . import processes
 from .comparison import Comparison
-from .document import CONTROL_ARM, cell_id, matrix_cells
+from .document import CONTROL_ARM, PAIRED_ARM, cell_id, matrix_cells
 
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_samples", "steady_runs",
            "steady_by_run",
            "process_medians", "first_note", "readback_facts", "phase_before",
            "probe_held", "summary_entry", "per_iter_median", "CellPair", "cell_pairs",
-           "Control", "control", "comparison_values", "spread",
+           "Control", "control", "comparison_values", "spread", "paired_cell", "paired_medians", "is_paired",
+           "paired_control",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
 
 #: A worker shared the CPUs when other processes (or other guests, as steal) kept
@@ -86,12 +87,17 @@ def _parse_cell_text(text: str) -> dict[str, str]:
     return items
 
 
+def _arm(arm: str | None) -> str | None:
+    """The arm a run's ``arm`` field names: the control's first arm ``"A"`` is the cell itself (None)."""
+    return None if arm == "A" else arm
+
+
 def ok_runs(doc: dict, cell: dict, arm: str | None = None) -> list[dict]:
     """The successful runs of exactly ``cell`` (every key and value equal); with ``arm="B"``
-    those of the control's second arm instead."""
+    those of the control's second arm instead, with ``arm="P"`` those of the paired A/A control."""
     key = cell_id(cell)
     return [r for r in doc["runs"] if r["status"] == "ok" and cell_id(r["cell"]) == key
-            and (r.get("arm") == CONTROL_ARM) == (arm == CONTROL_ARM)]
+            and _arm(r.get("arm")) == _arm(arm)]
 
 
 def failed_runs(doc: dict) -> list[dict]:
@@ -141,6 +147,54 @@ def steady_by_run(doc: dict, phase: str, cell: dict, arm: str | None = None) -> 
 def process_medians(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[float]:
     """One value per successful process of ``cell`` in ``phase``: the median of its steady iterations."""
     return [float(np.median(x)) for x in steady_by_run(doc, phase, cell, arm)]
+
+
+def paired_cell(doc: dict, a: dict, b: dict) -> tuple[dict, bool] | None:
+    """(the paired cell, whether it is ``a``) where one of ``a`` and ``b`` is the document's paired baseline and
+    the other a cell it timed paired with it (:mod:`benchctl._run.paired`); None otherwise."""
+    spec = doc.get("paired")
+    if not spec:
+        return None
+    base, cells_paired = cell_id(spec["baseline"]), {cell_id(c) for c in spec["cells"]}
+    if cell_id(b) == base and cell_id(a) in cells_paired:
+        return a, True
+    if cell_id(a) == base and cell_id(b) in cells_paired:
+        return b, False
+    return None
+
+
+def paired_medians(doc: dict, phase: str, cell: dict, arm: str | None = None) -> tuple[list[float], list[float]]:
+    """(arm A's, arm B's) steady medians, one each per successful paired process of ``cell`` (with
+    ``arm="P"``: of the paired A/A control) in ``phase``, both taken inside that process (arm B is the
+    cell, arm A the baseline). A process with no steady iteration in an arm gives neither."""
+    a_out, b_out = [], []
+    for run in ok_runs(doc, cell, arm):
+        b, a = run["phases"].get(phase), ((run.get("pair") or {}).get("phases") or {}).get(phase)
+        if not a or not b:
+            continue
+        b_ns, a_ns = b["ns"][steady_start(b):], a["ns"][steady_start(a):]
+        if b_ns and a_ns:
+            a_out.append(float(np.median(a_ns)))
+            b_out.append(float(np.median(b_ns)))
+    return a_out, b_out
+
+
+def is_paired(doc: dict, cell: dict) -> bool:
+    """Whether ``cell``'s processes were timed paired with the baseline (:mod:`benchctl._run.paired`)."""
+    spec = doc.get("paired")
+    return bool(spec) and cell_id(cell) in {cell_id(c) for c in spec["cells"]}
+
+
+def paired_control(doc: dict, phase: str) -> Control | None:
+    """The paired A/A control of ``phase``: the paired schedule with nothing switched, its per-process ratios
+    against 1, and the band paired comparisons are judged against; None without its processes."""
+    spec = doc.get("paired")
+    base, same = paired_medians(doc, phase, spec["baseline"], PAIRED_ARM) if spec else ([], [])
+    if not base:
+        return None
+    cmp = processes.compare_paired(same, base)
+    band = processes.band_from_paired_control(cmp)
+    return Control(spec["baseline"], cmp, band, None, unreliable=cmp.beyond_band)
 
 
 def beside_cpus(run: dict) -> float:
@@ -315,7 +369,9 @@ class Comparisons:
     the phase's control arms differ (an effect is then not called). None when
     either cell has no successful process in ``phase``, or when the comparison
     was refused (medians of 0 ns, say): :attr:`refused` keeps those with the
-    reason, so they are said, not dropped.
+    reason, so they are said, not dropped. A cell timed paired with the baseline (:func:`paired_cell`) is
+    compared with it from its per-process paired ratios instead
+    (:func:`benchctl._results.processes.compare_paired`), against the paired A/A control's band.
     """
 
     def __init__(self, doc: dict) -> None:
@@ -323,6 +379,7 @@ class Comparisons:
         self._cache: dict[tuple[str, str, str], Comparison | None] = {}
         self._controls: dict[str, Control | None] = {}
         self._spreads: dict[str, processes.PooledSpread | None] = {}
+        self._paired_controls: dict[str, Control | None] = {}
         #: (phase, a id, b id) -> (a, b, reason) for each pair the comparison refused.
         self.refused: dict[tuple[str, str, str], tuple[dict, dict, str]] = {}
 
@@ -346,7 +403,28 @@ class Comparisons:
             self._cache[key] = self._compute(key, phase, a, b)
         return self._cache[key]
 
+    def paired_control(self, phase: str) -> Control | None:
+        if phase not in self._paired_controls:
+            self._paired_controls[phase] = paired_control(self.doc, phase)
+        return self._paired_controls[phase]
+
+    def _paired(self, key: tuple, phase: str, cell: dict, is_a: bool) -> Comparison | None:
+        """The paired cell against the baseline (or the reverse), judged against the paired A/A control's band."""
+        base, paired = paired_medians(self.doc, phase, cell)
+        if not base:
+            return None
+        ctl = self.paired_control(phase)
+        try:
+            cmp = processes.compare_paired(*((paired, base) if is_a else (base, paired)))
+        except ValueError as e:
+            self.refused[key] = (cell, self.doc["paired"]["baseline"], str(e))
+            return None
+        return cmp.judged(ctl.band if ctl else processes.FLOOR, unreliable=bool(ctl and ctl.unreliable))
+
     def _compute(self, key: tuple, phase: str, a: dict, b: dict) -> Comparison | None:
+        pair = paired_cell(self.doc, a, b)
+        if pair is not None:
+            return self._paired(key, phase, *pair)
         a_values, b_values = comparison_values(self.doc, phase, a), comparison_values(self.doc, phase, b)
         if not a_values or not b_values:
             return None

@@ -22,7 +22,7 @@ from .. import settings as _settings
 from . import contention_gate, outlying, processes, queries, summary, wording
 from .tables import TimeUnit, format_table, time_unit
 from .comparison import FLOOR, MAX_NO_EFFECT_BAND
-from .document import CONTROL_ARM, cell_id
+from .document import CONTROL_ARM, PAIRED_ARM, cell_id
 
 __all__ = ["format_report", "format_values", "format_comparison"]
 
@@ -30,8 +30,8 @@ __all__ = ["format_report", "format_values", "format_comparison"]
 def _ratio_cell(comparisons: queries.Comparisons, phase: str, entry: dict, base: dict) -> str:
     if cell_id(entry["cell"]) == cell_id(base) and entry.get("arm") is None:
         return "baseline"
-    if entry.get("arm") == CONTROL_ARM:
-        ctl = comparisons.control(phase)
+    if entry.get("arm") in (CONTROL_ARM, PAIRED_ARM):
+        ctl = comparisons.control(phase) if entry["arm"] == CONTROL_ARM else comparisons.paired_control(phase)
         return ctl.comparison.table_text() if ctl else "n/a"
     cmp = comparisons.compare(phase, entry["cell"], base)
     # The same comparison and test as the rules', so the table never contradicts the answer.
@@ -55,7 +55,8 @@ def _row(doc: dict, e: dict, phase: str, base: dict, comparisons: queries.Compar
          ci: TimeUnit) -> list[str]:
     keys = list(doc["matrix"])
     return [
-        summary.label({k: e["cell"][k] for k in keys}, e.get("arm")),
+        summary.label({k: e["cell"][k] for k in keys}, e.get("arm"))
+        + (f" {summary.PAIRED_LABEL}" if e.get("paired") and e.get("arm") is None else ""),
         str(e.get("processes", e.get("repetitions", "?"))),
         median.text(_seconds(e["median_ms"])),
         ci.interval([_seconds(v) for v in e["ci95_ms"]]),
@@ -76,7 +77,8 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
     rows = [_row(doc, e, phase, base, comparisons, median, ci) for e in entries]
     header = ["cell", "proc", median.header("median"), ci.header("95% CI"), "within", "between", "faults/iter",
               "migr/iter", "vs baseline [95% CI]"]
-    lines = ["", f"phase {phase}", *_noise_lines(doc, phase, comparisons), *format_table(rows, header)]
+    lines = ["", f"phase {phase}", *_noise_lines(doc, phase, comparisons), *_paired_lines(doc, phase, comparisons),
+             *format_table(rows, header)]
     for e, row in zip(entries, rows):
         lines += [f"  note [{row[0]}]: {flag}" for flag in e.get("flags", [])]
         slowed = outlying.outlying_process(doc, phase, e["cell"], e.get("arm"))
@@ -114,6 +116,25 @@ def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> lis
         resolves += (f"; identical processes differ too much here to say 'no effect' (over "
                      f"{MAX_NO_EFFECT_BAND:.0%}): add processes or quiet the machine")
     return [head, resolves]
+
+
+def _paired_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> list[str]:
+    """What the paired A/A control measured in ``phase``: the band paired comparisons are judged against."""
+    if not doc.get("paired"):
+        return []
+    ctl = comparisons.paired_control(phase)
+    if ctl is None:
+        return [f"  paired A/A control: no paired process of it in this phase: the cells marked "
+                f"{summary.PAIRED_LABEL} are judged against the {FLOOR:.0%} floor only"]
+    cmp = ctl.comparison
+    head = (f"  paired A/A control: the baseline timed by {cmp.k_a} paired process(es) with nothing switched, "
+            f"arm B/arm A = {cmp.ratio_text()}")
+    if ctl.unreliable:
+        return [head, "  UNRELIABLE: the same cell differs from itself between the arms of a paired process; "
+                      "no effect is called for a paired cell in this phase"]
+    return [head, f"  the cells marked {summary.PAIRED_LABEL} ran in the baseline's processes, switched between "
+                  f"blocks of iterations: each process gives one ratio taken inside it, judged against "
+                  f"±{ctl.band:.0%} (the paired control's standard deviation, at least the {FLOOR:.0%} floor)"]
 
 
 def _beside_lines(doc: dict) -> list[str]:

@@ -1,7 +1,9 @@
 """The ``summary`` section of a results document.
 
 One entry per (workload, phase, cell), and one for the A/A control's second
-arm (``"arm": "B"``). A cell is described process by process: each
+arm (``"arm": "B"``) and for the paired A/A control (``"arm": "P"``; its arm-B iterations); a cell
+timed paired with the baseline is described by its arm-B iterations, ``"paired": true``.
+A cell is described process by process: each
 successful process gives the median of its steady iterations (its own
 warm-up left out, as :func:`benchctl._results.stats.detect_warmup` found it
 when the run was recorded); the cell's ``median_ms`` is the geometric mean of
@@ -19,13 +21,17 @@ from typing import Any
 import numpy as np
 
 from .. import settings as _settings
-from .document import CONTROL_ARM
+from .document import CONTROL_ARM, PAIRED_ARM
 from . import processes, queries, stats
 
-__all__ = ["COUNTER_FIELDS", "ARM_LABEL", "slots", "label", "summarize"]
+__all__ = ["COUNTER_FIELDS", "ARM_LABEL", "PAIRED_CONTROL_LABEL", "PAIRED_LABEL", "slots", "label", "summarize"]
 
 #: How every view names the A/A control's second arm, after its cell.
 ARM_LABEL = f"[A/A arm {CONTROL_ARM}]"
+#: How every view names the paired A/A control (:mod:`benchctl._run.paired`), after its cell.
+PAIRED_CONTROL_LABEL = "[paired A/A]"
+#: After a cell timed paired with the baseline, in every view.
+PAIRED_LABEL = "(paired)"
 
 #: counter event -> summary key holding its per-iteration median.
 COUNTER_FIELDS = {
@@ -78,6 +84,7 @@ def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any]
         "repetitions": len(runs),
         "warmup": [r["phases"][phase].get("warmup") for r in runs],
         "flags": list(pooled.get("flags", [])),
+        "paired": arm == PAIRED_ARM or (arm is None and queries.is_paired(doc, cell)),
     }
     for event, field in COUNTER_FIELDS.items():
         entry[field] = queries.per_iter_median(counters.get(event))
@@ -87,13 +94,16 @@ def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any]
 def slots(doc: dict) -> list[tuple[dict, str | None]]:
     """(cell, arm) of everything a view describes: each cell in matrix order (arm None), then the A/A
     control's second arm (arm ``"B"``)."""
-    control = doc.get("control")
-    return [(cell, None) for cell in queries.cells(doc)] + ([(control["cell"], CONTROL_ARM)] if control else [])
+    control, paired = doc.get("control"), doc.get("paired")
+    return ([(cell, None) for cell in queries.cells(doc)] + ([(control["cell"], CONTROL_ARM)] if control else [])
+            + ([(paired["baseline"], PAIRED_ARM)] if paired else []))
 
 
 def label(cell: dict, arm: str | None) -> str:
-    """``"n=32"``, or ``"n=32 [A/A arm B]"`` for the control's second arm."""
-    return _settings.cell_label(cell) + (f" {ARM_LABEL}" if arm == CONTROL_ARM else "")
+    """``"n=32"``, or ``"n=32 [A/A arm B]"`` for the control's second arm (``"[paired A/A]"`` for the paired
+    control's runs)."""
+    return _settings.cell_label(cell) + {CONTROL_ARM: f" {ARM_LABEL}", PAIRED_ARM: f" {PAIRED_CONTROL_LABEL}"}.get(
+        arm or "", "")
 
 
 def summarize(doc: dict) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from ..errors import ExitCode
 from .._results import stats
 from . import worker
 from .forkserver import ForkServer, ForkServerError, python_main
+from .paired import Pair
 
 __all__ = ["STDERR_TAIL_CHARS", "now", "run_worker"]
 
@@ -158,6 +159,7 @@ def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]
         "exit_status": status,
         "signal": _signal_name(status),
         "phases": _with_warmup(got.get("phases", {})),
+        **({"pair": {**got["pair"], "phases": _with_warmup(got["pair"].get("phases", {}))}} if got.get("pair") else {}),
         "readback": got.get("readback", {}),
         "notes": got.get("notes", {}),
         "counters_info": got.get("counters_info"),
@@ -171,19 +173,22 @@ def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]
 
 
 def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workdir: str,
-               timeout_s: float | None = None, probe: bool = False, server: ForkServer | None = None) -> dict:
+               timeout_s: float | None = None, probe: bool = False, server: ForkServer | None = None,
+               pair: Pair | None = None, starts_as: dict | None = None) -> dict:
     """Run one cell in a fresh worker process; return its run record (status ok or failed).
 
     ``probe``: the worker's recorder says so, for workloads that then measure
     more about themselves (see :mod:`benchctl._workloads.user`). ``server``: fork
     the worker from this server (started with ``env``) instead of starting an
     interpreter (see :mod:`.forkserver`); a server that dies fails the worker.
+    ``pair``: time the cell paired with the baseline (:mod:`.paired`): the worker applies the settings of
+    ``starts_as`` (the baseline cell, whose environment ``env`` is) and switches ``pair``'s.
     """
-    cell_settings, _ = settings.split_cell(cell)
+    cell_settings, _ = settings.split_cell(cell if starts_as is None else starts_as)
     files = _Files.in_dir(workdir)
     job = {"protocol": worker.PROTOCOL, "workload": workload, "args": args, "settings": cell_settings,
            "result_path": files.result, "runner_pid": os.getpid() if server is None else server.pid,
-           "probe": probe}
+           "probe": probe, **({"pair": pair.to_json()} if pair is not None else {})}
     with open(files.job, "w") as f:
         json.dump(job, f)
     started_at, started = now(), time.perf_counter()

@@ -7,7 +7,8 @@ Repetition ``r`` of a slot is the worker it ran in round ``r``.
 * :class:`FixedRounds`: ``--repeat R``: R rounds of every slot.
 * :class:`AutoRounds`: ``--repeat auto``: three rounds of every slot, then
   rounds of only the cells whose comparisons are still unresolved (the
-  control's two arms with them when its cell, the baseline, is one of them),
+  control's two arms with them when its cell, the baseline, is one of them
+  for an unpaired cell; the paired A/A control with an open paired cell),
   until every comparison is resolved, a cell has had :data:`AUTO_MAX_PROCESSES`
   processes, or the budget runs out.
 
@@ -91,8 +92,10 @@ class FixedRounds:
 class AutoRounds:
     """Rounds until every comparison is resolved (see the module doc)."""
 
-    def __init__(self, slots: list[Slot], control_slots: list[Slot], shuffle_seed: int | None = None) -> None:
+    def __init__(self, slots: list[Slot], control_slots: list[Slot], shuffle_seed: int | None = None,
+                 paired: frozenset[int] = frozenset(), paired_control: tuple[Slot, ...] = ()) -> None:
         self.slots, self.control_slots, self.shuffle_seed = slots, control_slots, shuffle_seed
+        self.paired, self.paired_control = paired, paired_control
         self.stopped = None
 
     def planned(self) -> int:
@@ -115,9 +118,18 @@ class AutoRounds:
         # The baseline cell runs as the control's two arms (both, or the control is left unpaired). A
         # baseline already settled gets none: run 1 of resnet_order on 2026-12-03 spent its fourth round's
         # budget on the two arms (19 s) and had none left for the open cell (train_then_eval, 19 s).
-        chosen = [s for s in self.slots if s not in self.control_slots and s.index in open_cells]
-        if any(s.index in open_cells for s in self.control_slots):
+        # A paired cell's comparison needs only its own processes and the paired A/A control's: the
+        # baseline's fresh processes run for it only where an unpaired cell (or the baseline alone) is open.
+        paired_open = {i for i in open_cells if i in self.paired}
+        unpaired_open = {i for i in open_cells if i not in self.paired and i != 0}
+        baseline = 0 in open_cells and bool(unpaired_open or not paired_open)
+        special = set(self.control_slots) | set(self.paired_control)
+        chosen = [s for s in self.slots if s not in special
+                  and (s.index in unpaired_open | paired_open or (s.index == 0 and baseline))]
+        if baseline:
             chosen += self.control_slots
+        if paired_open:
+            chosen += self.paired_control
         return _order(chosen, round_index, self.shuffle_seed)
 
 

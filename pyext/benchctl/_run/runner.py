@@ -22,7 +22,7 @@ import platform
 import socket
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import _validate, clock, settings, _workloads as workloads
@@ -35,6 +35,7 @@ from .._system import metadata
 from . import rounds as _rounds
 from .forkserver import ForkServerError, ForkServers
 from .launch import now, run_worker
+from .paired import Pair, pair_for
 
 __all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
 
@@ -49,10 +50,14 @@ class MatrixPlan:
     cells: list[dict]
     cell_args: list[dict]
     environments: list[dict[str, str]]
+    #: cell index -> how it is timed paired with the baseline (cell 0) in one process (:mod:`.paired`)
+    pairs: dict[int, Pair] = field(default_factory=dict)
 
 
-def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None) -> MatrixPlan:
-    """Validate everything a run needs before its first worker starts: nothing half-runs on bad input."""
+def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None, paired: bool = False) -> MatrixPlan:
+    """Validate everything a run needs before its first worker starts: nothing half-runs on bad input.
+    ``paired``: each cell that differs from the first only in settings a running process can switch is
+    timed paired with it (:func:`.paired.pair_for`)."""
     wl = workloads.get(workload)
     given = {k: settings.canonical_value(k, v, wl.params) for k, v in (args or {}).items()}
     for key in given:
@@ -70,7 +75,8 @@ def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None
         wl.check_args(resolved)  # a bad value (order=foo) fails here, not in every worker
         cell_args.append(resolved)
         environments.append(settings.cell_environment(cell, dict(os.environ)))
-    return MatrixPlan(wl, fixed, matrix, cells, cell_args, environments)
+    pairs = {i: p for i in range(1, len(cells)) if paired and (p := pair_for(cells[0], cells[i])) is not None}
+    return MatrixPlan(wl, fixed, matrix, cells, cell_args, environments, pairs)
 
 
 def _check_phases(wl: workloads.Workload, matrix: dict[str, list]) -> None:
@@ -194,11 +200,25 @@ def _open_log(plan: MatrixPlan, repeat: int | str, json_path: str | None, resume
 
 
 def _slots(plan: MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_rounds.Slot]]:
-    """(every slot of a round, the control's two slots) for ``doc``'s control, if it has one."""
+    """(every slot of a round, the control's two slots) for ``doc``'s control, if it has one; with paired
+    cells, the paired A/A control's slot last."""
+    paired_control = [_rounds.Slot(0, document.PAIRED_ARM)] if plan.pairs else []
     if not doc.get("control"):
-        return [_rounds.Slot(i) for i in range(len(plan.cells))], []
+        return [_rounds.Slot(i) for i in range(len(plan.cells))] + paired_control, []
     control = [_rounds.Slot(0, "A"), _rounds.Slot(0, document.CONTROL_ARM)]
-    return [control[0]] + [_rounds.Slot(i) for i in range(1, len(plan.cells))] + [control[1]], control
+    return ([control[0]] + [_rounds.Slot(i) for i in range(1, len(plan.cells))] + [control[1]] + paired_control,
+            control)
+
+
+def _paired_plan(plan: MatrixPlan, doc: dict, resume: bool) -> MatrixPlan:
+    """``plan`` with the pairs ``doc`` keeps: a new document records the plan's; a resumed one keeps its own
+    (a cell run unpaired goes on unpaired), so one cell's processes are never of both kinds."""
+    if not resume:
+        if plan.pairs:
+            doc["paired"] = {"baseline": plan.cells[0], "cells": [plan.cells[i] for i in sorted(plan.pairs)]}
+        return plan
+    kept = {document.cell_id(c) for c in (doc.get("paired") or {}).get("cells", [])}
+    return replace(plan, pairs={i: p for i, p in plan.pairs.items() if document.cell_id(plan.cells[i]) in kept})
 
 
 def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None, judge: Judge | None) -> set[int]:
@@ -268,6 +288,11 @@ class _Run:
         wait a bounded time for a quiet moment first; a worker set aside is kept in the document's set-aside list
         and its slot runs again, at most ``RETRIES`` times and while the budget still fits one."""
         cell, env = self.plan.cells[slot.index], self.plan.environments[slot.index]
+        # A paired worker (a paired cell, or the paired A/A control) starts as the baseline's would.
+        pair = Pair() if slot.arm == document.PAIRED_ARM else self.plan.pairs.get(slot.index)
+        start = {} if pair is None else {"pair": pair, "starts_as": self.plan.cells[0]}
+        if pair is not None:
+            env = self.plan.environments[0]
         runner = self.log.doc["metadata"]["runner"]
         # A probe worker gathers evidence (what the code does, its ops, its counters), compared with no other
         # cell: it is not the gate's, and explain needs it whatever the load.
@@ -282,7 +307,7 @@ class _Run:
                     gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S, since=self._since_last)
             record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
                       **run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
-                                   self.worker_timeout_s, self.probe, self._server(env))}
+                                   self.worker_timeout_s, self.probe, self._server(env), **start)}
             self._since_last = BusySampler()  # the load between workers: the next one's first look
             why = None if self.probe else gate.reason(record)
             if why is None:
@@ -313,7 +338,8 @@ class _Run:
                 control_runs = True if slot in self.control_slots else control_runs
                 ran += 1
                 cell = self.plan.cells[slot.index]
-                arm_text = " [A/A arm B]" if slot.arm == document.CONTROL_ARM else ""
+                arm_text = {document.CONTROL_ARM: " [A/A arm B]", document.PAIRED_ARM: " [paired A/A]"}.get(
+                    slot.arm, " (paired)" if slot.index in self.plan.pairs else "")
                 bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
                 self._gated_worker(slot, index, workdir)
                 bar.update(1)
@@ -332,7 +358,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
                repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
                shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
                focus: str | None = None, control: bool = True, budget_s: float | None = None,
-               probe: bool = False, judge: Judge | None = None, fork: bool = True) -> dict:
+               probe: bool = False, judge: Judge | None = None, fork: bool = True, paired: bool = False) -> dict:
     """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
@@ -351,9 +377,11 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     has its own (default: the generic verdict with ``focus``). ``fork``: fork
     the workers of a workload that declares modules to preload from a server
     per environment, new every round (:mod:`.forkserver`); False starts every
-    worker's interpreter afresh.
+    worker's interpreter afresh. ``paired``: time each cell that differs from the first only in settings a
+    running process can switch paired with it, both in one worker in balanced blocks (:mod:`.paired`),
+    beside a paired A/A control; the other cells as before.
     """
-    plan = plan_matrix(workload, args, matrix)
+    plan = plan_matrix(workload, args, matrix, _validate.flag("paired", paired))
     if focus is not None and focus not in plan.matrix:
         raise _validate.ArgumentError(f"focus {focus!r} is not a matrix key "
                                       f"({', '.join(plan.matrix) or 'empty matrix'})")
@@ -365,8 +393,11 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     fork = _validate.flag("fork", fork)
     log, repeat, shuffle_seed = _open_log(plan, repeat, json_path, resume, shuffle_seed, worker_timeout_s,
                                           budget.seconds, control, focus, fork and bool(plan.workload.preload))
+    plan = _paired_plan(plan, log.doc, resume)
     slots, control_slots = _slots(plan, log.doc)
-    policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed) if repeat == _rounds.AUTO
+    policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed, paired=frozenset(plan.pairs),
+                                 paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM))
+              if repeat == _rounds.AUTO
               else _rounds.FixedRounds(slots, repeat, shuffle_seed))
     log.save()  # a bad path fails now, not after the first cell
     done = sum(r["status"] == "ok" for r in log.doc["runs"])

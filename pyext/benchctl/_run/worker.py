@@ -7,6 +7,9 @@ under a :class:`~benchctl._run.recorder.CountedRecorder` (which checks after
 every timed iteration that the settings still hold, and asks every setting what it
 reads where each phase ends: ``phases[phase][setting.phase_key]``, e.g. glibc malloc's
 state under ``"malloc"``), reads every setting back,
+(a paired cell's worker, whose job holds a ``pair``: under a
+:class:`~benchctl._run.paired.PairedRecorder`, which switches the pair's settings between the
+baseline's values and the cell's between timed iterations),
 and writes one JSON result atomically to ``result_path``.
 Exit status 0 means the result says ``"status": "ok"``; on an exception the
 worker still writes what it has (``"status": "failed"`` with the error and
@@ -27,6 +30,7 @@ from typing import Any
 from .. import clock, settings, _workloads as workloads
 from .._cpustat import BusySampler
 from .._results.document import atomic_write_text, dumps
+from .paired import Pair, PairedRecorder
 from .recorder import CountedRecorder, open_counter_group
 
 __all__ = ["PROTOCOL", "run_job", "die_with_parent", "main"]
@@ -63,8 +67,9 @@ class _Stage:
         self.now = "loading the workload"
 
 
-def _apply_settings(plan: list, stage: _Stage) -> dict[str, Any]:
-    if any(setting.needs_torch for _, setting, _ in plan):
+def _apply_settings(plan: list, stage: _Stage, pair: Pair | None = None) -> dict[str, Any]:
+    switched = [settings.SETTINGS[name] for name in pair.names] if pair is not None else []
+    if any(setting.needs_torch for setting in [s for _, s, _ in plan] + switched):
         stage.now = "importing torch"
         import torch  # noqa: F401  (its thread pools must exist before settings touch them)
     applied = {}
@@ -83,6 +88,24 @@ def _read_back(plan: list, applied: dict[str, Any], rec: CountedRecorder, stage:
         out[name] = {"requested": value, "applied": applied[name], "observed": setting.readback(value)}
         if name in rec.during:
             out[name]["during"] = rec.during[name].to_json()
+    return out
+
+
+def _paired_read_back(rec: PairedRecorder, stage: _Stage) -> dict[str, Any]:
+    """Each switched setting as arm B (the cell) asked, first observed, observed after the run (the process
+    switched back to arm B for it) and during arm B's timed iterations: the cell's readback, as an unpaired
+    worker's."""
+    if rec.pair.is_control or not rec.values:
+        return {}
+    if rec.arm != "B":
+        stage.now = "switching to arm B to read it back"
+        rec.switch_to("B")
+    out = {}
+    for name, setting, value in settings.ordered(rec.values["B"]):
+        stage.now = f"reading back {name}={settings.format_value(value)}"
+        out[name] = {"requested": value, "applied": rec.applied["B"].get(name), "observed": setting.readback(value)}
+        if name in rec.watches["B"]:
+            out[name]["during"] = rec.watches["B"][name].to_json()
     return out
 
 
@@ -109,11 +132,14 @@ def run_job(job: dict) -> dict:
     try:
         workload = workloads.get(job["workload"])
         args = workload.resolve_args(job["args"])
-        plan = settings.ordered(job["settings"])
-        applied = _apply_settings(plan, stage)
+        pair = Pair.from_json(job["pair"]) if job.get("pair") is not None else None
+        # A paired worker starts as the baseline cell's would; the pair's settings are switched, not applied.
+        plan = [(n, s, v) for n, s, v in settings.ordered(job["settings"]) if pair is None or n not in pair.names]
+        applied = _apply_settings(plan, stage, pair)
         stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
-        rec = CountedRecorder(group, probe=bool(job.get("probe")), plan=plan)
+        rec = (CountedRecorder(group, probe=bool(job.get("probe")), plan=plan) if pair is None
+               else PairedRecorder(group, pair, plan=plan))
         stage.now = f"running workload {workload.name!r}"
         beside = BusySampler()  # what else ran on the machine while the workload did
         try:
@@ -124,6 +150,8 @@ def run_job(job: dict) -> dict:
             if group is not None:
                 group.close()
         result["readback"] = _read_back(plan, applied, rec, stage)
+        if isinstance(rec, PairedRecorder):
+            result["readback"].update(_paired_read_back(rec, stage))
         if rec.probe:
             stage.now = "listing the thread pools"
             rec.note("pools", _pools())
@@ -136,6 +164,8 @@ def run_job(job: dict) -> dict:
         if rec is not None:
             result["phases"] = _phases(rec)
             result["notes"] = rec.notes
+            if isinstance(rec, PairedRecorder):
+                result["phases"], result["pair"] = rec.split(result["phases"])
         result["worker"]["wall_s"] = time.perf_counter() - started
     return result
 

@@ -53,8 +53,9 @@ class Study:
     probes (explain). ``census``: a function taking the values' census in this process (the
     seeds'); None: a probe worker measures the facts. ``penalty_ops``: the ops whose penalty
     profile is always measured; None: those the probe saw, when what it computes holds
-    subnormals. ``fixed_keys``: matrix axes the user chose, which no pre-check drops. ``fork``: see
-    :func:`benchctl._run.runner.run_matrix`.
+    subnormals. ``fixed_keys``: matrix axes the user chose, which no pre-check drops. ``fork``, ``paired``
+    (each cell that differs from the baseline only in settings a running process can switch is timed paired
+    with it, in the baseline's processes): see :func:`benchctl._run.runner.run_matrix`.
     """
 
     name: str
@@ -75,6 +76,7 @@ class Study:
     resume: bool = False
     progress: bool = True
     fork: bool = True
+    paired: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -197,12 +199,16 @@ def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
     cells = 1
     for values in matrix.values():
         cells *= len(values)
+    paired = len(runner.plan_matrix(study.workload, study.args, matrix, paired=True).pairs) if study.paired else 0
+    pairs = (f"; {paired} of them timed paired with the baseline in its processes (switched between blocks of "
+             "iterations), beside a paired A/A control" if paired else "")
     repeat = (f"{rounds.AUTO_START} processes per cell, then more for unresolved comparisons"
               if study.repeat == rounds.AUTO else f"{study.repeat} process(es) per cell")
     control = "plus the baseline again as an A/A control" if study.control else "no A/A control"
     axes = ", ".join(f"{k}={{{','.join(settings.format_value(v) for v in values)}}}" for k, values in matrix.items())
     budget = "" if left is None else f"; {left:.0f} s left of the {study.budget_s:.0f} s budget"
-    return f"{study.workload}: {cells} cells, {repeat}, each in a fresh process, {control}; matrix {axes}{budget}"
+    return (f"{study.workload}: {cells} cells, {repeat}, each in a fresh process, {control}{pairs}; "
+            f"matrix {axes}{budget}")
 
 
 def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
@@ -249,7 +255,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     doc = runner.run_matrix(study.workload, args, matrix, repeat=study.repeat, json_path=study.json_path,
                             focus=study.focus, resume=study.resume, control=study.control,
                             budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge,
-                            fork=study.fork)
+                            fork=study.fork, paired=study.paired)
     doc["evidence"] = {**evidence, "study": study.name, "facts": facts.to_json(),
                        "ruled_out": [f.to_json() for f in ruled], **study.extra}
     doc["verdict"] = [f.to_json() for f in ruled] + doc["verdict"]

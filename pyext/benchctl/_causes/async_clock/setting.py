@@ -19,6 +19,7 @@ class SyncClock(Setting):
     order = 60
     needs_torch = True
     in_process = True  # the clock's wait is switched on and off in a running process
+    unapplied = "off"
 
     def canonical(self, value: Any) -> str:
         return self._choice(value, ("off", "cuda"))

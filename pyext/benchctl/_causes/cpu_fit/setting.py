@@ -20,6 +20,7 @@ class ClampThreads(Setting):
     order = 12  # after threads: it cuts whatever count was set
     needs_torch = True
     in_process = True
+    unapplied = "off"
 
     def __init__(self) -> None:
         self._clamp: control.ThreadClamp | None = None

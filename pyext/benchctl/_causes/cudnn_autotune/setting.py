@@ -18,6 +18,7 @@ class CudnnBenchmark(Setting):
     order = 60
     needs_torch = True
     in_process = True  # a flag a running process sets and sets back
+    unapplied = "code"
 
     def canonical(self, value: Any) -> str:
         if isinstance(value, bool):

@@ -18,6 +18,7 @@ class FlushDenormals(Setting):
     order = 30
     needs_torch = True
     in_process = True  # set and cleared in each thread's MXCSR
+    unapplied = "off"
     SCOPES = ("thread", "openmp", "process")
 
     def canonical(self, value: Any) -> str:

@@ -20,6 +20,7 @@ class Hooks(Setting):
     order = 50
     needs_torch = True
     in_process = True  # the detaching context is put around the timed calls and taken out in a running process
+    unapplied = "code"
     probe = "off"
     # No counter shows it: the cause reads the hooks the probe worker's call ran (its evidence).
     mechanism = ("every hooked module taking torch.nn.Module's slow path on each call to run its hooks in Python, "

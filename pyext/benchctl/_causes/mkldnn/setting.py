@@ -20,6 +20,7 @@ class Mkldnn(Setting):
     order = 50  # after torch is imported and the thread settings applied; nothing else depends on it
     needs_torch = True
     in_process = True  # the guard is put in and taken out again in a running process
+    unapplied = "code"
     probe = "on"
     # No counter shows it: the cause reads the flag over the probe worker's timed iterations (its evidence).
     mechanism = ("torch's own fallback convolution kernels running where mkldnn's would: each convolution unfolded "

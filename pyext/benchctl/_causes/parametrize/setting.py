@@ -21,6 +21,7 @@ class Parametrize(Setting):
     order = 50
     needs_torch = True
     in_process = True  # the cache is put around the timed calls and taken out in a running process
+    unapplied = "code"
     probe = "cached"
     # No counter shows it: the cause reads the recomputes of the probe worker's call (its evidence).
     mechanism = ("parametrized tensors recomputed from their originals on every access, several times within "

@@ -34,6 +34,7 @@ class Pinning(Setting):
     order = 20
     needs_torch = True
     in_process = True
+    unapplied = "off"
     POLICIES = ("off", "compact", "scatter")
     # Count variables launch_env returns: a pin cell must not change the
     # thread count (that is the threads setting's job), or pin=off vs compact

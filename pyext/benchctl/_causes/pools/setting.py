@@ -19,6 +19,7 @@ class CapOtherPools(Setting):
     order = 15  # after threads (which sizes every pool), before pin
     needs_torch = True  # torch's own pools must be loaded to be told apart
     in_process = True
+    unapplied = "off"
 
     def __init__(self) -> None:
         self._capped: list = []  # the controllers capped at apply: read cheaply after every iteration

@@ -19,6 +19,7 @@ class MatmulPrecision(Setting):
     order = 60
     needs_torch = True
     in_process = True  # a global a running process sets and sets back
+    unapplied = "code"
 
     def canonical(self, value: Any) -> str:
         return self._choice(value, ("code",) + cuda_state.PRECISIONS)

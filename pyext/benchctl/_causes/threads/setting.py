@@ -41,6 +41,13 @@ class ThreadCount(Setting):
     evidence_counter = "context_switches_per_iter"
     mechanism = "more threads than the CPUs can run at once"
 
+    @property
+    def unapplied(self) -> int:  # type: ignore[override]
+        # What the workload's code left: a paired cell's baseline arm switches every pool back to it.
+        import torch  # imported by the worker before any setting that needs it
+
+        return torch.get_num_threads()
+
     def readback(self, value: int) -> Any:
         return threads.get_num_threads()
 

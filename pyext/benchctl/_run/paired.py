@@ -1,0 +1,198 @@
+"""Paired cells: a cell and the baseline timed in one process, switched between in balanced blocks.
+
+A per-process median inherits the machine's state while that process ran (a neighbour's burst, a
+VM whose speed moves between two levels); a ratio taken inside one process, of iterations run
+alternately under both settings, cancels it. Where a cell differs from the baseline cell only in
+settings that can be switched in a running process (:attr:`benchctl._setting.Setting.in_process`),
+:func:`pair_for` gives the :class:`Pair`: the worker starts as the baseline cell's would (its
+environment, its settings applied), and :class:`PairedRecorder` switches the pair's settings
+between the baseline's values (arm A) and the cell's (arm B) between timed iterations, in blocks
+ordered A B B A (each arm as often first and last, so that a drift over the run falls on both):
+
+* after each switch the iterations of :data:`SETTLE_S` (at least one) are left out: the first ops
+  after an FTZ broadcast or a new thread team run slow for a few calls;
+* a block holds the steady iterations of :data:`BLOCK_S` (at least one), so a short iteration
+  alternates every few dozen calls and a long one every iteration, and each arm gets the same time;
+* every switch is read back (each setting's ``during``, where it has one) and timed, and each
+  arm's settings are checked after each of its iterations, as an unpaired worker's are.
+
+The worker's result keeps arm B's iterations as the cell's phases (what every reader of a run reads)
+and arm A's, the settling iterations and the schedule under ``pair``; the process gives one
+paired ratio per phase (:func:`benchctl._results.queries.paired_medians`), and the process stays
+the unit of the interval. The paired A/A control runs the same schedule with nothing switched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+
+from .. import counters as _counters
+from .. import settings
+from .recorder import CountedRecorder, SettingWatch
+
+__all__ = ["SETTLE_S", "BLOCK_S", "PATTERN", "Pair", "pair_for", "PairedRecorder"]
+
+#: Seconds of iterations left out after each switch (at least one iteration).
+SETTLE_S = 0.005
+#: Seconds of steady iterations a block aims at (at least one iteration).
+BLOCK_S = 0.025
+#: The arms of successive blocks, repeated: each arm as often before as after the other.
+PATTERN = "ABBA"
+_SETTLING = {"A": "a", "B": "b"}  # the schedule's letter for an iteration left out after a switch
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The settings a paired worker switches: arm A's values (the baseline cell's) and arm B's (the cell's).
+    A name one arm does not give is switched to the setting's :attr:`~benchctl._setting.Setting.unapplied`
+    value there, read in the worker where the workload's code has run. Both empty: the paired A/A control."""
+
+    a: dict[str, Any] = field(default_factory=dict)
+    b: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _, _ in settings.ordered(dict.fromkeys({**self.a, **self.b}))]
+
+    @property
+    def is_control(self) -> bool:
+        return not self.names
+
+    def to_json(self) -> dict:
+        return {"a": dict(self.a), "b": dict(self.b)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Pair":
+        return cls(dict(data.get("a") or {}), dict(data.get("b") or {}))
+
+
+def pair_for(baseline: dict, cell: dict) -> Pair | None:
+    """How ``cell`` is timed paired with ``baseline`` in one process, or None where it cannot be: a workload
+    parameter differs, or a setting that differs cannot be switched in a running process."""
+    base_settings, base_params = settings.split_cell(baseline)
+    cell_settings, cell_params = settings.split_cell(cell)
+    if base_params != cell_params:
+        return None
+    differ = sorted(name for name in set(base_settings) | set(cell_settings)
+                    if base_settings.get(name) != cell_settings.get(name))
+    if not differ or not all(settings.SETTINGS[name].in_process for name in differ):
+        return None
+    return Pair({n: base_settings[n] for n in differ if n in base_settings},
+                {n: cell_settings[n] for n in differ if n in cell_settings})
+
+
+class PairedRecorder(CountedRecorder):
+    """A :class:`CountedRecorder` that switches ``pair``'s settings between arms A and B before timed iterations
+    (see the module doc). ``plan``: the baseline cell's settings the pair does not switch, checked as an
+    unpaired worker's are. ``labels[phase]`` holds each recorded iteration's letter (``A``, ``B``, or ``a`` /
+    ``b`` for one left out after a switch); :meth:`split` sorts a worker's phases by it."""
+
+    def __init__(self, group: _counters.CounterGroup | None, pair: Pair, plan: tuple | list = ()) -> None:
+        super().__init__(group, probe=False, plan=plan)
+        self.pair = pair
+        self.labels: dict[str, list[str]] = {}
+        self.values: dict[str, dict[str, Any]] = {}  # arm -> {name: value}, resolved at the first iteration
+        self.applied: dict[str, dict[str, Any]] = {"A": {}, "B": {}}  # what each setting's first switch observed
+        self.watches: dict[str, dict[str, SettingWatch]] = {}
+        self.switches: list[dict] = []
+        self.arm: str | None = None  # the arm the process holds now
+        self._block = 0
+        self._block_s = 0.0  # steady seconds in the block so far
+        self._settling = False
+        self._settled_s = 0.0  # seconds left out since the last switch
+
+    # --- the schedule ---------------------------------------------------------------------------------------
+
+    def _resolve(self) -> None:
+        """Each arm's values: the pair's, else the setting's unapplied value as the process holds it now."""
+        for arm, given in (("A", self.pair.a), ("B", self.pair.b)):
+            self.values[arm] = {name: given[name] if name in given else settings.SETTINGS[name].unapplied
+                                for name in self.pair.names}
+            self.watches[arm] = {name: SettingWatch(settings.SETTINGS[name], value)
+                                 for name, value in self.values[arm].items()
+                                 if settings.SETTINGS[name].during(value) is not None}
+
+    def switch_to(self, arm: str) -> None:
+        """Move the process to ``arm``'s values (outside any timed iteration), read back and timed."""
+        if not self.values:
+            self._resolve()
+        started = time.perf_counter()
+        for name, setting, value in settings.ordered(self.values[arm]):
+            observed = setting.switch(value)
+            self.applied[arm].setdefault(name, observed.to_json() if hasattr(observed, "to_json") else observed)
+        took = time.perf_counter() - started
+        seen = {name: setting.during(value) for name, setting, value in settings.ordered(self.values[arm])}
+        missed = {name: now for name, now in seen.items() if now is not None and now != self.values[arm][name]}
+        self.switches.append({"to": arm, "seconds": took, **({"not_held": missed} if missed else {})})
+        self.arm = arm
+
+    def _next_label(self) -> str:
+        """The letter of the iteration about to run, switching first where its block's arm differs."""
+        want = PATTERN[self._block % len(PATTERN)]
+        if want != self.arm:
+            self.switch_to(want)
+            self._settling = True
+            self._settled_s = 0.0
+        return _SETTLING[want] if self._settling else want
+
+    def _recorded(self, label: str, seconds: float) -> None:
+        # Time, not iterations, ends a settling stretch and a block: each arm gets the same time whatever its
+        # iterations take (a fixed count would give the slower arm most of the process).
+        if label in _SETTLING.values():
+            self._settled_s += seconds
+            self._settling = self._settled_s < SETTLE_S
+            return
+        for watch in self.watches[label].values():
+            watch.sample()
+        self._block_s += seconds
+        if self._block_s >= BLOCK_S:
+            self._block, self._block_s = self._block + 1, 0.0
+
+    @contextlib.contextmanager
+    def iteration(self, phase: str) -> Iterator[None]:
+        label = self._next_label()
+        started = time.perf_counter()
+        with super().iteration(phase):
+            yield
+        self.labels.setdefault(phase, []).append(label)
+        self._recorded(label, time.perf_counter() - started)
+
+    # --- what the worker keeps ------------------------------------------------------------------------------
+
+    def split(self, phases: dict[str, dict]) -> tuple[dict[str, dict], dict]:
+        """(arm B's phases, as a run's phases; the ``pair`` record: arm A's phases, the left-out iterations,
+        the schedule, the switches) from the worker's per-phase output of every recorded iteration."""
+        b_phases, a_phases, settling, schedule = {}, {}, {}, {}
+        for phase, data in phases.items():
+            labels = self.labels.get(phase, [])
+            schedule[phase] = "".join(labels)
+            readings = {k: v for k, v in data.items() if k not in ("ticks", "ns", "counters")}
+            b_phases[phase] = {**_pick(data, labels, "B"), **readings}
+            a_phases[phase] = _pick(data, labels, "A")
+            settling[phase] = _pick(data, labels, "a", "b")["ns"]
+        return b_phases, {
+            "pair": self.pair.to_json(),
+            "values": self.values,
+            "phases": a_phases,
+            "settling_ns": settling,
+            "schedule": schedule,
+            "switches": len(self.switches),
+            "switch_s": [s["seconds"] for s in self.switches],
+            "not_held": [s for s in self.switches if "not_held" in s],
+            "applied_a": self.applied["A"],
+            "during_a": {name: watch.to_json() for name, watch in self.watches.get("A", {}).items()},
+            "settle_s": SETTLE_S,
+            "block_s": BLOCK_S,
+            "pattern": PATTERN,
+        }
+
+
+def _pick(data: dict, labels: list[str], *arms: str) -> dict:
+    """The iterations of ``data`` (a phase's ticks, ns and per-iteration counters) whose letter is in ``arms``."""
+    keep = [i for i, label in enumerate(labels) if label in arms]
+    return {"ticks": [data["ticks"][i] for i in keep], "ns": [data["ns"][i] for i in keep],
+            "counters": {event: [values[i] for i in keep] for event, values in (data.get("counters") or {}).items()}}
