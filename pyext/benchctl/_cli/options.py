@@ -12,8 +12,9 @@ from .. import _validate
 from ..errors import ExitCode, UserError
 from .._run import rounds
 
-__all__ = ["DURATION_UNITS", "repeat_type", "duration", "exit_statuses", "add_exit_statuses", "add_matrix_arguments", "add_paired_argument",
-           "add_fork_argument", "add_answer_argument", "check_focus", "warn_matrix", "warn_missing_phases"]
+__all__ = ["DURATION_UNITS", "repeat_type", "duration", "exit_statuses", "add_exit_statuses", "add_matrix_arguments",
+           "add_paired_argument", "add_fork_argument", "add_answer_argument", "check_focus", "warn_matrix",
+           "warn_missing_phases"]
 
 #: The units a duration (``--budget``, ``--timeout``) may be written in, and their seconds; none: seconds.
 DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
