@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/A calibration: does the verdict call differences between identical cells, and do its intervals cover?
 
-    python bench/aa_calibration.py [--runs 20] [--repeat auto] [--budget 60] [--no-fork] [--json-dir DIR]
+    python bench/aa_calibration.py [--runs 20] [--repeat auto] [--budget 60] [--no-fork] [--paired] [--json-dir DIR]
     python bench/aa_calibration.py --from-dir DIR
 
 Each run is a fresh matrix of the built-in conv workload (a few ms per
@@ -18,7 +18,10 @@ equal widths that is about 83%, not 95%; with these runs' widths it is
 computed); a fixed target above it would fail perfect intervals. And how often a
 run's interval holds the median of all runs' values of that cell (the best
 estimate of the true value here; calibrated intervals hold it about 95% of
-the time). ``--from-dir`` judges an earlier call's saved runs again, by this
+the time). ``--paired``: the second cell is ``with=[ftz=off]`` instead, the value a fresh process
+already holds, so the runner times it paired with the first in the first's processes (switching
+FTZ/DAZ off on every thread between blocks, which changes nothing): the paired rule's own A/A.
+``--from-dir`` judges an earlier call's saved runs again, by this
 version's rules, and prints their figures.
 """
 
@@ -39,29 +42,34 @@ from benchctl._run import runner
 from benchctl._cli.options import repeat_type
 
 CELLS = {"env": ["BENCHCTL_AA_ARM=1", "BENCHCTL_AA_ARM=2"]}
+# Identical too, but timed paired: ftz=off is what a fresh process holds (the setting's unapplied value).
+PAIRED_CELLS = {"with": [{}, {"ftz": "off"}]}
 # About 3 ms per iteration on the 2-core development machine.
 CONV = {"channels": 64, "size": 64, "iterations": 30}
 PHASE = "forward"
 
 
-def one_run(index: int, repeat, budget_s: float, json_dir: str, fork: bool) -> dict:
+def one_run(index: int, repeat, budget_s: float, json_dir: str, fork: bool, paired: bool = False) -> dict:
     """One A/A matrix; returns the figures this calibration reads from it."""
     path = os.path.join(json_dir, f"aa-{index:02d}.json")
-    doc = runner.run_matrix("conv", CONV, CELLS, repeat=repeat, budget_s=budget_s, json_path=path,
-                            progress=False, fork=fork)
+    doc = runner.run_matrix("conv", CONV, PAIRED_CELLS if paired else CELLS, repeat=repeat, budget_s=budget_s,
+                            json_path=path, progress=False, fork=fork, paired=paired)
     return {"path": path, **figures(doc)}
 
 
 def figures(doc: dict) -> dict:
     """What the calibration reads from one A/A run's document."""
-    a, b = ({"env": queries.baseline(doc)["env"]}, {"env": doc["matrix"]["env"][1]})
+    key = next(iter(doc["matrix"]))
+    a, b = ({key: doc["matrix"][key][0]}, {key: doc["matrix"][key][1]})
     cmp = queries.Comparisons(doc).compare(PHASE, b, a)
     control = queries.control(doc, PHASE)
     cells = {}
     for cell in (a, b):
         entry = queries.summary_entry(doc, PHASE, cell)
-        cells[json.dumps(cell["env"], sort_keys=True)] = (entry["median_ms"], entry["ci95_ms"])
+        cells[json.dumps(cell[key], sort_keys=True)] = (entry["median_ms"], entry["ci95_ms"])
     called = [f for f in map(Finding.from_json, doc["verdict"]) if f.comparison and f.comparison.beyond_band]
+    if queries.is_paired(doc, b):
+        control = queries.paired_control(doc, PHASE)
     return {"cmp": cmp, "band": control.band if control else None, "cells": cells,
             "called": called, "processes": len(doc["runs"]), "stopped": doc.get("stopped")}
 
@@ -138,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-fork", dest="fork", action="store_false",
                    help="start every worker's interpreter afresh (default: forked from one server per cell "
                         "environment, so the two cells' workers come from two servers)")
+    p.add_argument("--paired", action="store_true",
+                   help="the second cell with=[ftz=off], timed paired with the first in its processes (the paired "
+                        "rule's A/A; default: two cells differing in an unused variable, each in its own processes)")
     p.add_argument("--json-dir", default=None, help="keep each run's results file here (default: a temp dir)")
     p.add_argument("--from-dir", default=None, metavar="DIR",
                    help="run nothing: judge the runs an earlier call saved in DIR (its aa-NN.json) again, "
@@ -157,12 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--runs must be at least 2 (coverage compares consecutive runs)")
     json_dir = opts.json_dir or tempfile.mkdtemp(prefix="benchctl-aa-")
     os.makedirs(json_dir, exist_ok=True)
-    print(f"{opts.runs} A/A runs of conv {CONV}, cells {CELLS['env']}, repeat {opts.repeat}, "
+    cells = PAIRED_CELLS if opts.paired else CELLS
+    print(f"{opts.runs} A/A runs of conv {CONV}, cells {cells}{' (paired)' if opts.paired else ''}, "
+          f"repeat {opts.repeat}, "
           f"budget {opts.budget:.0f} s each; results in {json_dir}")
     started = time.perf_counter()
     results = []
     for i in range(opts.runs):
-        results.append(one_run(i, opts.repeat, opts.budget, json_dir, opts.fork))
+        results.append(one_run(i, opts.repeat, opts.budget, json_dir, opts.fork, opts.paired))
         _print_run(i, results[-1])
     _print_totals(results)
     print(f"took {(time.perf_counter() - started) / 60:.1f} min")

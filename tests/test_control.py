@@ -30,14 +30,21 @@ class FakeWorkers:
         monkeypatch.setattr(runner, "run_worker", self)
         monkeypatch.setattr(rounds.time, "monotonic", lambda: self.now)
 
-    def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False, server=None):
+    def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False, server=None, pair=None,
+                 starts_as=None):
         self.calls.append(cell)
         seconds = self.seconds_of(cell)
         self.now += seconds
         process = np.exp(self.rng.normal(0.0, self.spread(cell)))
-        ns = list(self.median_ms(cell) * 1e6 * process * (1 + 0.002 * np.arange(-5, 6)))
+
+        def phases(of):
+            ns = list(self.median_ms(of) * 1e6 * process * (1 + 0.002 * np.arange(-5, 6)))
+            return {"sleep": {"ns": ns, "ticks": [], "counters": {}, "warmup": 0}}
+
+        # A paired worker: both arms in one process, sharing its factor (arm A the baseline it starts as).
+        paired = {} if pair is None else {"pair": {"pair": pair.to_json(), "phases": phases(starts_as)}}
         return {"started_at": "t", "duration_s": seconds, "status": "ok", "exit_status": 0, "signal": None,
-                "phases": {"sleep": {"ns": ns, "ticks": [], "counters": {}, "warmup": 0}}, "readback": {},
+                "phases": phases(cell), "readback": {}, **paired,
                 "notes": {}, "counters_info": None, "beside": None, "worker": {"pid": 1}, "error": None,
                 "stderr_tail": None, "stdout_tail": None}
 
