@@ -5,7 +5,10 @@ the planted cause, what explain marked it, any other cause it marked `*`.
 The target is the planted cause marked `*`, none invented (a cause the plant declares in its
 ``"also"`` is expected beside it), each under 2 minutes.
 
-    python bench/explain_planted.py [--budget SECONDS] [--only NAME ...] [--log FILE] [--json-dir DIR]
+    python bench/explain_planted.py [--budget SECONDS] [--only NAME ...] [--log FILE] [--json-dir DIR] [--unpaired]
+
+``--unpaired`` runs every probe in fresh processes of its own (explain's ``--unpaired``): the time
+and marks beside the default's, where the probes a running process can switch are timed paired.
 """
 
 from __future__ import annotations
@@ -48,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", metavar="FILE", help="also write every explain's full output here")
     parser.add_argument("--json-dir", metavar="DIR",
                         help="also keep each explain's results document here, as NAME.json (to re-answer it later)")
+    parser.add_argument("--unpaired", dest="paired", action="store_false",
+                        help="no probe timed paired with the baseline (explain --unpaired)")
     opts = parser.parse_args(argv)
     chosen = [(t, c) for t, c in PLANTED if not opts.only or t.split(".py")[0] in opts.only]
     if opts.json_dir and not os.path.isdir(opts.json_dir):
@@ -64,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             environ = dict(os.environ)
             try:
                 json_path = os.path.join(opts.json_dir, target.split(".py")[0] + ".json") if opts.json_dir else None
-                doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append, json_path=json_path)
+                doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append, json_path=json_path,
+                                      paired=opts.paired)
             finally:  # a plant that sets a variable at import (scalar_kernels.py) must not reach the next ones
                 os.environ.clear()
                 os.environ.update(environ)
@@ -74,16 +80,18 @@ def main(argv: list[str] | None = None) -> int:
             if log:
                 log.write(f"== {target}\n{text}\n")
             marks = _marks(doc)
+            # probes timed paired, of all probes run (the star's cells but the unchanged workload)
+            paired = f"{len((doc.get('paired') or {}).get('cells', []))}/{len(doc['matrix'].get('with', [{}])) - 1}"
             also = set(declaration(target).get("also", ()))  # causes the plant declares named beside it
             invented = sorted(n for n, m in marks.items() if m == "*" and n != planted and n not in also)
             rows.append((target, planted or "-", marks.get(planted, "") if planted else "", ",".join(invented) or "-",
-                         took))
+                         paired, took))
     finally:
         if log:
             log.close()
-    print(f"\n{'workload':<26} {'planted':<10} {'its mark':>8}  {'other * marks':<14} {'took':>7}")
-    for target, planted, mark, invented, took in rows:
-        print(f"{target:<26} {planted:<10} {mark or '':>8}  {invented:<14} {took:>6.0f}s")
+    print(f"\n{'workload':<26} {'planted':<10} {'its mark':>8}  {'other * marks':<14} {'paired':>6} {'took':>7}")
+    for target, planted, mark, invented, paired, took in rows:
+        print(f"{target:<26} {planted:<10} {mark or '':>8}  {invented:<14} {paired:>6} {took:>6.0f}s")
     return 0
 
 

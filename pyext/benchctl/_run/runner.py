@@ -286,7 +286,8 @@ class _Run:
     def _gated_worker(self, slot: _rounds.Slot, index: int, workdir: str) -> None:
         """Run ``slot``'s worker of round ``index`` through the contention gate (:mod:`.._results.contention_gate`):
         wait a bounded time for a quiet moment first; a worker set aside is kept in the document's set-aside list
-        and its slot runs again, at most ``RETRIES`` times and while the budget still fits one."""
+        and its slot runs again, at most ``RETRIES`` times and while the budget still fits one. A probe worker
+        and a paired one run as they come."""
         cell, env = self.plan.cells[slot.index], self.plan.environments[slot.index]
         # A paired worker (a paired cell, or the paired A/A control) starts as the baseline's would.
         pair = Pair() if slot.arm == document.PAIRED_ARM else self.plan.pairs.get(slot.index)
@@ -295,21 +296,23 @@ class _Run:
             env = self.plan.environments[0]
         runner = self.log.doc["metadata"]["runner"]
         # A probe worker gathers evidence (what the code does, its ops, its counters), compared with no other
-        # cell: it is not the gate's, and explain needs it whatever the load.
-        attempts = 1 if self.probe else 1 + gate.RETRIES
+        # cell: it is not the gate's, and explain needs it whatever the load. Nor is a paired worker: its
+        # ratio is taken inside it, between blocks of 25 ms, which a neighbour's load falls on alike.
+        gated = not self.probe and pair is None
+        attempts = 1 + gate.RETRIES if gated else 1
         for attempt in range(attempts):
             if attempt and not self.budget.fits(self._expected(slot)):
                 return
             left = self.budget.left()
             most = gate.QUIET_WAIT_S if left is None else max(0.0, min(gate.QUIET_WAIT_S, left / 10))
-            if not self.probe:
+            if gated:
                 runner["quiet_wait_s"] = runner.get("quiet_wait_s", 0.0) + wait_for_quiet(
                     gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S, since=self._since_last)
             record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
                       **run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
                                    self.worker_timeout_s, self.probe, self._server(env), **start)}
             self._since_last = BusySampler()  # the load between workers: the next one's first look
-            why = None if self.probe else gate.reason(record)
+            why = gate.reason(record) if gated else None
             if why is None:
                 self.log.add(record)
                 return
