@@ -72,7 +72,9 @@ class Pair:
 
 def pair_for(baseline: dict, cell: dict) -> Pair | None:
     """How ``cell`` is timed paired with ``baseline`` in one process, or None where it cannot be: a workload
-    parameter differs, or a setting that differs cannot be switched in a running process."""
+    parameter differs, a setting that differs cannot be switched in a running process, or the baseline's value
+    of one is set in the environment the process starts with (``pin=compact``: the team bound at start, which
+    no switch undoes; ``threads=2``: pools sized at start), since a paired worker starts as the baseline's."""
     base_settings, base_params = settings.split_cell(baseline)
     cell_settings, cell_params = settings.split_cell(cell)
     if base_params != cell_params:
@@ -80,6 +82,9 @@ def pair_for(baseline: dict, cell: dict) -> Pair | None:
     differ = sorted(name for name in set(base_settings) | set(cell_settings)
                     if base_settings.get(name) != cell_settings.get(name))
     if not differ or not all(settings.SETTINGS[name].in_process for name in differ):
+        return None
+    if any(settings.SETTINGS[name].environment(base_settings[name], {}, base_settings)
+           or settings.SETTINGS[name].owns(base_settings[name]) for name in differ if name in base_settings):
         return None
     return Pair({n: base_settings[n] for n in differ if n in base_settings},
                 {n: cell_settings[n] for n in differ if n in cell_settings})

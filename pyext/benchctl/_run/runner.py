@@ -218,7 +218,9 @@ def _paired_plan(plan: MatrixPlan, doc: dict, resume: bool) -> MatrixPlan:
             doc["paired"] = {"baseline": plan.cells[0], "cells": [plan.cells[i] for i in sorted(plan.pairs)]}
         return plan
     kept = {document.cell_id(c) for c in (doc.get("paired") or {}).get("cells", [])}
-    return replace(plan, pairs={i: p for i, p in plan.pairs.items() if document.cell_id(plan.cells[i]) in kept})
+    # Rebuilt from the file whatever this call asks (--unpaired included): its cells stay as they began.
+    return replace(plan, pairs={i: p for i in range(1, len(plan.cells)) if document.cell_id(plan.cells[i]) in kept
+                                and (p := pair_for(plan.cells[0], plan.cells[i])) is not None})
 
 
 def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None, judge: Judge | None) -> set[int]:

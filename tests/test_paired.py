@@ -1,0 +1,666 @@
+"""Paired cells: a cell timed in the baseline's processes, switched between ABBA blocks (benchctl._run.paired).
+
+Which cells pair (pair_for, plan_matrix), every in-process setting's ``unapplied`` value, the paired recorder's
+schedule (driven by a fake in-process setting, on a fake clock where the schedule must be exact), the paired
+comparison and its band, its calibration on synthetic machines whose speed moves between processes, how a
+document's paired cells are read and compared, which slots --repeat auto runs for an open paired cell, and
+(in the slow tier) a real paired run and its resume.
+"""
+
+import copy
+import math
+import re
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from benchctl import settings
+from benchctl._results import document, processes, queries, report
+from benchctl._results.analysis import analyse
+from benchctl._results.comparison import FLOOR, Outcome
+from benchctl._run import paired, rounds, runner
+from benchctl._run.paired import Pair, PairedRecorder, pair_for
+from benchctl._run.worker import _phases
+from benchctl._setting import Setting
+
+BASE = {"with": {}}
+THREADS_CELL = {"with": {"threads": 1}}
+PAIRED_MATRIX = {"with": [{}, {"threads": 1}]}
+
+
+# ----------------------------------------------------------------------------------------- which cells pair
+
+
+def test_pair_for_gives_the_switched_settings_of_each_arm():
+    assert pair_for({"with": {}}, {"with": {"ftz": "process"}}) == Pair(a={}, b={"ftz": "process"})
+    assert pair_for({"ftz": "off"}, {"ftz": "process"}) == Pair(a={"ftz": "off"}, b={"ftz": "process"})
+    # The reverse star: the baseline names the setting, the cell does not (arm B switches to its unapplied value).
+    assert pair_for({"with": {"ftz": "process"}}, {"with": {}}) == Pair(a={"ftz": "process"}, b={})
+    # A setting both share is not switched: only the one that differs is.
+    assert pair_for({"alloc": "retain", "ftz": "off"}, {"alloc": "retain", "ftz": "process"}) == Pair(
+        a={"ftz": "off"}, b={"ftz": "process"})
+    assert Pair(a={}, b={"ftz": "process"}).names == ["ftz"] and not Pair(b={"ftz": "process"}).is_control
+    assert Pair().is_control and Pair().names == []
+    assert Pair.from_json(Pair({"ftz": "off"}, {"ftz": "process"}).to_json()) == Pair({"ftz": "off"},
+                                                                                      {"ftz": "process"})
+
+
+@pytest.mark.parametrize("baseline, cell", [
+    ({"with": {}}, {"with": {"alloc": "retain"}}),                 # an allocator needs a fresh process
+    ({"with": {}}, {"with": {"omp_wait": "passive"}}),             # read once as the runtime starts
+    ({"alloc": "default"}, {"alloc": "retain"}),
+    ({"with": {}}, {"with": {"ftz": "process", "alloc": "retain"}}),  # one fresh-only setting spoils the pair
+    ({"ftz": "off", "ms": 1.0}, {"ftz": "process", "ms": 2.0}),    # a workload parameter differs
+    ({"ftz": "off", "ms": 1.0}, {"ftz": "off", "ms": 2.0}),
+    ({"ftz": "process"}, {"ftz": "process"}),                      # identical: nothing to switch
+    ({"with": {}}, {"with": {}}),
+])
+def test_pair_for_refuses_what_a_running_process_cannot_switch(baseline, cell):
+    assert pair_for(baseline, cell) is None
+
+
+def test_plan_matrix_pairs_only_when_asked():
+    matrix = {"with": [{}, {"threads": 1}, {"alloc": "retain"}]}
+    plan = runner.plan_matrix("sleep", {"iterations": 1}, matrix, paired=True)
+    assert plan.pairs == {1: Pair(a={}, b={"threads": 1})}  # alloc=retain runs in its own fresh processes
+    assert runner.plan_matrix("sleep", {"iterations": 1}, matrix, paired=False).pairs == {}
+    assert runner.plan_matrix("sleep", {"iterations": 1}, matrix).pairs == {}
+    # A parameter axis crossed with a setting: only the cell with the baseline's parameters pairs.
+    crossed = runner.plan_matrix("sleep", {}, {"ms": [1.0, 2.0], "ftz": ["off", "process"]}, paired=True)
+    assert crossed.cells[1] == {"ms": 1.0, "ftz": "process"}
+    assert crossed.pairs == {1: Pair(a={"ftz": "off"}, b={"ftz": "process"})}
+    # A baseline value set in the environment at start (threads=2 sizes the pools there) cannot be switched
+    # away from in a worker that starts as the baseline's: not paired.
+    sized = runner.plan_matrix("sleep", {}, {"threads": [2, 1]}, paired=True)
+    assert sized.pairs == {}
+
+
+def test_a_placed_baseline_is_not_timed_paired_from_its_placed_environment():
+    plan = runner.plan_matrix("sleep", {"iterations": 1}, {"pin": ["compact", "off"]}, paired=True)
+    placed = sorted(k for k in plan.environments[0] if k in ("OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY"))
+    # The runner starts a paired worker with plan.environments[0]; either the cell is not paired, or that
+    # environment leaves the team unplaced.
+    assert 1 not in plan.pairs or not placed, (plan.pairs, placed)
+
+
+# ----------------------------------------------------------------------------- every setting's unapplied value
+
+
+IN_PROCESS = sorted(name for name, s in settings.SETTINGS.items() if s.in_process)
+
+
+def test_there_are_in_process_settings_to_check():
+    assert {"ftz", "threads", "pin"} <= set(IN_PROCESS)
+    assert "alloc" not in IN_PROCESS and "omp_wait" not in IN_PROCESS
+
+
+@pytest.mark.parametrize("name", IN_PROCESS)
+def test_each_in_process_setting_has_an_unapplied_value_it_accepts(name):
+    setting = settings.SETTINGS[name]
+    if name == "threads":
+        pytest.importorskip("torch")  # its unapplied value is torch's thread count as the code left it
+    value = setting.unapplied
+    assert value is not None, f"{name}: an in-process setting needs an unapplied value"
+    assert setting.canonical(value) == value
+    assert type(setting.canonical(value)) is type(value)
+
+
+# ------------------------------------------------------------------------------------- the paired recorder
+
+
+class FakeSwitch(Setting):
+    """An in-process setting that records its switches; ``stuck``: values a switch to does not take."""
+
+    name = "fake_switch"
+    in_process = True
+    unapplied = "off"
+
+    def __init__(self, clock=None, stuck=(), switch_s=0.0):
+        self.calls: list[str] = []
+        self.current = "off"
+        self.clock, self.stuck, self.switch_s = clock, stuck, switch_s
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("off", "on"))
+
+    def switch(self, value: str) -> str:
+        self.calls.append(value)
+        if self.clock is not None:
+            self.clock.now += self.switch_s
+        if value not in self.stuck:
+            self.current = value
+        return self.current
+
+    def during(self, value: str) -> str:
+        return self.current
+
+
+class FakeClock:
+    """Stands in for paired's ``time``: the schedule then sees exactly the seconds a test gives it."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def fake_setting(monkeypatch):
+    def install(**kwargs):
+        setting = FakeSwitch(**kwargs)
+        monkeypatch.setitem(settings.SETTINGS, FakeSwitch.name, setting)
+        return setting
+    return install
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(paired, "time", clock)
+    return clock
+
+
+def _drive(rec, n, clock=None, seconds=0.002, phase="run"):
+    for _ in range(n):
+        with rec.iteration(phase):
+            if clock is None:
+                time.sleep(seconds)
+            else:
+                clock.now += seconds
+
+
+def _schedule(rec, phase="run"):
+    return "".join(rec.labels[phase])
+
+
+# With the default 5 ms settling and 25 ms blocks, iterations of exactly 2 ms: 3 left out after each switch
+# (2, 4 < 5 ms; 6 >= 5), 13 steady a block (24 < 25; 26 >= 25), blocks A B B A A B B...: consecutive blocks of
+# one arm run on with no switch between them.
+EXACT = "aaa" + "A" * 13 + "bbb" + "B" * 26 + "aaa" + "A" * 26 + "bbb" + "B" * 7
+
+
+def test_the_schedule_is_abba_blocks_of_equal_time_with_settling_left_out(fake_setting, fake_clock):
+    assert (paired.SETTLE_S, paired.BLOCK_S, paired.PATTERN) == (0.005, 0.025, "ABBA")
+    fake = fake_setting(clock=fake_clock, switch_s=0.001)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+    _drive(rec, len(EXACT), fake_clock)
+    assert _schedule(rec) == EXACT
+    assert fake.calls == ["off", "on", "off", "on"]  # arm A's value is the setting's unapplied one
+    assert rec.values == {"A": {FakeSwitch.name: "off"}, "B": {FakeSwitch.name: "on"}}
+    assert [s["to"] for s in rec.switches] == ["A", "B", "A", "B"] and rec.arm == "B"
+    assert [s["seconds"] for s in rec.switches] == pytest.approx([0.001] * 4)  # each switch timed
+    assert not [s for s in rec.switches if "not_held" in s]
+    # Each arm's steady iterations were checked after every one of them, and held.
+    for arm in "AB":
+        watch = rec.watches[arm][FakeSwitch.name].to_json()
+        assert watch == {"held": True, "seen": rec.values[arm][FakeSwitch.name], "samples": EXACT.count(arm)}
+
+
+def test_the_schedule_runs_across_phases_and_each_phase_keeps_its_letters(fake_setting, fake_clock):
+    fake_setting(clock=fake_clock)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+    _drive(rec, 10, fake_clock, phase="first")
+    _drive(rec, len(EXACT) - 10, fake_clock, phase="second")
+    assert _schedule(rec, "first") + _schedule(rec, "second") == EXACT
+
+
+def test_blocks_hold_block_s_of_steady_time_on_a_real_clock(fake_setting, monkeypatch):
+    monkeypatch.setattr(paired, "SETTLE_S", 0.003)
+    monkeypatch.setattr(paired, "BLOCK_S", 0.010)
+    fake = fake_setting()
+    rec = PairedRecorder(None, Pair(a={FakeSwitch.name: "off"}, b={FakeSwitch.name: "on"}))
+    _drive(rec, 70, seconds=0.002)
+    rec.finish()
+    labels = rec.labels["run"]
+    ns = _phases(rec)["run"]["ns"]
+    assert len(labels) == len(ns) == 70
+    # Runs of one arm: each starts with its settling iterations (lowercase), and only there.
+    runs = [m.span() for m in re.finditer(r"([aA]+|[bB]+)", "".join(labels))]
+    assert len(runs) == len(rec.switches) == len(fake.calls) >= 3
+    arms = ["A" if labels[start] == "a" else "B" for start, _ in runs]
+    assert arms == ["AB"[i % 2] for i in range(len(runs))]
+    max_ns = max(ns)
+    for i, (start, end) in enumerate(runs):
+        letters = "".join(labels[start:end])
+        assert re.fullmatch(r"[ab]+[AB]*", letters), letters
+        settle = [ns[j] for j in range(start, end) if labels[j].islower()]
+        assert settle, "at least one iteration is left out after every switch"
+        assert sum(settle[:-1]) < paired.SETTLE_S * 1e9, "settling stops once SETTLE_S has passed"
+        if i < len(runs) - 1:  # a finished stretch: 1 block (the first), else 2 (A B B A: B B, A A)
+            assert sum(settle) >= 0.6 * paired.SETTLE_S * 1e9
+            blocks = 1 if i == 0 else 2
+            steady = sum(ns[j] for j in range(start, end) if labels[j].isupper())
+            assert 0.6 * blocks * paired.BLOCK_S * 1e9 <= steady <= blocks * (paired.BLOCK_S * 1e9 + max_ns), (
+                i, steady, letters)
+    assert all(s["seconds"] >= 0 for s in rec.switches)
+
+
+def test_split_keeps_arm_b_as_the_phases_and_arm_a_under_pair(fake_setting, fake_clock):
+    fake_setting(clock=fake_clock)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+    _drive(rec, len(EXACT), fake_clock)
+    rec.finish()
+    full = _phases(rec)
+    b_phases, record = rec.split(full)
+    ns = full["run"]["ns"]
+    assert b_phases["run"]["ns"] == [ns[i] for i, c in enumerate(EXACT) if c == "B"]
+    assert b_phases["run"]["ticks"] == [full["run"]["ticks"][i] for i, c in enumerate(EXACT) if c == "B"]
+    assert record["phases"]["run"]["ns"] == [ns[i] for i, c in enumerate(EXACT) if c == "A"]
+    assert record["settling_ns"]["run"] == [ns[i] for i, c in enumerate(EXACT) if c.islower()]
+    assert b_phases["run"]["counters"] == record["phases"]["run"]["counters"] == {}  # no counter group
+    assert record["schedule"] == {"run": EXACT}
+    assert record["pair"] == {"a": {}, "b": {FakeSwitch.name: "on"}}
+    assert record["values"] == {"A": {FakeSwitch.name: "off"}, "B": {FakeSwitch.name: "on"}}
+    assert record["switches"] == 4 and len(record["switch_s"]) == 4 and record["not_held"] == []
+    assert record["during_a"] == {FakeSwitch.name: {"held": True, "seen": "off", "samples": EXACT.count("A")}}
+    assert (record["settle_s"], record["block_s"], record["pattern"]) == (0.005, 0.025, "ABBA")
+    # What the settings read where the phase ended stays with the run's (arm B's) phase.
+    readings = set(full["run"]) - {"ticks", "ns", "counters"}
+    assert set(b_phases["run"]) - {"ticks", "ns", "counters"} == readings
+    assert set(record["phases"]["run"]) == {"ticks", "ns", "counters"}
+
+
+def test_split_slices_ticks_ns_and_counters_alike():
+    rec = PairedRecorder(None, Pair(a={}, b={"ftz": "process"}))
+    rec.labels = {"eval": list("aAAbBBaA"), "train": list("bB")}
+    phases = {
+        "eval": {"ticks": list(range(8)), "ns": [10.0 + i for i in range(8)],
+                 "counters": {"cycles": [100 + i for i in range(8)], "faults": [None] * 7 + [5]},
+                 "malloc": {"arena": 1}},
+        "train": {"ticks": [0, 1], "ns": [1.0, 2.0]},  # no counters at all
+    }
+    b, record = rec.split(phases)
+    assert b["eval"] == {"ticks": [4, 5], "ns": [14.0, 15.0],
+                         "counters": {"cycles": [104, 105], "faults": [None, None]}, "malloc": {"arena": 1}}
+    a = record["phases"]["eval"]
+    assert a == {"ticks": [1, 2, 7], "ns": [11.0, 12.0, 17.0], "counters": {"cycles": [101, 102, 107],
+                                                                             "faults": [None, None, 5]}}
+    assert record["settling_ns"] == {"eval": [10.0, 13.0, 16.0], "train": [1.0]}
+    assert b["train"] == {"ticks": [1], "ns": [2.0], "counters": {}}
+    assert record["phases"]["train"] == {"ticks": [], "ns": [], "counters": {}}
+    assert record["schedule"] == {"eval": "aAAbBBaA", "train": "bB"}
+
+
+def test_a_switch_the_process_does_not_hold_is_recorded(fake_setting, fake_clock):
+    fake_setting(clock=fake_clock, stuck=("on",))
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+    _drive(rec, len(EXACT), fake_clock)
+    _, record = rec.split(_phases(rec))
+    assert [s["to"] for s in record["not_held"]] == ["B", "B"]
+    assert all(s["not_held"] == {FakeSwitch.name: "off"} for s in record["not_held"])
+    assert not [s for s in rec.switches if s["to"] == "A" and "not_held" in s]
+    assert rec.watches["B"][FakeSwitch.name].to_json()["held"] is False
+    assert rec.watches["A"][FakeSwitch.name].to_json()["held"] is True
+
+
+def test_the_paired_control_switches_nothing_and_still_alternates(fake_setting, fake_clock):
+    fake = fake_setting(clock=fake_clock)
+    rec = PairedRecorder(None, Pair())
+    _drive(rec, len(EXACT), fake_clock)
+    assert fake.calls == []
+    assert _schedule(rec) == EXACT
+    assert [s["to"] for s in rec.switches] == ["A", "B", "A", "B"]
+    assert rec.values == {"A": {}, "B": {}} and rec.watches == {"A": {}, "B": {}}
+    b, record = rec.split(_phases(rec))
+    assert len(b["run"]["ns"]) == EXACT.count("B") and len(record["phases"]["run"]["ns"]) == EXACT.count("A")
+    assert record["pair"] == {"a": {}, "b": {}}
+
+
+# ---------------------------------------------------------------------------------------- the paired rule
+
+
+def test_compare_paired_is_the_geometric_mean_of_the_per_process_ratios():
+    rng = np.random.default_rng(3)
+    a = 1e6 * np.array([1.0, 1.8, 0.6, 1.3, 0.9])  # machines 3x apart: the ratio inside each cancels it
+    b = a * 2.0 * np.exp(rng.normal(0.0, 0.01, a.size))
+    cmp = processes.compare_paired(b, a)
+    assert cmp.ratio == pytest.approx(math.exp(np.mean(np.log(b / a))))
+    assert cmp.ratio == pytest.approx(2.0, rel=0.02)
+    assert cmp.ci95[0] < 2.0 < cmp.ci95[1] and cmp.ci95[1] / cmp.ci95[0] < 1.1
+    assert cmp.outcome is Outcome.EFFECT and cmp.slower
+    assert (cmp.k_a, cmp.k_b, cmp.df) == (5, 5, 4.0) and cmp.method.startswith("paired")
+    assert cmp.median_a == pytest.approx(math.exp(np.mean(np.log(b))))
+    assert cmp.median_b == pytest.approx(math.exp(np.mean(np.log(a))))
+    # The same medians unpaired: the machines' spread swamps the 2x.
+    assert processes.compare(b, a).ci95[1] / processes.compare(b, a).ci95[0] > 3 * cmp.ci95[1] / cmp.ci95[0]
+    back = processes.compare_paired(a, b)
+    assert back.ratio == pytest.approx(1 / cmp.ratio)
+    assert back.ci95 == pytest.approx((1 / cmp.ci95[1], 1 / cmp.ci95[0]))
+    assert back.faster and back.p_value == pytest.approx(cmp.p_value)
+
+
+def test_compare_paired_exact_ratios_and_edge_cases():
+    a = [3e6, 1e6, 7e6]
+    exact = processes.compare_paired([2 * x for x in a], a)
+    assert exact.ratio == pytest.approx(2.0) and exact.ci95 == pytest.approx((2.0, 2.0))
+    assert exact.outcome is Outcome.EFFECT
+    one = processes.compare_paired([2e6], [1e6])
+    assert one.ci95 is None and one.outcome is Outcome.ONE_PROCESS and one.ratio == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="one a and one b per process, got 3 and 2"):
+        processes.compare_paired(a, a[:2])
+    same = processes.compare_paired(a, a)
+    assert same.ratio == 1.0 and same.outcome is Outcome.NO_EFFECT and not same.beyond_band
+    assert same.band == FLOOR and same.p_value == 1.0
+    with pytest.raises(ValueError, match="finite and > 0"):
+        processes.compare_paired([1e6, 0.0], [1e6, 1e6])
+
+
+def test_the_paired_band_comes_from_the_paired_control():
+    assert processes.band_from_paired_control(None) == FLOOR
+    assert processes.band_from_paired_control(processes.compare_paired([2e6], [1e6])) == FLOOR  # no interval
+    base = np.array([1e6, 2e6, 0.5e6, 1.5e6])
+    tight = processes.compare_paired(base * np.exp([0.004, -0.003, 0.001, -0.002]), base)
+    assert processes.band_from_paired_control(tight) == FLOOR
+    logs = np.array([0.12, -0.09, 0.05, -0.1])
+    noisy = processes.compare_paired(base * np.exp(logs), base)
+    band = processes.band_from_paired_control(noisy)
+    assert band == pytest.approx(math.expm1(np.std(logs, ddof=1))) and band > 0.09
+
+
+# --------------------------------------------------------------------------------- calibration of the rule
+
+
+def _paired_processes(rng, k, effect, machine_sd=0.25, within_sd=0.01):
+    """(arm A, arm B) medians of ``k`` paired processes: each process's machine speed shared by both arms."""
+    machine = np.exp(rng.normal(0.0, machine_sd, k))
+    a = 10e6 * machine * np.exp(rng.normal(0.0, within_sd, k))
+    b = 10e6 * machine * effect * np.exp(rng.normal(0.0, within_sd, k))
+    return a, b
+
+
+def _judged(rng, effect, k=3):
+    """One simulated run: a paired cell and a paired A/A control of ``k`` processes each, judged as the
+    document's comparisons are; and the unpaired comparison of the same medians."""
+    ca, cb = _paired_processes(rng, k, 1.0)
+    control = processes.compare_paired(cb, ca)
+    a, b = _paired_processes(rng, k, effect)
+    cmp = processes.compare_paired(b, a).judged(processes.band_from_paired_control(control),
+                                               unreliable=control.beyond_band)
+    return cmp, processes.compare(b, a)
+
+
+def _width(cmp):
+    return math.log(cmp.ci95[1] / cmp.ci95[0])
+
+
+def test_the_paired_rule_calls_few_effects_between_identical_cells():
+    rng = np.random.default_rng(20240601)
+    runs = [_judged(rng, 1.0) for _ in range(400)]
+    called = sum(cmp.beyond_band for cmp, _ in runs)
+    assert called <= 0.06 * len(runs), called
+    paired_width = float(np.median([_width(cmp) for cmp, _ in runs]))
+    unpaired_width = float(np.median([_width(u) for _, u in runs]))
+    assert paired_width * 5 <= unpaired_width, (paired_width, unpaired_width)
+    # Unpaired, the machine's speed between processes hides even the question: most runs stay unresolved.
+    assert sum(u.outcome is Outcome.UNRESOLVED for _, u in runs) > 0.9 * len(runs)
+
+
+def test_the_paired_rule_finds_a_planted_effect_through_machine_noise():
+    rng = np.random.default_rng(7)
+    runs = [_judged(rng, 1.3) for _ in range(400)]
+    found = sum(cmp.slower for cmp, _ in runs)
+    assert found > 0.9 * len(runs), found
+    assert float(np.median([cmp.ratio for cmp, _ in runs])) == pytest.approx(1.3, rel=0.02)
+    assert sum(u.slower for _, u in runs) < 0.5 * len(runs)  # what the unpaired rule would have found
+
+
+# -------------------------------------------------------------------------------- a document's paired cells
+
+
+ALLOC_CELL = {"with": {"alloc": "retain"}}
+MACHINES = [1.0, 1.4, 0.7]
+PAIRED_RATIOS = [1.5, 1.62, 1.44]
+CONTROL_RATIOS = [1.0, 1.09, 0.93]
+
+
+def _ns(median):
+    """Five iterations whose median is exactly ``median``."""
+    return [median * (1 + 0.01 * d) for d in (-2, -1, 0, 1, 2)]
+
+
+def _run(cell, rep, median, arm=None, pair_median=None):
+    run = {"cell": cell, "repetition": rep, "status": "ok",
+           "phases": {"run": {"ticks": [], "ns": _ns(median), "counters": {}, "warmup": 0}},
+           "readback": {}, "notes": {}, "exit_status": 0, "stderr_tail": None}
+    if arm is not None:
+        run["arm"] = arm
+    if pair_median is not None:
+        run["pair"] = {"pair": {"a": {}, "b": {}}, "phases": {"run": {"ns": _ns(pair_median), "warmup": 0}}}
+    return run
+
+
+def _paired_doc():
+    """The baseline (control arms A and B), a cell paired with it, an unpaired cell, and the paired A/A control:
+    three processes each, machines up to 2x apart."""
+    matrix = {"with": [{}, {"threads": 1}, {"alloc": "retain"}]}
+    doc = document.new_document("sleep", {}, matrix, 3, {"hostname": "test"}, control_cell=BASE)
+    doc["paired"] = {"baseline": BASE, "cells": [THREADS_CELL]}
+    for rep, machine in enumerate(MACHINES):
+        doc["runs"] += [
+            _run(BASE, rep, 1e6 * machine, arm="A"),
+            _run(THREADS_CELL, rep, 1e6 * machine * PAIRED_RATIOS[rep], pair_median=1e6 * machine),
+            _run(ALLOC_CELL, rep, 1e6 * [1.1, 0.9, 1.3][rep]),
+            _run(BASE, rep, 1e6 * [1.2, 0.8, 1.1][rep], arm="B"),
+            _run(BASE, rep, 1e6 * machine * CONTROL_RATIOS[rep], arm="P", pair_median=1e6 * machine),
+        ]
+    return doc
+
+
+def test_a_paired_cell_is_compared_from_its_per_process_ratios():
+    doc = _paired_doc()
+    assert pair_for(BASE, THREADS_CELL) == Pair(a={}, b={"threads": 1})
+    comparisons = queries.Comparisons(doc)
+    cmp = comparisons.compare("run", THREADS_CELL, BASE)
+    assert cmp.method.startswith("paired")
+    assert cmp.ratio == pytest.approx(math.exp(np.mean(np.log(PAIRED_RATIOS))))
+    assert (cmp.k_a, cmp.k_b) == (3, 3)  # the paired processes alone, not the baseline's six of both arms
+    back = comparisons.compare("run", BASE, THREADS_CELL)
+    assert back.method.startswith("paired") and back.ratio == pytest.approx(1 / cmp.ratio)
+    ctl = comparisons.paired_control("run")
+    assert ctl is not None and ctl.comparison.ratio == pytest.approx(math.exp(np.mean(np.log(CONTROL_RATIOS))))
+    assert ctl.band == pytest.approx(math.expm1(np.std(np.log(CONTROL_RATIOS), ddof=1))) and ctl.band > FLOOR
+    assert cmp.band == ctl.band == back.band
+    assert comparisons.band("run") > 2 * ctl.band  # the processes' own A/A control is far noisier
+    assert cmp.outcome is Outcome.EFFECT and not cmp.unreliable
+    unpaired = comparisons.compare("run", ALLOC_CELL, BASE)
+    assert not unpaired.method.startswith("paired") and unpaired.band == comparisons.band("run")
+    assert unpaired.k_b == 6  # both control arms count as the baseline's processes; the paired control does not
+
+
+def test_the_queries_tell_paired_runs_from_the_baselines():
+    doc = _paired_doc()
+    assert [r["arm"] for r in queries.ok_runs(doc, BASE)] == ["A"] * 3
+    assert [r["arm"] for r in queries.ok_runs(doc, BASE, "P")] == ["P"] * 3
+    assert [r["arm"] for r in queries.ok_runs(doc, BASE, "B")] == ["B"] * 3
+    assert len(queries.process_medians(doc, "run", BASE)) == 3
+    a, b = queries.paired_medians(doc, "run", THREADS_CELL)
+    assert a == pytest.approx([1e6 * m for m in MACHINES])
+    assert b == pytest.approx([1e6 * m * r for m, r in zip(MACHINES, PAIRED_RATIOS)])
+    assert queries.paired_medians(doc, "run", ALLOC_CELL) == ([], [])  # no pair record: not a paired process
+    assert queries.paired_medians(doc, "other", THREADS_CELL) == ([], [])
+    assert queries.is_paired(doc, THREADS_CELL) and not queries.is_paired(doc, ALLOC_CELL)
+    assert not queries.is_paired(doc, BASE)
+    assert queries.paired_cell(doc, THREADS_CELL, BASE) == (THREADS_CELL, True)
+    assert queries.paired_cell(doc, BASE, THREADS_CELL) == (THREADS_CELL, False)
+    assert queries.paired_cell(doc, ALLOC_CELL, BASE) is None
+    assert queries.paired_cell(doc, THREADS_CELL, ALLOC_CELL) is None
+    unpaired = {k: v for k, v in doc.items() if k != "paired"}
+    assert queries.paired_cell(unpaired, THREADS_CELL, BASE) is None
+    assert queries.paired_control(unpaired, "run") is None
+
+
+def test_the_summary_and_report_mark_paired_cells():
+    doc = analyse(_paired_doc())
+    assert "analysis_error" not in doc["metadata"]
+    marks = {(document.cell_id(e["cell"]), e.get("arm")): e["paired"] for e in doc["summary"]}
+    assert marks == {(document.cell_id(BASE), None): False, (document.cell_id(THREADS_CELL), None): True,
+                     (document.cell_id(ALLOC_CELL), None): False, (document.cell_id(BASE), "B"): False,
+                     (document.cell_id(BASE), "P"): True}
+    text = report.format_report(doc)
+    assert "paired A/A control: the baseline timed by 3 paired process(es)" in text
+    rows = {line.split("  ")[0]: line for line in text.splitlines() if line.startswith("with=")}
+    assert rows["with=[threads=1] (paired)"].endswith("*")  # the effect, called against the paired band
+    assert "with=[alloc=retain]" in rows and "with=none [paired A/A]" in rows and "with=none" in rows
+
+
+def test_validate_accepts_paired_documents_and_refuses_malformed_ones():
+    doc = _paired_doc()
+    assert document.validate(copy.deepcopy(doc)) == doc
+    assert document.validate({**doc, "paired": None})
+    for bad in ([THREADS_CELL], {"baseline": BASE}, {"cells": [THREADS_CELL]}, {"baseline": [], "cells": []},
+                "yes"):
+        with pytest.raises(document.ResultsError, match="'paired' must be null or an object"):
+            document.validate({**doc, "paired": bad})
+    odd = copy.deepcopy(doc)
+    odd["runs"][0]["arm"] = "Q"
+    with pytest.raises(document.ResultsError, match="arm 'Q' is not A, B or P"):
+        document.validate(odd)
+
+
+# ------------------------------------------------------------------------------------ --repeat auto's rounds
+
+
+def _policy(n_cells, pairs, control):
+    plan = SimpleNamespace(cells=[{"i": i} for i in range(n_cells)], pairs={i: Pair(b={"ftz": "process"})
+                                                                             for i in pairs})
+    slots, control_slots = runner._slots(plan, {"control": {"cell": {"i": 0}} if control else None})
+    return rounds.AutoRounds(slots, control_slots, None, paired=frozenset(plan.pairs),
+                             paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM)), slots
+
+
+def _next(policy, open_cells):
+    return set(policy.next_round(rounds.AUTO_START, lambda: set(open_cells)))
+
+
+S = rounds.Slot
+
+
+def test_auto_rounds_run_an_open_paired_cell_with_the_paired_control_only():
+    policy, slots = _policy(3, pairs={1}, control=True)
+    assert slots == [S(0, "A"), S(1), S(2), S(0, "B"), S(0, "P")]
+    for r in range(rounds.AUTO_START):
+        assert policy.next_round(r, lambda: pytest.fail("the first rounds judge nothing")) == slots
+    assert _next(policy, {0, 1}) == {S(1), S(0, "P")}
+    assert _next(policy, {1}) == {S(1), S(0, "P")}
+    # An open unpaired cell brings the baseline's processes (both control arms) back.
+    assert _next(policy, {0, 1, 2}) == {S(0, "A"), S(0, "B"), S(1), S(2), S(0, "P")}
+    assert _next(policy, {0, 2}) == {S(0, "A"), S(0, "B"), S(2)}
+    assert _next(policy, {0}) == {S(0, "A"), S(0, "B")}
+    assert _next(policy, set()) == set() and policy.stopped == "every comparison resolved"
+
+
+def test_auto_rounds_without_a_control_run_the_baseline_only_for_unpaired_cells():
+    policy, slots = _policy(3, pairs={1, 2}, control=False)
+    assert slots == [S(0), S(1), S(2), S(0, "P")]
+    assert _next(policy, {0, 2}) == {S(2), S(0, "P")}
+    assert _next(policy, {0, 1, 2}) == {S(1), S(2), S(0, "P")}
+    policy, _ = _policy(3, pairs={1}, control=False)
+    assert _next(policy, {0, 1, 2}) == {S(0), S(1), S(2), S(0, "P")}
+    assert _next(policy, {0, 2}) == {S(0), S(2)}
+
+
+def test_no_pairs_no_paired_control_slot():
+    _, slots = _policy(2, pairs=(), control=True)
+    assert slots == [S(0, "A"), S(1), S(0, "B")]
+
+
+# ----------------------------------------------------------------------------- the runner (fake workers)
+
+
+@pytest.fixture
+def fake_workers(monkeypatch):
+    from test_control import FakeWorkers
+
+    def start():
+        return FakeWorkers(monkeypatch, lambda c: 1.5 if c.get("with") else 1.0)
+    return start
+
+
+def _run_matrix(**kwargs):
+    return runner.run_matrix("sleep", {"iterations": 1}, PAIRED_MATRIX, progress=False, **kwargs)
+
+
+def _kinds(doc):
+    """(cell's with, arm, repetition, paired?) of every run."""
+    return sorted((document.cell_id(r["cell"]), r.get("arm") or "", r["repetition"], "pair" in r)
+                  for r in doc["runs"])
+
+
+def test_run_matrix_records_its_pairs_and_a_resume_keeps_them(fake_workers, tmp_path):
+    workers = fake_workers()
+    path = str(tmp_path / "r.json")
+    doc = _run_matrix(repeat=2, json_path=path, paired=True)
+    assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]}
+    assert len(workers.calls) == 8  # arms A and B of the control, the paired cell, the paired control
+    paired_runs = queries.ok_runs(doc, THREADS_CELL)
+    assert len(paired_runs) == 2 and all(r["pair"]["pair"] == {"a": {}, "b": {"threads": 1}} for r in paired_runs)
+    assert [r["pair"]["pair"] for r in queries.ok_runs(doc, BASE, "P")] == [{"a": {}, "b": {}}] * 2
+    assert not [r for r in queries.ok_runs(doc, BASE) + queries.ok_runs(doc, BASE, "B") if "pair" in r]
+    cmp = queries.Comparisons(doc).compare("sleep", THREADS_CELL, BASE)
+    assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
+    resumed = _run_matrix(repeat=3, json_path=path, resume=True, paired=True)
+    assert resumed["paired"] == doc["paired"]
+    assert len(workers.calls) == 12
+    assert all("pair" in r for r in queries.ok_runs(resumed, THREADS_CELL)) and len(
+        queries.ok_runs(resumed, THREADS_CELL)) == 3
+    assert len(queries.ok_runs(resumed, BASE, "P")) == 3
+
+
+def test_a_file_started_unpaired_is_resumed_unpaired(fake_workers, tmp_path):
+    fake_workers()
+    path = str(tmp_path / "r.json")
+    doc = _run_matrix(repeat=1, json_path=path, paired=False)
+    assert "paired" not in doc or not doc["paired"]
+    resumed = _run_matrix(repeat=2, json_path=path, resume=True, paired=True)
+    assert not resumed.get("paired")
+    assert not [r for r in resumed["runs"] if "pair" in r or r.get("arm") == "P"]
+    assert not queries.Comparisons(resumed).compare("sleep", THREADS_CELL, BASE).method.startswith("paired")
+
+
+def test_a_paired_file_resumed_without_paired_keeps_its_pairs(fake_workers, tmp_path):
+    fake_workers()
+    path = str(tmp_path / "r.json")
+    _run_matrix(repeat=1, json_path=path, paired=True)
+    resumed = _run_matrix(repeat=2, json_path=path, resume=True, paired=False)
+    assert resumed["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]}
+    kinds = {"pair" in r for r in queries.ok_runs(resumed, THREADS_CELL)}
+    assert kinds == {True}, "one cell's processes are never of both kinds"
+
+
+# ------------------------------------------------------------------------------------- a real paired run
+
+
+@pytest.mark.slow
+def test_a_real_paired_run_and_its_resume(tmp_path):
+    path = str(tmp_path / "r.json")
+    doc = runner.run_matrix("sleep", {"iterations": 80, "ms": 1.0}, PAIRED_MATRIX, repeat=2, json_path=path,
+                            progress=False, paired=True)
+    assert [r for r in doc["runs"] if r["status"] != "ok"] == []
+    assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]}
+    for run in queries.ok_runs(doc, THREADS_CELL) + queries.ok_runs(doc, BASE, "P"):
+        schedule = run["pair"]["schedule"]["sleep"]
+        assert "A" in schedule and "B" in schedule and schedule[0] == "a", schedule
+        assert len(run["phases"]["sleep"]["ns"]) == schedule.count("B")
+        assert len(run["pair"]["phases"]["sleep"]["ns"]) == schedule.count("A")
+        assert "warmup" in run["pair"]["phases"]["sleep"]
+    threads_runs = queries.ok_runs(doc, THREADS_CELL)
+    assert len(threads_runs) == 2 and all(r["pair"]["values"]["B"] == {"threads": 1} for r in threads_runs)
+    assert all(r["readback"]["threads"]["requested"] == 1 for r in threads_runs)
+    assert len(queries.ok_runs(doc, BASE, "P")) == 2
+    assert not [r for r in queries.ok_runs(doc, BASE) if "pair" in r]
+    entries = [e for e in doc["summary"] if document.cell_id(e["cell"]) == document.cell_id(THREADS_CELL)]
+    assert entries and all(e["paired"] is True for e in entries)
+    text = report.format_report(doc)
+    assert "(paired)" in text and "paired A/A control" in text
+    resumed = runner.run_matrix("sleep", {"iterations": 80, "ms": 1.0}, PAIRED_MATRIX, repeat=3, json_path=path,
+                                resume=True, progress=False, paired=True)
+    assert resumed["paired"] == doc["paired"]
+    later = [r for r in resumed["runs"] if r["repetition"] == 2]
+    assert {(document.cell_id(r["cell"]), r.get("arm"), "pair" in r) for r in later} == {
+        (document.cell_id(BASE), "A", False), (document.cell_id(THREADS_CELL), None, True),
+        (document.cell_id(BASE), "B", False), (document.cell_id(BASE), "P", True)}
+    assert document.load(path)["paired"] == doc["paired"]
