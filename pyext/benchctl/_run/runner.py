@@ -10,7 +10,9 @@ results file is rewritten atomically after every worker
 cell also runs as a second arm of an A/A control, interleaved like every
 other cell: the spread between the two arms is the run's own measured
 process-to-process noise. A worker that crashes, is killed or times out is
-recorded as failed and the run goes on. ``resume=True`` continues a file
+recorded as failed and the run goes on. With ``paired=True`` a cell that differs from the baseline only
+in settings a running process can switch is timed in workers that start as the baseline's and switch
+between both (:mod:`.paired`), beside a paired A/A control. ``resume=True`` continues a file
 left by an interrupted run: only the (cell, repetition) pairs without a
 successful run are started.
 """
