@@ -164,7 +164,7 @@ def fake_clock(monkeypatch):
     return clock
 
 
-def _drive(rec, n, clock=None, seconds=0.002, phase="run"):
+def _drive(rec, n, clock=None, seconds=0.0025, phase="run"):
     for _ in range(n):
         with rec.iteration(phase):
             if clock is None:
@@ -177,14 +177,14 @@ def _schedule(rec, phase="run"):
     return "".join(rec.labels[phase])
 
 
-# With the default 5 ms settling and 25 ms blocks, iterations of exactly 2 ms: 3 left out after each switch
-# (2, 4 < 5 ms; 6 >= 5), 13 steady a block (24 < 25; 26 >= 25), blocks A B B A A B B...: consecutive blocks of
-# one arm run on with no switch between them.
-EXACT = "aaa" + "A" * 13 + "bbb" + "B" * 26 + "aaa" + "A" * 26 + "bbb" + "B" * 7
+# With the default 1 ms settling and 4 ms blocks, iterations of 2.5 ms (not 2: 2 + 2 ms on a float clock can
+# fall a hair short of 4): 1 left out after each switch (2.5 >= 1 ms), 2 steady a block (2.5 < 4; 5 >= 4),
+# blocks A B B A A B B...: consecutive blocks of one arm run on with no switch between them.
+EXACT = "a" + "A" * 2 + "b" + "B" * 4 + "a" + "A" * 4 + "b" + "B" * 3
 
 
 def test_the_schedule_is_abba_blocks_of_equal_time_with_settling_left_out(fake_setting, fake_clock):
-    assert (paired.SETTLE_S, paired.BLOCK_S, paired.PATTERN) == (0.005, 0.025, "ABBA")
+    assert (paired.SETTLE_S, paired.BLOCK_S, paired.PATTERN) == (0.001, 0.004, "ABBA")
     fake = fake_setting(clock=fake_clock, switch_s=0.001)
     rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
     _drive(rec, len(EXACT), fake_clock)
@@ -257,7 +257,7 @@ def test_split_keeps_arm_b_as_the_phases_and_arm_a_under_pair(fake_setting, fake
     assert record["values"] == {"A": {FakeSwitch.name: "off"}, "B": {FakeSwitch.name: "on"}}
     assert record["switches"] == 4 and len(record["switch_s"]) == 4 and record["not_held"] == []
     assert record["during_a"] == {FakeSwitch.name: {"held": True, "seen": "off", "samples": EXACT.count("A")}}
-    assert (record["settle_s"], record["block_s"], record["pattern"]) == (0.005, 0.025, "ABBA")
+    assert (record["settle_s"], record["block_s"], record["pattern"]) == (0.001, 0.004, "ABBA")
     # What the settings read where the phase ended stays with the run's (arm B's) phase.
     readings = set(full["run"]) - {"ticks", "ns", "counters"}
     assert set(b_phases["run"]) - {"ticks", "ns", "counters"} == readings
@@ -493,6 +493,29 @@ def test_the_queries_tell_paired_runs_from_the_baselines():
     assert queries.paired_control(unpaired, "run") is None
 
 
+def test_a_process_ratio_is_taken_between_neighbouring_blocks_not_between_the_arms_medians():
+    """The machine runs twice as slow over the first three runs of blocks (A, B B, A A) and at full speed after:
+    arm A's median is then a slow one and arm B's a fast one, and their ratio (0.75) says B is faster. The median
+    over neighbouring runs of blocks (1.5, 1.5, 0.75 where the speed changed, 1.5, 1.5) keeps the true 1.5."""
+    schedule = "a" + "AA" + "b" + "BBBB" + "a" + "AAAA" + "b" + "BBBB" + "a" + "AAAA" + "b" + "BB"
+    slow_a, slow_b = 6, 4  # the iterations of each arm the slow stretch covers
+    a_ns = [2e6 if i < slow_a else 1e6 for i in range(schedule.count("A"))]
+    b_ns = [3e6 if i < slow_b else 1.5e6 for i in range(schedule.count("B"))]
+    run = _run(THREADS_CELL, 0, 1.0, pair_median=1.0)
+    run["phases"]["run"]["ns"] = b_ns
+    run["pair"]["phases"]["run"]["ns"] = a_ns
+    assert float(np.median(b_ns)) / float(np.median(a_ns)) == pytest.approx(0.75)
+    run["pair"]["schedule"] = {"run": schedule}
+    doc = {"paired": {"baseline": BASE, "cells": [THREADS_CELL]}, "runs": [run]}
+    a, b = queries.paired_medians(doc, "run", THREADS_CELL)
+    assert a == [2e6] and b == pytest.approx([1.5 * 2e6])
+    # Each arm's warm-up stays out of its runs of blocks: a first A iteration 10x slow moves nothing.
+    run["pair"]["phases"]["run"]["warmup"] = 1
+    a_ns[0] = 2e7
+    a, b = queries.paired_medians(doc, "run", THREADS_CELL)
+    assert b[0] / a[0] == pytest.approx(1.5)
+
+
 def test_the_summary_and_report_mark_paired_cells():
     doc = analyse(_paired_doc())
     assert "analysis_error" not in doc["metadata"]
@@ -595,7 +618,9 @@ def test_run_matrix_records_its_pairs_and_a_resume_keeps_them(fake_workers, tmp_
     path = str(tmp_path / "r.json")
     doc = _run_matrix(repeat=2, json_path=path, paired=True)
     assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]}
-    assert len(workers.calls) == 8  # arms A and B of the control, the paired cell, the paired control
+    # The baseline, the paired cell, the paired control: every cell is paired, so no fresh-process control.
+    assert len(workers.calls) == 6 and not doc["control"]
+    assert not queries.ok_runs(doc, BASE, "B")
     paired_runs = queries.ok_runs(doc, THREADS_CELL)
     assert len(paired_runs) == 2 and all(r["pair"]["pair"] == {"a": {}, "b": {"threads": 1}} for r in paired_runs)
     assert [r["pair"]["pair"] for r in queries.ok_runs(doc, BASE, "P")] == [{"a": {}, "b": {}}] * 2
@@ -604,10 +629,21 @@ def test_run_matrix_records_its_pairs_and_a_resume_keeps_them(fake_workers, tmp_
     assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
     resumed = _run_matrix(repeat=3, json_path=path, resume=True, paired=True)
     assert resumed["paired"] == doc["paired"]
-    assert len(workers.calls) == 12
+    assert len(workers.calls) == 9 and not resumed["control"]
     assert all("pair" in r for r in queries.ok_runs(resumed, THREADS_CELL)) and len(
         queries.ok_runs(resumed, THREADS_CELL)) == 3
     assert len(queries.ok_runs(resumed, BASE, "P")) == 3
+
+
+def test_the_fresh_process_control_stays_where_a_cell_needs_fresh_processes(fake_workers, tmp_path):
+    workers = fake_workers()
+    omp_cell = {"with": {"omp_wait": "passive"}}  # the OpenMP runtime reads its wait policy at start
+    doc = runner.run_matrix("sleep", {"iterations": 1}, {"with": [{}, {"threads": 1}, {"omp_wait": "passive"}]},
+                            progress=False, repeat=1, json_path=str(tmp_path / "r.json"), paired=True)
+    assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]} and doc["control"]
+    assert len(workers.calls) == 5  # the baseline's two arms, the two cells, the paired control
+    assert len(queries.ok_runs(doc, BASE, "B")) == 1 and len(queries.ok_runs(doc, BASE, "P")) == 1
+    assert not [r for r in queries.ok_runs(doc, omp_cell) if "pair" in r]
 
 
 def test_a_file_started_unpaired_is_resumed_unpaired(fake_workers, tmp_path):

@@ -14,6 +14,7 @@ as the baseline's processes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,19 +164,64 @@ def paired_cell(doc: dict, a: dict, b: dict) -> tuple[dict, bool] | None:
     return None
 
 
+def _runs_of_blocks(schedule: str, a_ns: list, b_ns: list, a_from: int, b_from: int) -> list[tuple[str, float]]:
+    """(arm, median ns) of each run of one arm's kept iterations in ``schedule`` order (a run ends where the
+    other arm's iterations, or the iterations left out after a switch, begin); each arm's warm-up (its first
+    ``a_from`` / ``b_from`` kept iterations) left out."""
+    runs: list[tuple[str, list]] = []
+    seen = {"A": 0, "B": 0}
+    source, start = {"A": a_ns, "B": b_ns}, {"A": a_from, "B": b_from}
+    previous = ""
+    for letter in schedule:
+        if letter not in source:
+            previous = letter
+            continue
+        i = seen[letter]
+        seen[letter] += 1
+        if i < start[letter] or i >= len(source[letter]):
+            previous = ""
+            continue
+        if letter != previous or not runs:
+            runs.append((letter, []))
+        runs[-1][1].append(source[letter][i])
+        previous = letter
+    return [(arm, float(np.median(values))) for arm, values in runs]
+
+
+def _paired_ratio(run: dict, phase: str) -> tuple[float, float] | None:
+    """(arm A's steady median, arm B's as the process's paired ratio puts it) of one paired run, or None: the
+    ratio is the median, over each two neighbouring runs of blocks of the two arms, of B's median over A's
+    (:mod:`benchctl._run.paired`); a file without a schedule gives the ratio of the arms' medians."""
+    b, pair = run["phases"].get(phase), run.get("pair") or {}
+    a = (pair.get("phases") or {}).get(phase)
+    if not a or not b:
+        return None
+    a_from, b_from = steady_start(a), steady_start(b)
+    a_ns, b_ns = a["ns"][a_from:], b["ns"][b_from:]
+    if not a_ns or not b_ns:
+        return None
+    a_median = float(np.median(a_ns))
+    runs = _runs_of_blocks((pair.get("schedule") or {}).get(phase, ""), a["ns"], b["ns"], a_from, b_from)
+    logs = []
+    for (arm, first), (_, second) in zip(runs, runs[1:]):  # neighbouring runs are of the two arms
+        of_a, of_b = (first, second) if arm == "A" else (second, first)
+        if of_a > 0 and of_b > 0:
+            logs.append(math.log(of_b / of_a))
+    ratio = math.exp(float(np.median(logs))) if logs else float(np.median(b_ns)) / a_median
+    return a_median, a_median * ratio
+
+
 def paired_medians(doc: dict, phase: str, cell: dict, arm: str | None = None) -> tuple[list[float], list[float]]:
-    """(arm A's, arm B's) steady medians, one each per successful paired process of ``cell`` (with
-    ``arm="P"``: of the paired A/A control) in ``phase``, both taken inside that process (arm B is the
-    cell, arm A the baseline). A process with no steady iteration in an arm gives neither."""
+    """(arm A's, arm B's) values, one each per successful paired process of ``cell`` (with ``arm="P"``: of the
+    paired A/A control) in ``phase``, both taken inside that process (arm B is the cell, arm A the baseline):
+    arm A's steady median, and arm B's as that times the process's paired ratio (:func:`_paired_ratio`). A
+    process with no steady iteration in an arm gives neither."""
     a_out, b_out = [], []
     for run in ok_runs(doc, cell, arm):
-        b, a = run["phases"].get(phase), ((run.get("pair") or {}).get("phases") or {}).get(phase)
-        if not a or not b:
-            continue
-        b_ns, a_ns = b["ns"][steady_start(b):], a["ns"][steady_start(a):]
-        if b_ns and a_ns:
-            a_out.append(float(np.median(a_ns)))
-            b_out.append(float(np.median(b_ns)))
+        got = _paired_ratio(run, phase)
+        if got is not None:
+            a_out.append(got[0])
+            b_out.append(got[1])
     return a_out, b_out
 
 

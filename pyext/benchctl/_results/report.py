@@ -89,6 +89,9 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
 
 def _noise_lines(doc: dict, phase: str, comparisons: queries.Comparisons) -> list[str]:
     """What the run's A/A control measured in ``phase``, and the band no difference inside is called."""
+    if not doc.get("control") and doc.get("paired"):
+        return [f"  no fresh-process A/A control: every cell is marked {summary.PAIRED_LABEL} and judged against "
+                "the paired one"]
     if not doc.get("control"):
         return [f"  no A/A control in this run: differences are judged against the {FLOOR:.0%} floor only, "
                 "not against this run's own noise"]

@@ -12,14 +12,16 @@ ordered A B B A (each arm as often first and last, so that a drift over the run 
 * after each switch the iterations of :data:`SETTLE_S` (at least one) are left out: the first ops
   after an FTZ broadcast or a new thread team run slow for a few calls;
 * a block holds the steady iterations of :data:`BLOCK_S` (at least one), so a short iteration
-  alternates every few dozen calls and a long one every iteration, and each arm gets the same time;
+  alternates every few calls and a long one every iteration, and each arm gets the same time;
 * every switch is read back (each setting's ``during``, where it has one) and timed, and each
   arm's settings are checked after each of its iterations, as an unpaired worker's are.
 
 The worker's result keeps arm B's iterations as the cell's phases (what every reader of a run reads)
 and arm A's, the settling iterations and the schedule under ``pair``; the process gives one
-paired ratio per phase (:func:`benchctl._results.queries.paired_medians`), and the process stays
-the unit of the interval. The paired A/A control runs the same schedule with nothing switched.
+paired ratio per phase (:func:`benchctl._results.queries.paired_medians`): the median, over each two
+neighbouring runs of blocks (A then B, B then A), of their medians' ratio, so a burst of other load
+that falls on a few blocks moves few of the ratios; the process stays the unit of the interval. The
+paired A/A control runs the same schedule with nothing switched.
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ from .recorder import CountedRecorder, SettingWatch
 __all__ = ["SETTLE_S", "BLOCK_S", "PATTERN", "Pair", "pair_for", "PairedRecorder"]
 
 #: Seconds of iterations left out after each switch (at least one iteration).
-SETTLE_S = 0.005
-#: Seconds of steady iterations a block aims at (at least one iteration).
-BLOCK_S = 0.025
+SETTLE_S = 0.001
+#: Seconds of steady iterations a block aims at (at least one iteration). Short, so that a process holds many
+#: blocks of each arm: with 25 ms blocks a worker of 30 iterations of 2 ms ran one A block then one B block
+#: (a step in time, not an alternation), and a neighbour's burst that began between them fell on one arm only.
+BLOCK_S = 0.004
 #: The arms of successive blocks, repeated: each arm as often before as after the other.
 PATTERN = "ABBA"
 _SETTLING = {"A": "a", "B": "b"}  # the schedule's letter for an iteration left out after a switch

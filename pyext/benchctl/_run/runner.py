@@ -301,7 +301,7 @@ class _Run:
         runner = self.log.doc["metadata"]["runner"]
         # A probe worker gathers evidence (what the code does, its ops, its counters), compared with no other
         # cell: it is not the gate's, and explain needs it whatever the load. Nor is a paired worker: its
-        # ratio is taken inside it, between blocks of 25 ms, which a neighbour's load falls on alike.
+        # ratio is taken inside it, between blocks of 4 ms, which a neighbour's load falls on alike.
         gated = not self.probe and pair is None
         attempts = 1 + gate.RETRIES if gated else 1
         for attempt in range(attempts):
@@ -397,6 +397,10 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
         worker_timeout_s = _validate.seconds("worker_timeout_s", worker_timeout_s)
     budget = _rounds.Budget(budget_s)
     control = _validate.flag("control", control)
+    if plan.pairs and len(plan.pairs) == len(plan.cells) - 1 and not resume:
+        # Every cell is compared with the baseline inside its processes, against the paired A/A control: the
+        # baseline's second arm of fresh processes would judge nothing (it is run again where any cell is not).
+        control = False
     fork = _validate.flag("fork", fork)
     log, repeat, shuffle_seed = _open_log(plan, repeat, json_path, resume, shuffle_seed, worker_timeout_s,
                                           budget.seconds, control, focus, fork and bool(plan.workload.preload))

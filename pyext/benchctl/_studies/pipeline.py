@@ -116,7 +116,10 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     cells = 1
     for values in matrix.values():
         cells *= len(values)
-    processes = rounds.planned_processes(cells, study.repeat, study.control)
+    # A paired A/A control's slot where any probe is paired; no fresh-process one where every probe is.
+    paired = len(runner.plan_matrix(study.workload, study.args, matrix, paired=True).pairs) if study.paired else 0
+    control = study.control and not (paired and paired == cells - 1)
+    processes = rounds.planned_processes(cells + (1 if paired else 0), study.repeat, control)
     iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"])
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
             "left_s": left}
@@ -199,12 +202,14 @@ def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
     cells = 1
     for values in matrix.values():
         cells *= len(values)
+    repeat = (f"{rounds.AUTO_START} processes per cell, then more for unresolved comparisons"
+              if study.repeat == rounds.AUTO else f"{study.repeat} process(es) per cell")
     paired = len(runner.plan_matrix(study.workload, study.args, matrix, paired=True).pairs) if study.paired else 0
     pairs = (f"; {paired} of them timed paired with the baseline in its processes (switched between blocks of "
              "iterations), beside a paired A/A control" if paired else "")
-    repeat = (f"{rounds.AUTO_START} processes per cell, then more for unresolved comparisons"
-              if study.repeat == rounds.AUTO else f"{study.repeat} process(es) per cell")
-    control = "plus the baseline again as an A/A control" if study.control else "no A/A control"
+    control = ("no A/A control" if not study.control else
+               "no fresh-process A/A control (every probe is paired)" if paired and paired == cells - 1 else
+               "plus the baseline again as an A/A control")
     axes = ", ".join(f"{k}={{{','.join(settings.format_value(v) for v in values)}}}" for k, values in matrix.items())
     budget = "" if left is None else f"; {left:.0f} s left of the {study.budget_s:.0f} s budget"
     return (f"{study.workload}: {cells} cells, {repeat}, each in a fresh process, {control}{pairs}; "
