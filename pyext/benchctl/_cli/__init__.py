@@ -2,7 +2,8 @@
 
 Each command module defines ``NAME``, ``HELP``, ``configure(parser)`` and
 ``run(args) -> int``, and imports heavy dependencies (torch) inside ``run``
-so that ``--help`` stays fast. The top layer: it may import every other one.
+so that ``--help`` stays fast; one that needs torch says ``NEEDS_TORCH = True``,
+and :func:`main` imports it first with Ctrl-C held (:mod:`.interrupts`). The top layer: it may import every other one.
 
 Commands do not catch errors to choose an exit status: :func:`main` maps what
 escapes a command through :func:`exit_status`, in one place (the statuses are
@@ -53,7 +54,7 @@ def _build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(module.NAME, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.configure(p)
         add_exit_statuses(p)
-        p.set_defaults(_run=module.run)
+        p.set_defaults(_run=module.run, _needs_torch=getattr(module, "NEEDS_TORCH", False))
     add_exit_statuses(parser)
     return parser
 
@@ -96,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv  # the command line as given: --executor slurm runs it again on each host
     try:
-        from . import preflight
+        from . import interrupts, preflight
 
+        if args._needs_torch:
+            interrupts.import_torch()
         preflight.check(args)
         return int(args._run(args) or ExitCode.OK)
     except BrokenPipeError:

@@ -10,6 +10,7 @@ from . import preflight
 __all__ = ["NAME", "HELP", "configure", "run"]
 
 NAME = "doctor"
+NEEDS_TORCH = True  # imported first, with Ctrl-C held (.interrupts)
 HELP = "check the machine for what distorts timings (TSC, frequency, load, threads, FTZ, counters)"
 
 

@@ -14,6 +14,7 @@ from .options import add_answer_argument, add_paired_argument, duration
 __all__ = ["NAME", "HELP", "configure", "run"]
 
 NAME = "explain"
+NEEDS_TORCH = True  # imported first, with Ctrl-C held (.interrupts)
 HELP = "run your code under every setting that could explain its time, and say which does, with evidence"
 
 _EPILOG = """\

@@ -9,6 +9,7 @@ from . import preflight
 __all__ = ["NAME", "HELP", "configure", "run"]
 
 NAME = "penalty"
+NEEDS_TORCH = True  # imported first, with Ctrl-C held (.interrupts)
 HELP = ("measure the cost of subnormal inputs per op (normal/zero/subnormal, FTZ/DAZ off/on, "
         "1 and all threads) and classify each op")
 

@@ -16,6 +16,7 @@ from .options import (add_answer_argument, add_fork_argument, add_matrix_argumen
 __all__ = ["NAME", "HELP", "settings_listing", "configure", "run", "assignments"]
 
 NAME = "run"
+NEEDS_TORCH = True  # imported first, with Ctrl-C held (.interrupts)
 HELP = "run a workload over a settings matrix, each cell and repetition in a fresh worker process"
 
 _EPILOG_WIDTH = 100

@@ -115,9 +115,10 @@ def run_seed(opts: argparse.Namespace, workload: str, args: dict, matrix: dict[s
 def script_exit(main: Callable[[], int], script: str) -> int:
     """``main()``'s exit status, with what escapes it ended as every ``python -m benchctl`` command ends
     (:func:`benchctl._cli.exit_status`: a user error 2, an unavailable machine or package 3, a bug 70)."""
-    from . import exit_status
+    from . import exit_status, interrupts
 
     try:
+        interrupts.import_torch()
         return int(main())
     except (Exception, KeyboardInterrupt) as error:
         return int(exit_status(os.path.basename(script), error))
