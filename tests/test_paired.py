@@ -208,9 +208,23 @@ def test_the_schedule_runs_across_phases_and_each_phase_keeps_its_letters(fake_s
     assert _schedule(rec, "first") + _schedule(rec, "second") == EXACT
 
 
+def test_short_iterations_are_capped_by_count_so_a_short_worker_holds_both_arms(fake_setting, fake_clock):
+    """30 iterations of 8 us (tests/planted/lazy_init.py's): by time alone they would all be arm A's."""
+    assert (paired.SETTLE_ITERATIONS, paired.BLOCK_ITERATIONS) == (2, 4)
+    fake_setting(clock=fake_clock)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+    _drive(rec, 30, fake_clock, seconds=8e-6)
+    assert _schedule(rec) == "aa" + "A" * 4 + "bb" + "B" * 8 + "aa" + "A" * 8 + "bb" + "BB"
+    rec.finish()
+    _, record = rec.split(_phases(rec))
+    assert (record["settle_iterations"], record["block_iterations"]) == (2, 4)
+
+
 def test_blocks_hold_block_s_of_steady_time_on_a_real_clock(fake_setting, monkeypatch):
     monkeypatch.setattr(paired, "SETTLE_S", 0.003)
     monkeypatch.setattr(paired, "BLOCK_S", 0.010)
+    monkeypatch.setattr(paired, "SETTLE_ITERATIONS", 1000)  # the time rule alone here
+    monkeypatch.setattr(paired, "BLOCK_ITERATIONS", 1000)
     fake = fake_setting()
     rec = PairedRecorder(None, Pair(a={FakeSwitch.name: "off"}, b={FakeSwitch.name: "on"}))
     _drive(rec, 70, seconds=0.002)

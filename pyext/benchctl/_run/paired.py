@@ -9,10 +9,12 @@ environment, its settings applied), and :class:`PairedRecorder` switches the pai
 between the baseline's values (arm A) and the cell's (arm B) between timed iterations, in blocks
 ordered A B B A (each arm as often first and last, so that a drift over the run falls on both):
 
-* after each switch the iterations of :data:`SETTLE_S` (at least one) are left out: the first ops
-  after an FTZ broadcast or a new thread team run slow for a few calls;
-* a block holds the steady iterations of :data:`BLOCK_S` (at least one), so a short iteration
-  alternates every few calls and a long one every iteration, and each arm gets the same time;
+* after each switch the iterations of :data:`SETTLE_S` (at least one, at most
+  :data:`SETTLE_ITERATIONS`) are left out: the first ops after an FTZ broadcast or a new thread team
+  run slow for a few calls;
+* a block holds the steady iterations of :data:`BLOCK_S` (at least one, at most
+  :data:`BLOCK_ITERATIONS`), so a long iteration alternates every iteration, each arm gets the same
+  time, and a worker of a few dozen iterations of microseconds still holds blocks of both arms;
 * every switch is read back (each setting's ``during``, where it has one) and timed, and each
   arm's settings are checked after each of its iterations, as an unpaired worker's are.
 
@@ -36,7 +38,8 @@ from .. import counters as _counters
 from .. import settings
 from .recorder import CountedRecorder, SettingWatch
 
-__all__ = ["SETTLE_S", "BLOCK_S", "PATTERN", "Pair", "pair_for", "PairedRecorder"]
+__all__ = ["SETTLE_S", "BLOCK_S", "SETTLE_ITERATIONS", "BLOCK_ITERATIONS", "PATTERN", "Pair", "pair_for",
+           "PairedRecorder"]
 
 #: Seconds of iterations left out after each switch (at least one iteration).
 SETTLE_S = 0.001
@@ -44,6 +47,10 @@ SETTLE_S = 0.001
 #: blocks of each arm: with 25 ms blocks a worker of 30 iterations of 2 ms ran one A block then one B block
 #: (a step in time, not an alternation), and a neighbour's burst that began between them fell on one arm only.
 BLOCK_S = 0.004
+#: At most this many iterations are left out after a switch, and a block holds at most this many steady ones:
+#: with time alone, a worker of 30 iterations of 8 us (tests/planted/lazy_init.py) ran arm A only.
+SETTLE_ITERATIONS = 2
+BLOCK_ITERATIONS = 4
 #: The arms of successive blocks, repeated: each arm as often before as after the other.
 PATTERN = "ABBA"
 _SETTLING = {"A": "a", "B": "b"}  # the schedule's letter for an iteration left out after a switch
@@ -111,8 +118,10 @@ class PairedRecorder(CountedRecorder):
         self.arm: str | None = None  # the arm the process holds now
         self._block = 0
         self._block_s = 0.0  # steady seconds in the block so far
+        self._block_n = 0  # steady iterations in the block so far
         self._settling = False
         self._settled_s = 0.0  # seconds left out since the last switch
+        self._settled_n = 0  # iterations left out since the last switch
 
     # --- the schedule ---------------------------------------------------------------------------------------
 
@@ -145,21 +154,24 @@ class PairedRecorder(CountedRecorder):
         if want != self.arm:
             self.switch_to(want)
             self._settling = True
-            self._settled_s = 0.0
+            self._settled_s, self._settled_n = 0.0, 0
         return _SETTLING[want] if self._settling else want
 
     def _recorded(self, label: str, seconds: float) -> None:
-        # Time, not iterations, ends a settling stretch and a block: each arm gets the same time whatever its
-        # iterations take (a fixed count would give the slower arm most of the process).
+        # Time ends a settling stretch and a block, so that each arm gets the same time whatever its iterations
+        # take (a fixed count would give the slower arm most of the process); a count caps both where
+        # iterations are short.
         if label in _SETTLING.values():
             self._settled_s += seconds
-            self._settling = self._settled_s < SETTLE_S
+            self._settled_n += 1
+            self._settling = self._settled_s < SETTLE_S and self._settled_n < SETTLE_ITERATIONS
             return
         for watch in self.watches[label].values():
             watch.sample()
         self._block_s += seconds
-        if self._block_s >= BLOCK_S:
-            self._block, self._block_s = self._block + 1, 0.0
+        self._block_n += 1
+        if self._block_s >= BLOCK_S or self._block_n >= BLOCK_ITERATIONS:
+            self._block, self._block_s, self._block_n = self._block + 1, 0.0, 0
 
     @contextlib.contextmanager
     def iteration(self, phase: str) -> Iterator[None]:
@@ -196,6 +208,8 @@ class PairedRecorder(CountedRecorder):
             "during_a": {name: watch.to_json() for name, watch in self.watches.get("A", {}).items()},
             "settle_s": SETTLE_S,
             "block_s": BLOCK_S,
+            "settle_iterations": SETTLE_ITERATIONS,
+            "block_iterations": BLOCK_ITERATIONS,
             "pattern": PATTERN,
         }
 

@@ -33,12 +33,13 @@ LAZY_MIN_ITERATIONS = 10.0
 
 
 def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[float], list[int]]:
-    """Per successful process of any cell: (the series' time over what it would take at its steady median,
+    """Per successful unpaired process of any cell: (the series' time over what it would take at its steady median,
     what the warm-up cost in steady iterations, the first iteration over that median, the warm-up
     iterations the runner detected)."""
     costs, extras, firsts, warmups = [], [], [], []
     for run in doc["runs"]:
-        data = run["phases"].get(phase) if run["status"] == "ok" else None
+        # A paired process's phases hold one arm's iterations after its first switch: not the process's start.
+        data = run["phases"].get(phase) if run["status"] == "ok" and "pair" not in run else None
         if not data or len(data["ns"]) < 2:
             continue
         ns, warm = data["ns"], max(1, data.get("warmup") or 0)
@@ -53,11 +54,11 @@ def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[
 
 
 def _first_process(doc: dict, phase: str) -> dict | None:
-    """Each cell's first process against its later ones, as an interval over the cells."""
+    """Each cell's first unpaired process against its later ones, as an interval over the cells."""
     ratios = []
     for cell in queries.cells(doc):
-        medians = {r["repetition"]: float(np.median(r["phases"][phase]["ns"][r["phases"][phase].get("warmup") or 0:]))
-                   for r in queries.ok_runs(doc, cell) if phase in r["phases"]}
+        medians = {run["repetition"]: float(np.median(ns)) for run, ns in queries.steady_runs(doc, phase, cell)
+                   if "pair" not in run}
         later = [v for rep, v in medians.items() if rep > 0]
         if 0 in medians and later:
             ratios.append(medians[0] / math.exp(np.mean(np.log(later))))
