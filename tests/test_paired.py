@@ -57,9 +57,16 @@ def test_pair_for_gives_the_switched_settings_of_each_arm():
     ({"ftz": "off", "ms": 1.0}, {"ftz": "off", "ms": 2.0}),
     ({"ftz": "process"}, {"ftz": "process"}),                      # identical: nothing to switch
     ({"with": {}}, {"with": {}}),
+    ({"with": {}}, {"with": {"pools": "capped"}}),                 # switchable, but its effect carries over
 ])
 def test_pair_for_refuses_what_a_running_process_cannot_switch(baseline, cell):
     assert pair_for(baseline, cell) is None
+
+
+def test_the_settings_whose_effect_carries_over_a_switch_can_switch_but_never_pair():
+    carrying = sorted(name for name, s in settings.SETTINGS.items() if s.carries_over)
+    assert carrying == ["pools"]
+    assert all(settings.SETTINGS[name].in_process for name in carrying)
 
 
 def test_plan_matrix_pairs_only_when_asked():

@@ -20,10 +20,11 @@ A setting is a small class with these duties:
   setting whatever the cell's: what the setting reads of the process there (glibc malloc's
   state), kept in the worker's result under the phase's ``phase_key``.
 
-It also declares ``in_process``: whether it can be applied and undone inside a running process, its
-effect gone within a few milliseconds of the switch (FTZ/DAZ, a thread count), or needs a fresh one
-(an allocator preloaded, a variable read once at start, or an effect that carries over: another
-pool's threads that spin on after their last call). An ``in_process`` setting has ``switch(value)``:
+It also declares ``in_process``: whether it can be applied and undone inside a running process
+(FTZ/DAZ, a thread count) or needs a fresh one (an allocator preloaded, a variable read once at
+start); and ``carries_over``: whether its effect outlasts a switch by more than a few milliseconds
+(another pool's threads that spin on after their last call), so that a paired cell's blocks would
+mix the two arms. An ``in_process`` setting has ``switch(value)``:
 worker side, between timed iterations of a paired cell, move the running process to ``value`` from
 whichever value it holds, undoing what that one changed, and return what was observed right after
 (as ``apply`` does); a switch that fails midway puts back what it changed and raises. For a ``code``
@@ -62,9 +63,10 @@ class Setting(abc.ABC):
     order = 0
     #: Whether ``apply``/``readback`` need torch imported first (its thread pools must exist).
     needs_torch = False
-    #: Whether a running process can apply and undo it, its effect gone within a few ms (:meth:`switch`: paired
-    #: cells), or it needs a fresh process.
+    #: Whether a running process can apply and undo it (:meth:`switch`: paired cells), or it needs a fresh process.
     in_process = False
+    #: Whether its effect outlasts a switch by more than a few ms: an ``in_process`` setting that is never paired.
+    carries_over = False
     #: An ``in_process`` setting's value that stands for "never applied": what a paired cell's baseline arm
     #: switches back to where the baseline cell does not name the setting. A property where it must be read
     #: of the running process (``threads``: torch's count as the workload's code left it).

@@ -3,7 +3,8 @@
 A per-process median inherits the machine's state while that process ran (a neighbour's burst, a
 VM whose speed moves between two levels); a ratio taken inside one process, of iterations run
 alternately under both settings, cancels it. Where a cell differs from the baseline cell only in
-settings that can be switched in a running process (:attr:`benchctl._setting.Setting.in_process`),
+settings that can be switched in a running process (:attr:`benchctl._setting.Setting.in_process`) and
+whose effect does not outlast the switch (:attr:`~benchctl._setting.Setting.carries_over`),
 :func:`pair_for` gives the :class:`Pair`: the worker starts as the baseline cell's would (its
 environment, its settings applied), and :class:`PairedRecorder` switches the pair's settings
 between the baseline's values (arm A) and the cell's (arm B) between timed iterations, in blocks
@@ -83,7 +84,8 @@ class Pair:
 
 def pair_for(baseline: dict, cell: dict) -> Pair | None:
     """How ``cell`` is timed paired with ``baseline`` in one process, or None where it cannot be: a workload
-    parameter differs, a setting that differs cannot be switched in a running process, or the baseline's value
+    parameter differs, a setting that differs cannot be switched in a running process or its effect outlasts a
+    switch (``pools``: the other pool's threads spin on), or the baseline's value
     of one is set in the environment the process starts with (``pin=compact``: the team bound at start, which
     no switch undoes; ``threads=2``: pools sized at start), since a paired worker starts as the baseline's."""
     base_settings, base_params = settings.split_cell(baseline)
@@ -92,7 +94,8 @@ def pair_for(baseline: dict, cell: dict) -> Pair | None:
         return None
     differ = sorted(name for name in set(base_settings) | set(cell_settings)
                     if base_settings.get(name) != cell_settings.get(name))
-    if not differ or not all(settings.SETTINGS[name].in_process for name in differ):
+    if not differ or not all(settings.SETTINGS[name].in_process and not settings.SETTINGS[name].carries_over
+                             for name in differ):
         return None
     if any(settings.SETTINGS[name].environment(base_settings[name], {}, base_settings)
            or settings.SETTINGS[name].owns(base_settings[name]) for name in differ if name in base_settings):

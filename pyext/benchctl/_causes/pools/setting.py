@@ -18,11 +18,13 @@ class CapOtherPools(Setting):
             "thread: OPENBLAS_NUM_THREADS/BLIS_NUM_THREADS=1 at start, threadpoolctl after import")
     order = 15  # after threads (which sizes every pool), before pin
     needs_torch = True  # torch's own pools must be loaded to be told apart
+    in_process = True
+    unapplied = "off"
     # Switchable, but not paired: a switch does not undo the effect at once. The other pool's threads, woken by
     # arm A's calls, spin on into arm B's blocks, and capped at start they never exist at all. Paired on
     # tests/planted/competing_pools.py (Intel Xeon, CI) it gave a bimodal 0.61x [0.35, 1.04] over 20 processes
     # where fresh processes give ~0.06x.
-    in_process = False
+    carries_over = True
 
     def __init__(self) -> None:
         self._capped: list = []  # the controllers capped at apply: read cheaply after every iteration
