@@ -537,6 +537,22 @@ def test_a_process_ratio_is_taken_between_neighbouring_blocks_not_between_the_ar
     assert b[0] / a[0] == pytest.approx(1.5)
 
 
+def test_a_paired_process_whose_arm_b_got_no_iteration_is_left_out_not_fatal():
+    """A worker too short to reach arm B (before blocks were capped by count: 30 iterations of 8 us) gives no
+    paired ratio; the analysis and every cause's rule go on without it."""
+    from benchctl._results import rules
+    from benchctl._studies import causes
+
+    doc = _paired_doc()
+    short = next(r for r in doc["runs"] if r["cell"] == THREADS_CELL)
+    short["phases"]["run"]["ns"] = []
+    short["pair"]["schedule"] = {"run": "a" + "A" * 5}
+    a, b = queries.paired_medians(doc, "run", THREADS_CELL)
+    assert len(a) == len(b) == len(MACHINES) - 1
+    rules.judge(doc, list(causes.CAUSES), facts=None, penalty=None)
+    assert "analysis_error" not in analyse(doc)["metadata"]
+
+
 def test_the_summary_and_report_mark_paired_cells():
     doc = analyse(_paired_doc())
     assert "analysis_error" not in doc["metadata"]
