@@ -729,11 +729,13 @@ def test_a_real_paired_run_and_its_resume(tmp_path):
     assert entries and all(e["paired"] is True for e in entries)
     text = report.format_report(doc)
     assert "(paired)" in text and "paired A/A control" in text
+    assert not doc["control"] and "no fresh-process A/A control: every cell is marked (paired)" in text
     resumed = runner.run_matrix("sleep", {"iterations": 80, "ms": 1.0}, PAIRED_MATRIX, repeat=3, json_path=path,
                                 resume=True, progress=False, paired=True)
     assert resumed["paired"] == doc["paired"]
     later = [r for r in resumed["runs"] if r["repetition"] == 2]
+    # Every cell is paired: the baseline, the paired cell and the paired control, no fresh-process control arms.
     assert {(document.cell_id(r["cell"]), r.get("arm"), "pair" in r) for r in later} == {
-        (document.cell_id(BASE), "A", False), (document.cell_id(THREADS_CELL), None, True),
-        (document.cell_id(BASE), "B", False), (document.cell_id(BASE), "P", True)}
+        (document.cell_id(BASE), None, False), (document.cell_id(THREADS_CELL), None, True),
+        (document.cell_id(BASE), "P", True)}
     assert document.load(path)["paired"] == doc["paired"]
