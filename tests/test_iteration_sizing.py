@@ -101,3 +101,18 @@ def test_the_probes_own_untimed_probing_is_not_charged_as_every_workers_start(tm
     assert sizing["start_s"] == pytest.approx(7.0)
     without = {**record, "notes": {}}  # a record without it: its probe calls counted as iterations
     assert pipeline._sizing(study, without, {"ms": [1.0]}, 100.0)["start_s"] == pytest.approx(20.0 - 1.0 - 0.2)
+
+
+@pytest.mark.parametrize("matrix, paired, processes, header", [
+    # Every probe paired: its cells, the paired A/A control, no fresh-process control (3 processes each).
+    ({"with": [{}, {"ftz": "process"}]}, True, (2 + 1) * 3, "no fresh-process A/A control (every probe is paired)"),
+    # One probe needs fresh processes: the fresh-process control's second arm as well.
+    ({"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}, True, (3 + 1 + 1) * 3, "plus the baseline again"),
+    ({"with": [{}, {"ftz": "process"}]}, False, (2 + 1) * 3, "plus the baseline again as an A/A control"),
+])
+def test_the_sizing_and_the_header_count_the_controls_a_run_will_have(tmp_path, matrix, paired, processes, header):
+    study = _study(tmp_path, [], args={"iterations": 30}, paired=paired, budget_s=120.0)
+    record = {"duration_s": 2.0, "phases": {"call": {"ns": [1e6] * 10}}, "notes": {}}
+    assert pipeline._sizing(study, record, matrix, 100.0)["processes"] == processes
+    text = pipeline._header(study, matrix, 100.0)
+    assert header in text and (("timed paired with the baseline" in text) == paired)

@@ -55,6 +55,11 @@ class MatrixPlan:
     #: cell index -> how it is timed paired with the baseline (cell 0) in one process (:mod:`.paired`)
     pairs: dict[int, Pair] = field(default_factory=dict)
 
+    @property
+    def every_cell_paired(self) -> bool:
+        """Every cell but the baseline is timed paired with it: a fresh-process A/A control would judge none."""
+        return bool(self.pairs) and len(self.pairs) == len(self.cells) - 1
+
 
 def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None, paired: bool = False) -> MatrixPlan:
     """Validate everything a run needs before its first worker starts: nothing half-runs on bad input.
@@ -397,7 +402,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
         worker_timeout_s = _validate.seconds("worker_timeout_s", worker_timeout_s)
     budget = _rounds.Budget(budget_s)
     control = _validate.flag("control", control)
-    if plan.pairs and len(plan.pairs) == len(plan.cells) - 1 and not resume:
+    if plan.every_cell_paired and not resume:
         # Every cell is compared with the baseline inside its processes, against the paired A/A control: the
         # baseline's second arm of fresh processes would judge nothing (it is run again where any cell is not).
         control = False

@@ -117,9 +117,9 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     for values in matrix.values():
         cells *= len(values)
     # A paired A/A control's slot where any probe is paired; no fresh-process one where every probe is.
-    paired = len(runner.plan_matrix(study.workload, study.args, matrix, paired=True).pairs) if study.paired else 0
-    control = study.control and not (paired and paired == cells - 1)
-    processes = rounds.planned_processes(cells + (1 if paired else 0), study.repeat, control)
+    plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
+    control = study.control and not plan.every_cell_paired
+    processes = rounds.planned_processes(cells + (1 if plan.pairs else 0), study.repeat, control)
     iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"])
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
             "left_s": left}
@@ -204,11 +204,11 @@ def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
         cells *= len(values)
     repeat = (f"{rounds.AUTO_START} processes per cell, then more for unresolved comparisons"
               if study.repeat == rounds.AUTO else f"{study.repeat} process(es) per cell")
-    paired = len(runner.plan_matrix(study.workload, study.args, matrix, paired=True).pairs) if study.paired else 0
-    pairs = (f"; {paired} of them timed paired with the baseline in its processes (switched between blocks of "
-             "iterations), beside a paired A/A control" if paired else "")
+    plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
+    pairs = (f"; {len(plan.pairs)} of them timed paired with the baseline in its processes (switched between "
+             "blocks of iterations), beside a paired A/A control" if plan.pairs else "")
     control = ("no A/A control" if not study.control else
-               "no fresh-process A/A control (every probe is paired)" if paired and paired == cells - 1 else
+               "no fresh-process A/A control (every probe is paired)" if plan.every_cell_paired else
                "plus the baseline again as an A/A control")
     axes = ", ".join(f"{k}={{{','.join(settings.format_value(v) for v in values)}}}" for k, values in matrix.items())
     budget = "" if left is None else f"; {left:.0f} s left of the {study.budget_s:.0f} s budget"
