@@ -216,7 +216,9 @@ def test_a_tiny_run_writes_every_tool_s_rows(tmp_path):
         # A row measured a ratio or says why not (benchctl may fit too few processes in 3 s).
         assert (row["ratio"] is not None) != (row["error"] is not None), row
     timer = rows["torch"]
-    assert 0 < timer["ratio"] < 1 and len(timer["ci95"]) == 2 and timer["detail"]["A"]["blocks"] >= 2
+    # A ratio, not its direction: what FTZ saves on this multiply belongs to the CPU (on the AMD EPYC Zen 4 VM,
+    # 8.4 -> 7.9 us a call, so a 3-second run of CI's once came out at 1.04).
+    assert 0 < timer["ratio"] < math.inf and len(timer["ci95"]) == 2 and timer["detail"]["A"]["blocks"] >= 2
     if vp.pyperf_installed():
         assert rows["pyperf"]["ratio"] is not None, rows["pyperf"]["error"]
     else:

@@ -8,6 +8,7 @@ their own process (:meth:`Facts.from_census`) and know nothing else before runni
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -179,6 +180,11 @@ def _typed(rows, kind) -> tuple:
     return tuple(kind.from_json(r) for r in rows or ())
 
 
+def _shares(values) -> tuple[float, ...]:
+    """Shares (0-1) as saved; a value that is not one is left out."""
+    return tuple(float(v) for v in values or () if isinstance(v, (int, float)) and 0 <= v <= 1)
+
+
 @dataclass(frozen=True)
 class Facts:
     """``phases``: in the order they first ran; ``median_ms`` and ``counters`` per phase
@@ -196,7 +202,9 @@ class Facts:
     against float32, measured in the explain process before any cell ran (None: not measured).;
     ``call_compile_us`` the part of it
     torch.compile spent compiling; ``layout_copies``: its copies that
-    change a layout (:class:`LayoutCopy`); ``python_frames``: its top Python-side functions
+    change a layout (:class:`LayoutCopy`); ``layout_copy_shares``: their share of the op time in that call and in
+    the more calls profiled to weigh them (:func:`benchctl._workloads.layout_copies.shares_over_calls`; empty: none
+    had such copies, or a document from before); ``python_frames``: its top Python-side functions
     (:class:`PyFrame`, empty when not profiled); ``warnings``: those raised from setup on
     (:class:`WarningSeen`); ``compile``: what torch.compile did in the timed iterations
     (:class:`CompileLog`, None when dynamo was never loaded).;
@@ -220,6 +228,7 @@ class Facts:
     call_compile_us: float = 0.0
     profile_intact: bool = True
     layout_copies: tuple[LayoutCopy, ...] = ()
+    layout_copy_shares: tuple[float, ...] = ()
     python_frames: tuple[PyFrame, ...] = ()
     warnings: tuple[WarningSeen, ...] = ()
     compile: CompileLog | None = None
@@ -248,6 +257,7 @@ class Facts:
                    call_compile_us=float(probe.get("call_compile_us") or 0.0),
                    profile_intact=bool(probe.get("profile_intact", True)),
                    layout_copies=_typed(probe.get("layout_copies"), LayoutCopy),
+                   layout_copy_shares=_shares(probe.get("layout_copy_shares")),
                    python_frames=_typed(probe.get("python_frames"), PyFrame),
                    warnings=_typed(probe.get("warnings"), WarningSeen),
                    compile=CompileLog.from_json(probe.get("compile")),
@@ -266,6 +276,7 @@ class Facts:
                  "op_calls": tuple(OpCall.from_json(c) for c in data.get("op_calls", ())),
                  "dtype_profile": DtypeProfile.from_json(data.get("dtype_profile")),
                  "layout_copies": _typed(data.get("layout_copies"), LayoutCopy),
+                 "layout_copy_shares": _shares(data.get("layout_copy_shares")),
                  "python_frames": _typed(data.get("python_frames"), PyFrame),
                  "warnings": _typed(data.get("warnings"), WarningSeen),
                  "compile": CompileLog.from_json(data.get("compile")),
@@ -325,8 +336,11 @@ class Facts:
         return min(1.0, max(0.0, self.call_cpu_us - inside_us) / (self.call_wall_us * outside))
 
     def layout_copy_share(self) -> float | None:
-        """The share of the profiled call's own op time in copies that change a layout; None when no op
+        """The share of the op time in copies that change a layout: the median over the profiled calls where
+        more were profiled to weigh them (``layout_copy_shares``), else the profiled call's; None when no op
         time was profiled."""
+        if self.layout_copy_shares:
+            return statistics.median(self.layout_copy_shares)
         total = sum(r.self_us for r in self.op_table)
         return None if total <= 0 else min(1.0, sum(c.self_us for c in self.layout_copies) / total)
 

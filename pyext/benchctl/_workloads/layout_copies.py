@@ -10,11 +10,20 @@ from Python that asked for it; causes read them through
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import time
+from typing import Any, Callable, Iterable, Sequence
 
+from . import op_table
 from .op_table import workload_events
 
-__all__ = ["CONTIGUOUS", "CHANNELS_LAST", "STRIDED", "layout", "rows"]
+__all__ = ["CONTIGUOUS", "CHANNELS_LAST", "STRIDED", "MORE_CALLS", "MORE_CALLS_S", "layout", "rows", "share",
+           "shares_over_calls"]
+
+#: At most this many more profiled calls, and at least two: with the first, a median of three or more.
+MORE_CALLS = 6
+#: No more profiled calls once they took this long (after the two that always run): a long call gets two.
+MORE_CALLS_S = 2.0
+_AT_LEAST = 2
 
 CONTIGUOUS = "contiguous"
 CHANNELS_LAST = "channels_last"
@@ -76,3 +85,36 @@ def rows(events: Iterable[Any]) -> list[dict]:
         row["calls"] += 1
         row["self_us"] += float(event.self_cpu_time_total)
     return sorted(table.values(), key=lambda r: -r["self_us"])
+
+
+def share(events: Iterable[Any]) -> float | None:
+    """The share of one profiled call's own op time in copies that change a layout (None: no op time)."""
+    events = list(events)
+    total = sum(r["self_us"] for r in op_table.rows(events))
+    return None if total <= 0 else min(1.0, sum(r["self_us"] for r in rows(events)) / total)
+
+
+def shares_over_calls(call: Callable[[], Any], first: Iterable[Any]) -> list[float]:
+    """The layout-copy :func:`share` of the profiled call whose events are ``first``, then of up to
+    :data:`MORE_CALLS` more calls of ``call`` (see the module's docstring); ``[]`` where the first had no
+    such copy (nothing to weigh again)."""
+    import torch
+
+    first_share = share(first)
+    if not first_share:
+        return []
+    shares, spent = [first_share], 0.0
+    for done in range(MORE_CALLS):
+        if done >= _AT_LEAST and spent >= MORE_CALLS_S:
+            break
+        started = time.perf_counter()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+            call()
+            with torch.profiler.record_function(op_table.INTACT_MARK):
+                pass
+        spent += time.perf_counter() - started
+        events = prof.events()
+        # A profiler the code starts inside its call takes the session over: that call's share is unknown.
+        if op_table.intact(events) and (more := share(events)) is not None:
+            shares.append(more)
+    return shares

@@ -145,7 +145,8 @@ def _probe_evidence(rec) -> Any:
 
 def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: CompileWatch,
                 calls: ThreadCalls | None = None, watched: dict | None = None) -> None:
-    """One untimed call under the torch profiler (which ops run, the copies that change a layout),
+    """One untimed call under the torch profiler (which ops run, the copies that change a layout; where it had
+    such copies, a few more calls weigh them: :func:`.layout_copies.shares_over_calls`),
     with the census of the values it computes: the layer outputs of the modules in ``state``, the
     tensors it returns, the weights; then, when much of it was outside torch's ops, one more under
     cProfile (its top Python-side functions); what each cause's probe records of it (one more call for
@@ -190,6 +191,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "call_cpu_us": cpu_us,
         "call_compile_us": compile_us,
         "layout_copies": layout_copies.rows(events),
+        "layout_copy_shares": layout_copies.shares_over_calls(call, events),
         "python_frames": frames,
         "warnings": probe_python.warning_rows(seen),
         "compile": watch.note(),
@@ -261,7 +263,8 @@ def _decorated_workload(fn: Callable, mark: dict) -> tuple[Callable, dict]:
         out = fn(rec, **args)
         if getattr(rec, "probe", False):
             rec.note("probe", {"ops": [], "op_table": [], "call_wall_us": None, "probe_s": 0.0, "call_compile_us": 0.0,
-                               "layout_copies": [], "python_frames": [], "warnings": [], "compile": {},
+                               "layout_copies": [], "layout_copy_shares": [], "python_frames": [], "warnings": [],
+                               "compile": {},
                                "outputs": values_census(out), "modules": 0,
                                "activations": {"values": 0, "subnormal": 0},
                                "weights": {"values": 0, "subnormal": 0},

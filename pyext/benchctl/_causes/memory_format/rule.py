@@ -4,9 +4,9 @@ A tensor in one memory format meeting an op that wants the other is copied whole
 channels_last model fed contiguous input (its convolution converts it), ``.contiguous()`` after a
 channels_last layer (pytorch #172205: "100x slower due to the cache misses"), ``.to(memory_format=...)``
 in the loop (#26812: 13-27 ms a conversion). No setting can change the code, so the finding rests
-on the probe worker's profiled call: the share of its op time in copies whose source and
-destination strides differ (:mod:`benchctl._workloads.layout_copies`), with the shapes, the layouts
-and the op that asked for each.
+on the probe worker's profiled calls: the share of their op time in copies whose source and
+destination strides differ (:mod:`benchctl._workloads.layout_copies`; the median over several calls
+where the first had such copies), with the shapes, the layouts and the op that asked for each.
 """
 
 from __future__ import annotations
@@ -35,6 +35,18 @@ def _copies_text(facts: Facts) -> str:
     return ", ".join(c.text for c in facts.layout_copies[:_SHOWN])
 
 
+def _share(facts: Facts) -> tuple[float | None, str]:
+    """The share of the op time in layout-changing copies (:meth:`Facts.layout_copy_share`), and in words how
+    it was measured: ``"33% of its op time (the median of 7 profiled calls: 24-48%)"``."""
+    share, shares = facts.layout_copy_share(), facts.layout_copy_shares
+    if share is None:
+        return None, ""
+    if len(shares) < 2:
+        return share, f"{share:.0%} of its op time (its one profiled call)"
+    return share, (f"{share:.0%} of its op time (the median of {len(shares)} profiled calls: "
+                   f"{min(shares) * 100:.0f}-{max(shares):.0%})")
+
+
 class MemoryFormat(Cause):
     name = "memory_format"
     order = 180
@@ -44,22 +56,23 @@ class MemoryFormat(Cause):
         return []
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        share = facts.layout_copy_share()
+        share, measured = _share(facts)
         if share is None:
             return f"no op time of its call is known ({facts.unprofiled_why()}): its copies are not known"
         if not facts.layout_copies:
             return "no copy in its profiled call changes a tensor's memory layout"
         if share < NEGLIGIBLE_SHARE:
-            return f"copies that change a memory layout take {share:.1%} of its op time ({_copies_text(facts)})"
+            return f"copies that change a memory layout take {measured}: {_copies_text(facts)}"
         return None
 
     def judge_phase(self, ctx: Context) -> Finding | None:
         facts = ctx.facts
-        share = None if ctx.phase != probe_phase(facts) else facts.layout_copy_share()
+        share, measured = (None, "") if ctx.phase != probe_phase(facts) else _share(facts)
         if share is None:
             return None
-        evidence = {"layout_copy_share": share, "layout_copies": [asdict(c) for c in facts.layout_copies]}
-        said = f"{share:.0%} of its profiled op time is copies that change a tensor's memory layout"
+        evidence = {"layout_copy_share": share, "layout_copies": [asdict(c) for c in facts.layout_copies],
+                    "layout_copy_shares": list(facts.layout_copy_shares)}
+        said = f"copies that change a tensor's memory layout take {measured}"
         if not facts.layout_copies or share < NEGLIGIBLE_SHARE:
             return self.finding(ctx, None, f"{said}: under {NEGLIGIBLE_SHARE:.0%}", Status.NOT_CAUSE,
                                 evidence=evidence)
