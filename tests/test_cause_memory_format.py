@@ -89,14 +89,14 @@ def test_the_median_of_the_profiled_calls_is_weighed_not_the_first_call_alone():
 
 
 def _first_profiled(call):
-    """The events of the probe worker's profiled call of ``call`` (its session marked intact)."""
+    """The layout-copy share of the probe worker's profiled call of ``call`` (its session marked intact)."""
     from benchctl._workloads import op_table
 
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
         call()
         with torch.profiler.record_function(op_table.INTACT_MARK):
             pass
-    return prof.events()
+    return layout_copies.share(prof.events())
 
 
 def test_more_calls_are_profiled_where_the_first_had_conversions():

@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterable, Sequence
 from . import op_table
 from .op_table import workload_events
 
-__all__ = ["CONTIGUOUS", "CHANNELS_LAST", "STRIDED", "MORE_CALLS", "MORE_CALLS_S", "layout", "rows", "share",
-           "shares_over_calls"]
+__all__ = ["CONTIGUOUS", "CHANNELS_LAST", "STRIDED", "MORE_CALLS", "MORE_CALLS_S", "layout", "rows", "share_of",
+           "share", "shares_over_calls"]
 
 #: At most this many more profiled calls, and at least two: with the first, a median of three or more.
 MORE_CALLS = 6
@@ -87,23 +87,28 @@ def rows(events: Iterable[Any]) -> list[dict]:
     return sorted(table.values(), key=lambda r: -r["self_us"])
 
 
+def share_of(table: Iterable[dict], copies: Iterable[dict]) -> float | None:
+    """The share of one profiled call's own op time (its :func:`.op_table.rows`) in copies that change a layout
+    (its :func:`rows`); None when it had no op time."""
+    total = sum(r["self_us"] for r in table)
+    return None if total <= 0 else min(1.0, sum(r["self_us"] for r in copies) / total)
+
+
 def share(events: Iterable[Any]) -> float | None:
-    """The share of one profiled call's own op time in copies that change a layout (None: no op time)."""
+    """:func:`share_of` one profiled call's events."""
     events = list(events)
-    total = sum(r["self_us"] for r in op_table.rows(events))
-    return None if total <= 0 else min(1.0, sum(r["self_us"] for r in rows(events)) / total)
+    return share_of(op_table.rows(events), rows(events))
 
 
-def shares_over_calls(call: Callable[[], Any], first: Iterable[Any]) -> list[float]:
-    """The layout-copy :func:`share` of the profiled call whose events are ``first``, then of up to
+def shares_over_calls(call: Callable[[], Any], first: float | None) -> list[float]:
+    """``first``, the layout-copy share of the profiled call (:func:`share_of`), then the :func:`share` of up to
     :data:`MORE_CALLS` more calls of ``call`` (see the module's docstring); ``[]`` where the first had no
     such copy (nothing to weigh again)."""
     import torch
 
-    first_share = share(first)
-    if not first_share:
+    if not first:
         return []
-    shares, spent = [first_share], 0.0
+    shares, spent = [first], 0.0
     for done in range(MORE_CALLS):
         if done >= _AT_LEAST and spent >= MORE_CALLS_S:
             break

@@ -179,6 +179,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
     census_us = op_table.census_us(events)  # the census hooks' time is benchctl's, not the call's
     wall_us, cpu_us = wall_us - census_us, max(0.0, cpu_us - census_us)
     table = op_table.rows(events)
+    copies = layout_copies.rows(events)
     inside_us = sum(row["top_us"] for row in table) + compile_us
     outside = 1.0 - min(1.0, inside_us / wall_us) if table and wall_us > 0 else 0.0
     frames = probe_python.top_frames(call) if outside >= probe_python.FRAMES_FROM_OUTSIDE_SHARE else []
@@ -190,8 +191,8 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "call_wall_us": wall_us,
         "call_cpu_us": cpu_us,
         "call_compile_us": compile_us,
-        "layout_copies": layout_copies.rows(events),
-        "layout_copy_shares": layout_copies.shares_over_calls(call, events),
+        "layout_copies": copies,
+        "layout_copy_shares": layout_copies.shares_over_calls(call, layout_copies.share_of(table, copies)),
         "python_frames": frames,
         "warnings": probe_python.warning_rows(seen),
         "compile": watch.note(),
