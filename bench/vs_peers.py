@@ -28,8 +28,10 @@ repetition):
             on the logs. pyperf itself reports mean +- stdev per benchmark.
   benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --budget SECONDS, each process timing
             about SECONDS/9 less a start (--arg seconds=...); the interval is benchctl's own comparison of B's
-            cell against A's (per-process medians, the A/A control's two arms counted as A; Welch or pooled
-            Student t on the logs: each comparison's method is kept in --json).
+            cell against A's. All three A/Bs switch in a running process, so benchctl times B paired with A in
+            the same processes (blocks of iterations alternated) and its interval is over the ratio inside each
+            process, processes as the units (--unpaired would compare per-process medians instead); each
+            comparison's method is kept in --json.
 
 Printed per A/B and tool: each repetition's ratio B/A, its 95% interval and width (hi - lo), its wall time,
 whether it holds the median of all repetitions' ratios of that A/B (every tool's); then whether the tool's
@@ -88,7 +90,8 @@ METHODS = {
                "per process (the mean of its values); ratio of the geometric means over processes, Welch t "
                "interval on the logs; the tool's own mean and stdev per arm are kept"),
     "benchctl": ("benchctl run --repeat auto --budget SECONDS; its own comparison of B's cell against A's "
-                 "(per-process medians, the A/A control's arms counted as A; the method of each is kept)"),
+                 "(B timed paired with A inside each process: the ratio inside each process, processes as the "
+                 "units; the method of each is kept)"),
 }
 
 

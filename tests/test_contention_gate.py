@@ -47,6 +47,20 @@ def test_the_gate_reads_the_load_beside_a_worker_never_its_time(other, steal, bu
         assert f"{other + steal:.2f} CPUs busy beside it" in gate.reason(record)
 
 
+def test_the_gate_measures_a_worker_against_the_runs_usual_load():
+    """A steady neighbour falls on every cell alike: after the first worker it sets nothing aside (two 50%-duty
+    neighbours on 2 CPUs had the gate set aside 28 of 29 workers and answer nothing); a burst that stands out
+    over the earlier workers' load still does."""
+    steady = _record(0.75, 2.0)
+    assert gate.reason(steady) is not None                      # the first worker: nothing earlier, usual 0
+    assert gate.reason(steady, [0.72, 0.81]) is None            # the usual load: kept
+    assert gate.usual_load([0.72, 0.81, 0.7]) == 0.72
+    line = gate.reason(_record(1.3, 2.0), [0.72, 0.81, 0.7])    # 0.58 over the usual 0.72
+    assert line is not None and "the run's earlier workers had 0.72" in line
+    assert gate.reason(_record(0.6, 2.0), [0.0, 0.02, 0.9]) is not None  # a burst on a quiet machine
+    assert gate.reason(_record(0.6, 2.0), [0.0, 0.9, 0.9]) is None
+
+
 def test_unknown_load_and_failed_workers_are_not_the_gates():
     assert gate.reason({"cell": {}, "status": "ok"}) is None  # nothing recorded beside it
     assert gate.reason(_record(None, None)) is None           # /proc/stat unreadable
@@ -62,6 +76,18 @@ def test_too_busy_is_said_first_only_when_half_the_workers_were_set_aside():
     assert line.startswith("the machine was too busy for a full answer: 3 of 6 workers")
     assert "a median 1.00 CPUs, up to 1.20" in line and "--budget" in line
     assert gate.too_busy({"runs": kept}) is None  # a document written before the gate
+
+
+def test_a_steady_load_the_gate_kept_is_said_first_when_it_was_beside_half_the_workers():
+    busy = [_record(0.75, 2.0), _record(0.72, 2.0), _record(0.9, 2.0)]
+    quiet = [_record(0.0, 1.0) for _ in range(3)]
+    line = gate.too_busy({"runs": busy + quiet})
+    assert line.startswith("the machine was busy: 3 of 6 workers ran beside other load (a median 0.75 CPUs, "
+                           "up to 0.90), kept as a steady load")
+    assert "--budget" in line and "uptime" in line
+    assert gate.too_busy({"runs": busy[:2] + quiet}) is None  # 2 of 5: a quiet machine's answer
+    # a failed worker is none of the kept ones
+    assert gate.too_busy({"runs": busy[:2] + [_record(0.9, 2.0, status="failed")] + quiet[:2]}) is not None
 
 
 def test_a_set_aside_worker_runs_again_and_stays_out_of_the_comparisons(tmp_path, monkeypatch):
@@ -87,7 +113,10 @@ def test_a_set_aside_worker_runs_again_and_stays_out_of_the_comparisons(tmp_path
     doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {"ms": [0.1, 0.2]}, json_path=path,
                             repeat=2, progress=False, control=False)
     assert len(attempts) == 8 and len(waits) == 8
-    assert all(most == gate.GATE_CPUS for most, _ in waits)
+    # each wait is for the load the gate admits: the usual load beside the earlier workers, plus the share
+    loads = [a["beside"]["other_cpus"] for a in attempts]
+    assert [most for most, _ in waits] == pytest.approx([gate.usual_load(loads[:i]) + gate.GATE_CPUS
+                                                         for i in range(8)])
     assert waits[0][1] is None and all(since is not None for _, since in waits[1:])  # the gap since the last worker
     saved = results.load(path)
     assert len(saved[gate.KEY]) == 4 and all("set_aside" in r for r in saved[gate.KEY])
@@ -103,13 +132,14 @@ def test_a_slot_set_aside_each_time_is_left_unfilled_within_its_retries(tmp_path
     real = runner.run_worker
     calls = []
 
-    def always_busy(*args, **kwargs):
+    def busier_each_time(*args, **kwargs):  # each attempt's load stands out over the earlier ones'
         record = real(*args, **kwargs)
         calls.append(1)
-        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 1.5, "steal_cpus": 0.0}
+        record["beside"] = {**record["beside"], "cpus": 4, "busy_cpus": 4.0, "other_cpus": 0.6 * len(calls),
+                            "steal_cpus": 0.0}
         return record
 
-    monkeypatch.setattr(runner, "run_worker", always_busy)
+    monkeypatch.setattr(runner, "run_worker", busier_each_time)
     monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
     doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, json_path=str(tmp_path / "r.json"),
                             progress=False, control=False)
@@ -117,6 +147,49 @@ def test_a_slot_set_aside_each_time_is_left_unfilled_within_its_retries(tmp_path
     assert doc["runs"] == [] and len(doc[gate.KEY]) == 1 + gate.RETRIES
     answer = render.render(doc).split("Answer for")[1]
     assert answer.splitlines()[1].startswith(" the machine was too busy for a full answer: 3 of 3 workers")
+
+
+def test_a_steady_neighbour_costs_the_first_worker_only(tmp_path, monkeypatch):
+    """Every worker ran beside the same 0.75 CPUs: the first is set aside (nothing earlier to call it usual), its
+    slot runs again and every later worker is kept; the answer says first how busy the machine was."""
+    real = runner.run_worker
+
+    def steady(*args, **kwargs):
+        record = real(*args, **kwargs)
+        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 0.75, "steal_cpus": 0.0}
+        return record
+
+    waits = []
+    monkeypatch.setattr(runner, "run_worker", steady)
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or 0.0)
+    doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {"ms": [0.1, 0.2]},
+                            json_path=str(tmp_path / "r.json"), repeat=2, progress=False, control=False)
+    assert len(doc[gate.KEY]) == 1 and len(doc["runs"]) == 4
+    assert waits == pytest.approx([gate.GATE_CPUS] + [0.75 + gate.GATE_CPUS] * 4)
+    answer = render.render(doc).split("Answer for")[1]
+    assert answer.splitlines()[1].startswith(" the machine was busy: 4 of 4 workers ran beside other load "
+                                             "(a median 0.75 CPUs")
+
+
+def test_a_resumed_run_keeps_its_usual_load(tmp_path, monkeypatch):
+    """--resume reads the usual load from the file's workers: the steady neighbour sets none of the new ones
+    aside."""
+    real = runner.run_worker
+
+    def steady(*args, **kwargs):
+        record = real(*args, **kwargs)
+        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 0.75, "steal_cpus": 0.0}
+        return record
+
+    monkeypatch.setattr(runner, "run_worker", steady)
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
+    path = str(tmp_path / "r.json")
+    first = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {}, json_path=path, repeat=2,
+                              progress=False, control=False)
+    assert len(first[gate.KEY]) == 1 and len(first["runs"]) == 2
+    doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {}, json_path=path, repeat=4, resume=True,
+                            progress=False, control=False)
+    assert len(doc[gate.KEY]) == 1 and len(doc["runs"]) == 4
 
 
 def test_waiting_for_quiet_is_bounded(monkeypatch):

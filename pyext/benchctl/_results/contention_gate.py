@@ -3,15 +3,20 @@
 Each worker measures what ran beside it (:class:`benchctl._cpustat.BusySampler`: the CPUs other
 processes and the hypervisor's steal kept busy over its run, a counter of the machine, never the
 worker's own time). A worker is set aside when other load took more than :data:`GATE_CPUS` CPUs beside
-it while fewer than :data:`GATE_CPUS` stayed idle: the neighbour then took CPU time the workload could
-have used. A neighbour on CPUs the workload leaves idle (one thread on a 16-CPU machine) sets nothing
-aside. The rule reads no timing, so setting a worker aside cannot lean towards an outcome; the A/A
-control's arms follow it as every cell does.
+it beyond the run's usual load (the median beside its earlier gated workers, set-aside ones included;
+none before the first) while fewer than :data:`GATE_CPUS` stayed idle: the neighbour then took CPU time
+the workload could have used, and took it from this worker more than from the others. A neighbour on
+CPUs the workload leaves idle (one thread on a 16-CPU machine) sets nothing aside; nor does a steady
+one after the first worker: it falls on every cell alike (their rounds interleave, and the A/A control
+runs beside it too), where setting every worker aside would leave nothing to compare (a 2-CPU VM beside
+two 50%-duty neighbours set aside 28 of 29 workers in two runs, and answered nothing). The rule reads no
+timing, so setting a worker aside cannot lean towards an outcome; the A/A control's arms follow it as
+every cell does.
 
-The runner waits (at most :data:`QUIET_WAIT_S`) for a quiet moment before each worker, runs a set-aside
-slot again in the budget left (at most :data:`RETRIES` times), and keeps every set-aside worker in the
-document's ``set_aside`` list, out of every comparison; the report says how many and why, and the answer
-says first when the machine was too busy to answer.
+The runner waits (at most :data:`QUIET_WAIT_S`) for the load to drop to what the gate admits before each
+worker, runs a set-aside slot again in the budget left (at most :data:`RETRIES` times), and keeps every
+set-aside worker in the document's ``set_aside`` list, out of every comparison; the report says how many
+and why, and the answer says first when the machine was busy beside most workers, how busy, and what to do.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ from __future__ import annotations
 import os
 import statistics
 from dataclasses import dataclass
+from typing import Sequence
 
 from .. import _validate, settings as _settings
 from .document import CONTROL_ARM
 
-__all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "Beside", "described", "reason",
-           "set_aside", "report_lines", "too_busy"]
+__all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "Beside", "usual_load",
+           "described", "reason", "set_aside", "report_lines", "too_busy"]
 
 #: The environment variable that sets :data:`GATE_CPUS` for a process and the workers it starts (``inf``: no
 #: gate; the test suite sets it so that its verdicts do not depend on how busy the machine is).
@@ -76,29 +82,40 @@ class Beside:
             other += beside.get("steal_cpus") or 0.0
         return cls(other, None if busy is None or cpus is None else max(0.0, cpus - busy))
 
-    @property
-    def contended(self) -> bool:
-        """Whether the gate sets this worker aside (unknown load sets nothing aside)."""
+    def contended(self, usual: float = 0.0) -> bool:
+        """Whether other load took CPU time from this worker: more than :data:`GATE_CPUS` CPUs beside it beyond
+        ``usual`` (the run's usual load) while fewer than :data:`GATE_CPUS` stayed idle. Unknown load: no."""
         if self.other_cpus is None or self.idle_cpus is None:
             return False
-        return self.other_cpus > GATE_CPUS and self.idle_cpus < GATE_CPUS
+        return self.other_cpus > usual + GATE_CPUS and self.idle_cpus < GATE_CPUS
+
+
+def usual_load(earlier: Sequence[float]) -> float:
+    """The run's usual other load: the median beside its earlier gated workers (0 before the first)."""
+    return statistics.median(earlier) if earlier else 0.0
 
 
 def described() -> dict:
     """The gate as a results file keeps it (``cpus`` None: no gate)."""
     return {"cpus": GATE_CPUS if GATE_CPUS != float("inf") else None, "retries": RETRIES,
-            "quiet_wait_s": QUIET_WAIT_S}
+            "quiet_wait_s": QUIET_WAIT_S, "beyond": "the median other load beside the run's earlier gated workers"}
 
 
-def reason(record: dict) -> str | None:
-    """Why the gate sets this worker aside, or None: it is kept (a failed worker is not the gate's)."""
+def _rule() -> str:
+    return (f"the gate: over {GATE_CPUS} CPUs beside a worker beyond the run's usual load, while under {GATE_CPUS} "
+            "stay idle")
+
+
+def reason(record: dict, earlier: Sequence[float] = ()) -> str | None:
+    """Why the gate sets this worker aside, or None: it is kept (a failed worker is not the gate's). ``earlier``:
+    the other load beside the run's earlier gated workers (:func:`usual_load`)."""
     if record.get("status") != "ok":
         return None
-    beside = Beside.of(record)
-    if not beside.contended:
+    beside, usual = Beside.of(record), usual_load(earlier)
+    if not beside.contended(usual):
         return None
-    return (f"other load kept {beside.other_cpus:.2f} CPUs busy beside it with {beside.idle_cpus:.2f} idle "
-            f"(the gate: over {GATE_CPUS} CPUs beside a worker while under {GATE_CPUS} stay idle)")
+    return (f"other load kept {beside.other_cpus:.2f} CPUs busy beside it with {beside.idle_cpus:.2f} idle, "
+            f"where the run's earlier workers had {usual:.2f} ({_rule()})")
 
 
 def set_aside(doc: dict) -> list[dict]:
@@ -122,24 +139,33 @@ def report_lines(doc: dict) -> list[str]:
         loads = [Beside.of(r).other_cpus or 0.0 for r in aside]
         cells = sorted({_cell_text(r) for r in aside})
         lines.append(f"contention gate: {len(aside)} worker(s) set aside, other load beside them "
-                     f"{min(loads):.2f}-{max(loads):.2f} CPUs (the gate: over {GATE_CPUS} CPUs beside a worker while "
-                     f"under {GATE_CPUS} stay idle; decided before any timing); their cells ran again in the budget "
-                     f"left: {', '.join(cells)}")
+                     f"{min(loads):.2f}-{max(loads):.2f} CPUs ({_rule()}; decided before any timing); their cells "
+                     f"ran again in the budget left: {', '.join(cells)}")
     if waited >= QUIET_SAMPLE_S * 4:
-        lines.append(f"the runner waited {waited:.0f} s in all for other load to drop under {GATE_CPUS} CPUs "
+        lines.append(f"the runner waited {waited:.0f} s in all for other load to drop to what the gate admits "
                      f"before starting workers (at most {QUIET_WAIT_S:.0f} s each)")
     return lines
 
 
+_WHAT_TO_DO = ("run it again when less runs beside it (close other programs; `uptime` shows the load) or give it a "
+               "larger --budget")
+
+
 def too_busy(doc: dict) -> str | None:
-    """The answer's first line when the machine was too busy for one: at least half of the workers were set
-    aside; None otherwise."""
+    """The answer's first line when the machine was busy beside most workers: at least half of them set aside
+    (too busy for a full answer), or at least half of the kept ones run beside more than :data:`GATE_CPUS` CPUs
+    of steady load the gate kept (their intervals are wider than a quiet machine's); None otherwise."""
     aside = set_aside(doc)
     kept = [r for r in doc.get("runs", []) if r.get("status") == "ok"]
-    if not aside or len(aside) < len(kept):
+    if aside and len(aside) >= len(kept):
+        loads = [Beside.of(r).other_cpus or 0.0 for r in aside]
+        return (f"the machine was too busy for a full answer: {len(aside)} of {len(aside) + len(kept)} workers ran "
+                f"beside other load (a median {statistics.median(loads):.2f} CPUs, up to {max(loads):.2f}) and were "
+                f"set aside; {_WHAT_TO_DO}")
+    busy = [r for r in kept if Beside.of(r).contended()]
+    if not busy or 2 * len(busy) < len(kept):
         return None
-    loads = [Beside.of(r).other_cpus or 0.0 for r in aside]
-    return (f"the machine was too busy for a full answer: {len(aside)} of {len(aside) + len(kept)} workers ran "
-            f"beside other load (a median {statistics.median(loads):.2f} CPUs, up to {max(loads):.2f}) and were set "
-            f"aside; run it again when less runs beside it (close other programs; `uptime` shows the load) or give "
-            "it a larger --budget")
+    loads = [Beside.of(r).other_cpus for r in busy]
+    return (f"the machine was busy: {len(busy)} of {len(kept)} workers ran beside other load (a median "
+            f"{statistics.median(loads):.2f} CPUs, up to {max(loads):.2f}), kept as a steady load that fell on every "
+            f"cell alike; the intervals are wider than on a quiet machine: for a sharper answer {_WHAT_TO_DO}")

@@ -258,6 +258,11 @@ class _Run:
         self.worker_timeout_s, self.probe = worker_timeout_s, probe
         self.open_cells: set[int] | None = None
         self._since_last: BusySampler | None = None
+        # The other load beside each gated worker so far (a resumed file's too): the gate's usual load.
+        self._gated_loads = [b for b in (gate.Beside.of(r).other_cpus for r in
+                                         log.doc.get("runs", []) + gate.set_aside(log.doc)
+                                         if r.get("pair") is None and r.get("arm") != document.PAIRED_ARM)
+                             if b is not None]
 
     def _expected(self, slot: _rounds.Slot) -> float | None:
         """The slot's cell's mean worker duration; before its first worker, that of any worker so far."""
@@ -314,14 +319,17 @@ class _Run:
                 return
             left = self.budget.left()
             most = gate.QUIET_WAIT_S if left is None else max(0.0, min(gate.QUIET_WAIT_S, left / 10))
-            if gated:
+            if gated:  # a steady load is the machine's state: waiting for less than it would not end
                 runner["quiet_wait_s"] = runner.get("quiet_wait_s", 0.0) + wait_for_quiet(
-                    gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S, since=self._since_last)
+                    gate.usual_load(self._gated_loads) + gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S,
+                    since=self._since_last)
             record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
                       **run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
                                    self.worker_timeout_s, self.probe, self._server(env), **start)}
             self._since_last = BusySampler()  # the load between workers: the next one's first look
-            why = gate.reason(record) if gated else None
+            why = gate.reason(record, self._gated_loads) if gated else None
+            if gated and record.get("status") == "ok" and gate.Beside.of(record).other_cpus is not None:
+                self._gated_loads.append(gate.Beside.of(record).other_cpus)
             if why is None:
                 self.log.add(record)
                 return
