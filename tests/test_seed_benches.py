@@ -267,9 +267,9 @@ def test_beneath_no_cause_the_answer_says_which_ops_took_the_profiled_calls_time
         answer.format_answer([flat], "plain.py:fn").splitlines()
     other = Facts(phases=["setup", "train"], op_table=rows, call_wall_us=800.0)
     assert answer.format_answer([flat], "plain.py:fn", facts=other) == answer.format_answer([flat], "plain.py:fn")
-    # Said under the answer's first line too.
-    first = answer.format_answer([flat], "plain.py:fn", first="busy", facts=facts)
-    assert where in first.splitlines()
+    # Said under the answer's first line too, which takes the no-cause sentence's place (it says why none is named).
+    first = answer.format_answer([flat], "plain.py:fn", first="busy", facts=facts).splitlines()
+    assert first[1] == " busy" and where in first and " " + said not in first
 
 
 def test_beneath_no_cause_the_answer_gives_the_split_by_library():

@@ -28,6 +28,7 @@ def render(doc: dict, subject: str | None = None, baseline: Any = None, closing:
         return "".join(o.open_text() for o in outlying.widening(doc, finding))
 
     parts.append(answer.format_answer(findings, subject or doc["workload"], beside=widened, verbose=verbose,
-                                      first=contention_gate.too_busy(doc),
+                                      first=contention_gate.too_busy(doc, settled=not any(
+                                          f.in_answer and f.mark == "?" for f in findings)),
                                       facts=Facts.from_json((doc.get("evidence") or {}).get("facts"))))
     return "\n\n".join(parts)

@@ -110,15 +110,17 @@ def _where_time_goes(facts: Facts | None, phase: str) -> list[str]:
     return [f"   {said}" for said in (where(facts) for where in _WHERE_TIME_GOES) if said]
 
 
-def _unexplained(found: list[Finding], subject: str, facts: Facts | None = None) -> list[str]:
+def _unexplained(found: list[Finding], subject: str, facts: Facts | None = None, busy: bool = False) -> list[str]:
     """A sentence for each phase whose findings compare cells but name no cause, and beneath it where the time
-    goes (:func:`_where_time_goes`)."""
+    goes (:func:`_where_time_goes`); ``busy``: the answer's first line already says why no cause is named (the
+    machine was busy), so the sentence is left out and where the time goes stays."""
     lines = []
     for phase in dict.fromkeys(f.phase for f in found if f.phase is not None):
         judged = [f for f in found if f.phase == phase]
         if any(f.comparison is not None for f in judged) and not any(f.status is Status.CAUSE for f in judged):
             band = max((f.comparison.band for f in judged if f.comparison is not None), default=FLOOR)
-            lines.append(" " + NO_CAUSE.format(subject=subject, phase=phase, band=max(band, FLOOR)))
+            if not busy:
+                lines.append(" " + NO_CAUSE.format(subject=subject, phase=phase, band=max(band, FLOOR)))
             lines.extend(_where_time_goes(facts, phase))
     return lines
 
@@ -128,12 +130,18 @@ def format_answer(findings: Iterable[Finding], subject: str, beside: Callable[[F
     """The answer about ``subject`` (a workload or target), from a run's findings; ``beside(finding)``: what the
     run's processes add to a finding's line (a slowed process that widens an open one); ``verbose``: a line
     with its reason for each ``-`` finding too, instead of their names on one line; ``first``: what the answer
-    says before anything else (the machine was too busy for one); ``facts``: the probe worker's, for where the time
-    goes when no cause explains it."""
-    if first is not None:  # right under the heading, above every finding
-        head, _, rest = format_answer(findings, subject, beside, verbose, facts=facts).partition("\n")
-        return "\n".join(line for line in (head, f" {first}", rest) if line)
-    findings = list(findings)
+    says before anything else (the machine was too busy for one), instead of the sentence that no probed cause
+    explains the time; ``facts``: the probe worker's, for where the time goes when no cause explains it."""
+    said = _findings_said(list(findings), subject, beside, verbose, facts, busy=first is not None)
+    if first is None:
+        return said
+    head, _, rest = said.partition("\n")  # right under the heading, above every finding
+    return "\n".join(line for line in (head, f" {first}", rest) if line)
+
+
+def _findings_said(findings: list[Finding], subject: str, beside: Callable[[Finding], str], verbose: bool,
+                   facts: Facts | None, busy: bool) -> str:
+    """The answer's heading and its findings (:func:`format_answer` less its first line)."""
     found = [f for f in findings if f.in_answer]
     if not found and findings:
         return (f"Answer for {subject}: no cell differs from the baseline beyond the no-effect band (each cell "
@@ -145,5 +153,5 @@ def format_answer(findings: Iterable[Finding], subject: str, beside: Callable[[F
     ordered = sorted(found, key=lambda f: (_ORDER[f.mark], f.status is Status.RULED_OUT))
     shown = ordered if verbose else [f for f in ordered if f.mark != "-"]
     rest = [] if verbose else _not_it_line([f for f in ordered if f.mark == "-"], with_phase)
-    return "\n".join([f"Answer for {subject} ({LEGEND}):", *_unexplained(found, subject, facts),
+    return "\n".join([f"Answer for {subject} ({LEGEND}):", *_unexplained(found, subject, facts, busy),
                       *(_line(f, with_phase, beside) for f in shown), *rest])

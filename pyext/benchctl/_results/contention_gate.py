@@ -151,10 +151,11 @@ _WHAT_TO_DO = ("run it again when less runs beside it (close other programs; `up
                "larger --budget")
 
 
-def too_busy(doc: dict) -> str | None:
-    """The answer's first line when the machine was busy beside most workers: at least half of them set aside
-    (too busy for a full answer), or at least half of the kept ones run beside more than :data:`GATE_CPUS` CPUs
-    of steady load the gate kept (their intervals are wider than a quiet machine's); None otherwise."""
+def too_busy(doc: dict, settled: bool = False) -> str | None:
+    """The answer's first line when the machine was busy beside most workers: at least half of them set aside,
+    or at least half of the kept ones run beside more than :data:`GATE_CPUS` CPUs of a steady load the gate
+    kept; None otherwise. ``settled``: every finding of the answer is settled (none open), so the steady load
+    left it whole."""
     aside = set_aside(doc)
     kept = [r for r in doc.get("runs", []) if r.get("status") == "ok"]
     if aside and len(aside) >= len(kept):
@@ -166,6 +167,9 @@ def too_busy(doc: dict) -> str | None:
     if not busy or 2 * len(busy) < len(kept):
         return None
     loads = [Beside.of(r).other_cpus for r in busy]
-    return (f"the machine was busy: {len(busy)} of {len(kept)} workers ran beside other load (a median "
-            f"{statistics.median(loads):.2f} CPUs, up to {max(loads):.2f}), kept as a steady load that fell on every "
-            f"cell alike; the intervals are wider than on a quiet machine: for a sharper answer {_WHAT_TO_DO}")
+    beside = (f"{len(busy)} of {len(kept)} workers ran beside other load (a median {statistics.median(loads):.2f} "
+              f"CPUs, up to {max(loads):.2f}), kept as a steady load that fell on every cell alike")
+    if settled:
+        return f"the machine was busy: {beside}; the answer held against the wider intervals it gave"
+    return (f"the machine was too busy for a full answer: {beside}, and what is open below stayed open against the "
+            f"wider intervals it gave; {_WHAT_TO_DO}")
