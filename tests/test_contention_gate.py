@@ -151,18 +151,24 @@ def test_a_slot_set_aside_each_time_is_left_unfilled_within_its_retries(tmp_path
     assert answer.splitlines()[1].startswith(" the machine was too busy for a full answer: 3 of 3 workers")
 
 
+def _workers_beside(monkeypatch, other_cpus):
+    """Every worker reports ``other_cpus`` of other load beside it on a 2-CPU machine left no idle CPU."""
+    real = runner.run_worker
+
+    def beside(*args, **kwargs):
+        record = real(*args, **kwargs)
+        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": other_cpus,
+                            "steal_cpus": 0.0}
+        return record
+
+    monkeypatch.setattr(runner, "run_worker", beside)
+
+
 def test_a_steady_neighbour_costs_the_first_worker_only(tmp_path, monkeypatch):
     """Every worker ran beside the same 0.75 CPUs: the first is set aside (nothing earlier to call it usual), its
     slot runs again and every later worker is kept; the answer says first how busy the machine was."""
-    real = runner.run_worker
-
-    def steady(*args, **kwargs):
-        record = real(*args, **kwargs)
-        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 0.75, "steal_cpus": 0.0}
-        return record
-
+    _workers_beside(monkeypatch, 0.75)
     waits = []
-    monkeypatch.setattr(runner, "run_worker", steady)
     monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or 0.0)
     doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {"ms": [0.1, 0.2]},
                             json_path=str(tmp_path / "r.json"), repeat=2, progress=False, control=False)
@@ -175,14 +181,7 @@ def test_a_steady_neighbour_costs_the_first_worker_only(tmp_path, monkeypatch):
 def test_a_resumed_run_keeps_its_usual_load(tmp_path, monkeypatch):
     """--resume reads the usual load from the file's workers: the steady neighbour sets none of the new ones
     aside."""
-    real = runner.run_worker
-
-    def steady(*args, **kwargs):
-        record = real(*args, **kwargs)
-        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 0.75, "steal_cpus": 0.0}
-        return record
-
-    monkeypatch.setattr(runner, "run_worker", steady)
+    _workers_beside(monkeypatch, 0.75)
     monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
     path = str(tmp_path / "r.json")
     first = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {}, json_path=path, repeat=2,
@@ -221,14 +220,7 @@ def test_waiting_for_quiet_is_bounded(monkeypatch):
 def test_a_probe_worker_is_not_the_gates(tmp_path, monkeypatch):
     """explain's probe worker gathers evidence compared with no other cell: however busy the machine, it runs
     once, without waiting, and is kept."""
-    real = runner.run_worker
-
-    def busy(*args, **kwargs):
-        record = real(*args, **kwargs)
-        record["beside"] = {**record["beside"], "cpus": 2, "busy_cpus": 2.0, "other_cpus": 1.5, "steal_cpus": 0.0}
-        return record
-
-    monkeypatch.setattr(runner, "run_worker", busy)
+    _workers_beside(monkeypatch, 1.5)
     monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: pytest.fail("a probe worker waited"))
     doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, repeat=1, control=False, progress=False,
                             probe=True)
