@@ -328,8 +328,9 @@ class _Run:
                                    self.worker_timeout_s, self.probe, self._server(env), **start)}
             self._since_last = BusySampler()  # the load between workers: the next one's first look
             why = gate.reason(record, self._gated_loads) if gated else None
-            if gated and record.get("status") == "ok" and gate.Beside.of(record).other_cpus is not None:
-                self._gated_loads.append(gate.Beside.of(record).other_cpus)
+            load = gate.Beside.of(record).other_cpus
+            if gated and record.get("status") == "ok" and load is not None:
+                self._gated_loads.append(load)
             if why is None:
                 self.log.add(record)
                 return
