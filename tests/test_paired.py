@@ -382,6 +382,24 @@ def test_the_paired_band_comes_from_the_paired_control():
     assert band == pytest.approx(math.expm1(np.std(logs, ddof=1))) and band > 0.09
 
 
+def test_a_paired_spread_is_never_taken_narrower_than_the_paired_controls():
+    base = np.array([1e6, 2e6])
+    control = processes.compare_paired(base * np.exp([0.02, -0.02]), base)
+    assert processes.paired_sd(control) == pytest.approx(0.02 * math.sqrt(2))
+    # Two processes whose ratios agree by chance (vs_peers, ftz: 1.00045 and 1.00046).
+    lucky = [1.00045, 1.00046]
+    alone = processes.compare_paired(base * lucky, base)
+    assert alone.ci95[1] / alone.ci95[0] < 1.001  # what the two ratios alone claim
+    floored = processes.compare_paired(base * lucky, base, control=control)
+    assert floored.ratio == alone.ratio and floored.df == 1.0
+    assert floored.log_se == pytest.approx(processes.paired_sd(control) / math.sqrt(2))
+    assert floored.ci95[0] < 0.8 and floored.ci95[1] > 1.25 and "the paired A/A control's" in floored.method
+    # A comparison noisier than the control keeps its own spread.
+    noisy = base * np.exp([0.3, 0.1])
+    assert processes.compare_paired(noisy, base, control=control).ci95 == processes.compare_paired(noisy, base).ci95
+    assert processes.paired_sd(None) is None and processes.paired_sd(processes.compare_paired([2e6], [1e6])) is None
+
+
 # --------------------------------------------------------------------------------- calibration of the rule
 
 
@@ -399,8 +417,8 @@ def _judged(rng, effect, k=3):
     ca, cb = _paired_processes(rng, k, 1.0)
     control = processes.compare_paired(cb, ca)
     a, b = _paired_processes(rng, k, effect)
-    cmp = processes.compare_paired(b, a).judged(processes.band_from_paired_control(control),
-                                               unreliable=control.beyond_band)
+    cmp = processes.compare_paired(b, a, control=control).judged(processes.band_from_paired_control(control),
+                                                                unreliable=control.beyond_band)
     return cmp, processes.compare(b, a)
 
 

@@ -39,7 +39,8 @@ from .comparison import CONFIDENCE, FLOOR, MAX_NO_EFFECT_BAND, Comparison, Outco
 from .tdist import f_sf, t_cdf, t_quantile
 
 __all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "MAX_ESTIMATE", "HOMOGENEITY_ALPHA", "PooledSpread",
-           "pooled_spread", "cell_interval", "compare", "compare_paired", "band_from_paired_control", "judge",
+           "pooled_spread", "cell_interval", "compare", "paired_sd", "compare_paired", "band_from_paired_control",
+           "judge",
            "band_from_control", "band_from_interval",
            "resolvable", "processes_to_resolve"]
 
@@ -190,13 +191,26 @@ def compare(a_values: Sequence[float], b_values: Sequence[float], confidence: fl
                       method=f"{how} on the log of per-process medians", **common).judged(band)
 
 
+def paired_sd(control: Comparison | None) -> float | None:
+    """The per-process standard deviation of log ratios behind a paired comparison (the paired A/A control's:
+    how far one process's ratio between identical arms strays), None without an interval."""
+    if control is None or control.log_se is None:
+        return None
+    return control.log_se * math.sqrt(control.k_a)
+
+
 def compare_paired(a_values: Sequence[float], b_values: Sequence[float], confidence: float = CONFIDENCE,
-                   band: float = FLOOR) -> Comparison:
+                   band: float = FLOOR, control: Comparison | None = None) -> Comparison:
     """Cell a against cell b from paired processes (:mod:`benchctl._run.paired`): ``a_values[i]`` and
     ``b_values[i]`` are one process's steady medians of each, taken inside it, so the machine's state while it
     ran cancels in their ratio. ``ratio`` is the geometric mean of the per-process ratios, ``ci95`` its
     Student t interval over processes (k-1 degrees of freedom, on log ratios; None with one process), judged
-    against ±``band``; ``k_a`` = ``k_b`` = the processes, ``median_a``/``median_b`` each side's geometric mean."""
+    against ±``band``; ``k_a`` = ``k_b`` = the processes, ``median_a``/``median_b`` each side's geometric mean.
+
+    ``control``: the run's paired A/A control (:func:`paired_sd`); the ratios' spread is taken as at least its
+    spread. A few processes can agree by chance far more closely than the machine lets identical arms agree
+    (two ratios of 1.00045 and 1.00046 gave [1.00045, 1.00046] beside a control that strayed by 2%): an
+    interval narrower than the noise the run measured between identical arms would claim what it did not see."""
     la, lb = _logs(a_values, "a_values"), _logs(b_values, "b_values")
     if la.size != lb.size:
         raise _validate.ArgumentError(f"paired values need one a and one b per process, got {la.size} and {lb.size}")
@@ -207,21 +221,25 @@ def compare_paired(a_values: Sequence[float], b_values: Sequence[float], confide
     if k < 2:
         return Comparison(ci95=None, method="one paired process: how far processes disagree is unknown",
                           **common).judged(band)
-    se, df = float(logs.std(ddof=1)) / math.sqrt(k), float(k - 1)
+    sd, floor = float(logs.std(ddof=1)), paired_sd(control)
+    how = ("paired: Student t interval on the log of per-process ratios, each taken inside one process whose "
+           "iterations alternated between both cells")
+    if floor is not None and floor > sd:
+        sd = floor
+        how += f"; their spread ({logs.std(ddof=1):.3g}) taken as the paired A/A control's ({floor:.3g}), the larger"
+    se, df = sd / math.sqrt(k), float(k - 1)
     half = t_quantile(0.5 + confidence / 2, df) * se
     p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)
     return Comparison(ci95=(math.exp(d - half), math.exp(d + half)), p_value=p, df=df, log_se=se,
-                      method="paired: Student t interval on the log of per-process ratios, each taken inside one "
-                             "process whose iterations alternated between both cells", **common).judged(band)
+                      method=how, **common).judged(band)
 
 
 def band_from_paired_control(control: Comparison | None) -> float:
     """The no-effect band of paired comparisons, from the paired A/A control (the same schedule with nothing
     switched): the 5% floor, or one standard deviation of its per-process log ratios when wider, as
     :func:`band_from_control` does for processes."""
-    if control is None or control.log_se is None:
-        return FLOOR
-    return max(FLOOR, math.expm1(control.log_se * math.sqrt(control.k_a)))
+    sd = paired_sd(control)
+    return FLOOR if sd is None else max(FLOOR, math.expm1(sd))
 
 
 def judge(cmp: Comparison, band: float = FLOOR) -> Outcome:

@@ -417,7 +417,8 @@ class Comparisons:
     was refused (medians of 0 ns, say): :attr:`refused` keeps those with the
     reason, so they are said, not dropped. A cell timed paired with the baseline (:func:`paired_cell`) is
     compared with it from its per-process paired ratios instead
-    (:func:`benchctl._results.processes.compare_paired`), against the paired A/A control's band.
+    (:func:`benchctl._results.processes.compare_paired`), its spread at least the paired A/A control's, against
+    that control's band.
     """
 
     def __init__(self, doc: dict) -> None:
@@ -461,7 +462,8 @@ class Comparisons:
             return None
         ctl = self.paired_control(phase)
         try:
-            cmp = processes.compare_paired(*((paired, base) if is_a else (base, paired)))
+            cmp = processes.compare_paired(*((paired, base) if is_a else (base, paired)),
+                                           control=ctl.comparison if ctl else None)
         except ValueError as e:
             self.refused[key] = (cell, self.doc["paired"]["baseline"], str(e))
             return None
