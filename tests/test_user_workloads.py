@@ -140,3 +140,42 @@ def test_the_cli_runs_a_user_file(tmp_path):
                            "--no-control", "--no-progress"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "phase call" in done.stdout
+
+
+def test_a_file_that_imports_torch_at_its_top_is_forked_from_a_server_that_has(tmp_path):
+    top = write(tmp_path, "torch_top.py", """
+        import torch
+        from torch import nn  # a submodule counts as torch
+
+        def f():
+            return torch.ones(4).sum()
+    """)
+    layer = write(tmp_path, "torch_layer.py", """
+        from torch.nn import Linear  # a class of torch's among the globals
+
+        def f():
+            return Linear(2, 2)
+    """)
+    inside = write(tmp_path, "torch_inside.py", """
+        def f():
+            import torch  # only when called: the import is the workload's own, timed or not
+            return torch.ones(4).sum()
+    """)
+    plain = write(tmp_path, "no_torch.py", "import json\n\ndef f():\n    return json.dumps([1])\n")
+    assert workloads.get(f"{top}:f").preload == ("torch",)
+    assert workloads.get(f"{layer}:f").preload == ("torch",)
+    assert workloads.get(f"{inside}:f").preload == ()
+    assert workloads.get(f"{plain}:f").preload == ()
+    assert workloads.get("json:dumps").preload == ()
+
+
+@pytest.mark.slow  # a server that imports torch, and its workers: seconds
+def test_the_workers_of_a_torch_file_are_forked_and_of_another_start_afresh(tmp_path):
+    top = write(tmp_path, "torch_run.py", "import torch\n\ndef f():\n    return torch.ones(8).sum()\n")
+    plain = write(tmp_path, "plain_run.py", "def f():\n    return sum(range(100))\n")
+    forked = run(f"{top}:f", iterations=3)
+    assert forked["metadata"]["runner"]["forked"] is True
+    [r] = forked["runs"]
+    assert r["status"] == "ok" and r["forked"] and r["fork_server_start_s"] > 0
+    [r] = run(f"{plain}:f", iterations=3)["runs"]
+    assert r["status"] == "ok" and r["forked"] is False
