@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 
+from benchctl._results import stats
 from benchctl._results.stats import (MIN_SAMPLES_FOR_CI, Samples, bimodality,
                             bootstrap_median_ci, compare, detect_warmup, mann_whitney_u)
 
@@ -115,6 +116,24 @@ def test_bootstrap_ci_covers_the_true_median_95_percent_of_the_time(dist):
         hits += lo <= truth <= hi
     lo_band, hi_band = band(0.95, trials)
     assert lo_band <= hits / trials <= hi_band, hits / trials
+
+
+def test_a_large_sample_gets_the_order_statistic_interval_the_bootstrap_converges_to():
+    rng = np.random.default_rng(5)
+    small = rng.lognormal(0, 0.3, stats.ORDER_CI_FROM - 1)
+    assert stats.median_ci(small, seed=3) == bootstrap_median_ci(small, seed=3)
+    x = rng.lognormal(0, 0.3, 20_000)
+    lo, hi = stats.median_ci(x)
+    ordered = np.sort(x)
+    # Ranks n/2 -/+ 1.96 sqrt(n)/2: the 9861st and the 10139th of 20,000 values.
+    assert (lo, hi) == (ordered[9860], ordered[10138])
+    boot = bootstrap_median_ci(x, seed=0, resamples=400)
+    assert lo == pytest.approx(boot[0], rel=0.005) and hi == pytest.approx(boot[1], rel=0.005)
+    hits = sum(lo <= 1.0 <= hi for lo, hi in (stats.median_ci(rng.lognormal(0, 0.5, 1500)) for _ in range(400)))
+    lo_band, hi_band = band(0.95, 400)
+    assert lo_band <= hits / 400 <= hi_band, hits / 400
+    with pytest.raises(ValueError):
+        stats.median_ci(np.append(x, np.nan))
 
 
 def test_bootstrap_rejects_bad_parameters():

@@ -18,6 +18,7 @@ runtime needs no scipy.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -26,7 +27,7 @@ from .. import _validate
 from .wording import factor as _fmt_ratio
 
 __all__ = ["CONFIDENCE", "BOOTSTRAP_RESAMPLES", "WARMUP_BAND_SIGMAS", "UNSTABLE_IQR_OVER_MEDIAN",
-           "MIN_SAMPLES_FOR_CI", "detect_warmup", "bootstrap_median_ci",
+           "MIN_SAMPLES_FOR_CI", "ORDER_CI_FROM", "detect_warmup", "bootstrap_median_ci", "median_ci",
            "mann_whitney_u", "compare", "bimodality", "Samples"]
 
 CONFIDENCE = 0.95
@@ -34,6 +35,9 @@ ALPHA = 1.0 - CONFIDENCE
 BOOTSTRAP_RESAMPLES = 2000
 # Resampled values held in memory at once; larger inputs are bootstrapped in chunks.
 _BOOTSTRAP_CHUNK_ELEMENTS = 4_000_000
+#: From this many values on, :func:`median_ci` gives the order-statistic interval in place of the bootstrap's,
+#: which converges to it and cost 0.8 s at 40,000 values (a worker of a 10 us call).
+ORDER_CI_FROM = 1000
 
 # Warm-up: a sample is out of the steady band when it is further than this many
 # robust standard deviations (1.4826 * MAD) from the steady median. At 3, a
@@ -150,6 +154,22 @@ def bootstrap_median_ci(x: ArrayLike, seed: int = 0, confidence: float = CONFIDE
     tail = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(medians, [tail, 1.0 - tail])
     return float(lo), float(hi)
+
+
+def median_ci(x: ArrayLike, seed: int = 0, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Confidence interval of the median of ``x``: :func:`bootstrap_median_ci` under :data:`ORDER_CI_FROM`
+    values; from there on, the distribution-free interval between the order statistics whose ranks are
+    n/2 -/+ z sqrt(n)/2 (the normal approximation of the Binomial(n, 1/2) count of values under the median,
+    close at these n), which needs only a sort."""
+    arr = _durations(x, "x")
+    if arr.size < ORDER_CI_FROM:
+        return bootstrap_median_ci(arr, seed=seed, confidence=confidence)
+    _check_resamples(BOOTSTRAP_RESAMPLES, confidence)
+    n, z = arr.size, NormalDist().inv_cdf(0.5 + confidence / 2)
+    low = max(0, math.floor(n / 2 - z * math.sqrt(n) / 2) - 1)  # 0-based ranks
+    high = min(n - 1, math.ceil(n / 2 + z * math.sqrt(n) / 2) - 1)
+    ordered = np.partition(arr, (low, high))
+    return float(ordered[low]), float(ordered[high])
 
 
 def mann_whitney_u(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -421,11 +441,12 @@ class Samples:
     def warmup_counters(self) -> dict[str, np.ndarray]:
         return {k: v[:self.warmup] for k, v in self.counters.items()}
 
-    def summary(self, seed: int = 0) -> dict[str, Any]:
+    def summary(self, seed: int = 0, interval: bool = True) -> dict[str, Any]:
         """Statistics of the steady iterations (ns), JSON-serialisable.
 
         Keys: n, median, mean, min, iqr, mad, ci95 [lo, hi] (bootstrap of the
-        median, ``seed``), iqr_over_median (None when the median is 0), flags,
+        median, ``seed``: :func:`median_ci`; None with ``interval=False``, for a
+        caller that needs no interval of the iterations), iqr_over_median (None when the median is 0), flags,
         advice (one sentence per flag), warmup (iterations set apart),
         warmup_detected, n_total, unit, counters ({name: {median, mean}} per
         iteration, None where never available).
@@ -434,7 +455,7 @@ class Samples:
         median = float(np.median(x))
         q1, q3 = (float(v) for v in np.percentile(x, [25, 75]))
         iqr = q3 - q1
-        lo, hi = bootstrap_median_ci(x, seed=seed)
+        ci = list(median_ci(x, seed=seed)) if interval else None
         iqr_over_median = iqr / median if median > 0 else None
         flags, advice = self._flags(iqr_over_median)
         return {
@@ -444,7 +465,7 @@ class Samples:
             "min": float(np.min(x)),
             "iqr": iqr,
             "mad": float(np.median(np.abs(x - median))),
-            "ci95": [lo, hi],
+            "ci95": ci,
             "iqr_over_median": iqr_over_median,
             "flags": flags,
             "advice": advice,

@@ -48,23 +48,25 @@ def _within(by_run: list[np.ndarray]) -> float | None:
     return float(np.median(shares)) if shares else None
 
 
-def _interval(by_run: list[np.ndarray], pooled_ci: list) -> tuple[list, str, float | None]:
-    """(95% CI of the cell in ns, how it was made, the log-sd between processes)."""
+def _interval(by_run: list[np.ndarray], pooled: np.ndarray) -> tuple[list, str, float | None]:
+    """(95% CI of the cell in ns, how it was made, the log-sd between processes); ``pooled``: every steady
+    iteration, whose median's interval is taken only where one process leaves nothing else to say."""
     values = [float(np.median(x)) for x in by_run]
     if len(values) >= 2 and min(values) > 0:
         cell = processes.cell_interval(values)
         return cell["ci"], "t interval over processes", cell["log_sd"]
-    return pooled_ci, "one process: its iterations only (no between-process variation)", None
+    return (list(stats.median_ci(pooled)),
+            "one process: its iterations only (no between-process variation)", None)
 
 
 def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any] | None:
     ns, counters = queries.steady_samples(doc, phase, cell, arm)
     if not len(ns):
         return None
-    pooled = stats.Samples(ns, warmup=0).summary()
+    pooled = stats.Samples(ns, warmup=0).summary(interval=False)
     by_run = queries.steady_by_run(doc, phase, cell, arm)
     medians = [float(np.median(x)) for x in by_run]
-    ci, method, between = _interval(by_run, pooled["ci95"])
+    ci, method, between = _interval(by_run, np.asarray(ns))
     value = processes.cell_interval(medians)["value"] if min(medians) > 0 else pooled["median"]
     runs = [r for r in queries.ok_runs(doc, cell, arm) if phase in r["phases"]]
     entry = {
