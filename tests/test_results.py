@@ -118,3 +118,11 @@ def test_mostly_shared_needs_at_least_half_of_the_workers():
     shared, alone = {"beside": {"other_cpus": 0.9, "steal_cpus": 0.0}}, {"beside": {"other_cpus": 0.1}}
     assert queries.mostly_shared([shared, alone]) and queries.mostly_shared([shared])
     assert not queries.mostly_shared([shared, alone, alone]) and not queries.mostly_shared([])
+
+
+def test_a_saved_document_is_compact_json_and_reads_back_the_same(tmp_path):
+    doc = _doc()
+    doc["runs"] = [{"ns": [float(i) for i in range(5000)]}]
+    text = results.dumps(doc)
+    assert "\n" not in text and ", " not in text  # the C encoder's compact form: a tenth of the indented one's time
+    assert json.loads(text) == doc

@@ -103,7 +103,13 @@ def _finite(value: Any) -> Any:
 
 
 def dumps(doc: dict) -> str:
-    return json.dumps(_finite(doc), indent=1, allow_nan=False)
+    """``doc`` as JSON text, NaN and infinities as null. Compact: the runner rewrites the file after every worker,
+    and with a worker's every iteration in it (10^5 of a 10 us call), Python's indenting encoder and a walk of
+    every value took seconds a save; the C encoder writes it in a tenth of that (``jq .`` shows it indented)."""
+    try:
+        return json.dumps(doc, allow_nan=False, separators=(",", ":"))
+    except ValueError:  # a NaN or an infinity somewhere: the walk that nulls them, only then
+        return json.dumps(_finite(doc), allow_nan=False, separators=(",", ":"))
 
 
 def _umask() -> int:
