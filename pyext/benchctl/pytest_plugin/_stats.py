@@ -28,7 +28,8 @@ class Stats:
     """Per-call times in seconds over the steady rounds (warm-up rounds left out).
 
     ``ci95`` is the 95% interval of the median: a bootstrap over the rounds of
-    one process (from 1000 rounds the order-statistic interval it converges to), or, for isolated tests, a t interval over the processes'
+    one process (from 1000 rounds the order-statistic interval it converges
+    to), or, for isolated tests, a t interval over the processes'
     medians (``median`` is then their geometric mean, and ``processes`` holds
     each one's own figures). ``stats["median"]`` works as well as
     ``stats.median``; ``stats.stats`` is the object itself, for code written
