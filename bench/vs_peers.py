@@ -27,8 +27,8 @@ repetition):
             (the mean of its values): the ratio of the geometric means over processes, with a Welch t interval
             on the logs. pyperf itself reports mean +- stdev per benchmark.
   benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --budget SECONDS, its workers forked from
-            a server per round that has imported torch, each timing about (SECONDS less 3 such starts and 2 s)/9
-            less 0.5 s (--arg seconds=...); the interval is benchctl's own comparison of B's
+            a server per round that has imported torch, each timing about (SECONDS less 3 such starts)/9 less
+            0.2 s (--arg seconds=...); the interval is benchctl's own comparison of B's
             cell against A's. All three A/Bs switch in a running process, so benchctl times B paired with A in
             the same processes (blocks of iterations alternated) and its interval is over the ratio inside each
             process, processes as the units (--unpaired would compare per-process medians instead); each
@@ -84,11 +84,8 @@ BENCHCTL_PLANNED = 9
 #: Its first rounds (3 processes a slot), each forking its workers from a new server that imports torch (about a
 #: fresh interpreter's start, measured as ``startup_s``).
 BENCHCTL_ROUNDS = 3
-#: A forked worker's own start and end beyond its timed seconds, and the runner's time between two workers (0.2 and
-#: 0.3 s on the 2-core development machine at 1.5 s a worker).
-BENCHCTL_FORKED_START_S = 0.5
-#: The run's own start before its first worker (its interpreter, benchctl's checks, the wait for a quiet moment).
-BENCHCTL_RUN_START_S = 2.0
+#: A forked worker's own start and end beyond its timed seconds (0.1-0.2 s on the 2-core development machine).
+BENCHCTL_FORKED_START_S = 0.2
 
 METHODS = {
     "torch": ("Timer(...).blocked_autorange(min_run_time) for A, then B, in one fresh process; ratio of the "
@@ -435,12 +432,11 @@ def run_pyperf(name: str, seconds: float, startup_s: float, workdir: str, tag: s
 
 def benchctl_seconds_per_process(seconds: float, startup_s: float) -> float:
     """The timed seconds each benchctl worker aims at: what the first rounds' fork servers leave of the budget
-    (:data:`BENCHCTL_ROUNDS` starts of ``startup_s``) and its own start (:data:`BENCHCTL_RUN_START_S`), shared
-    among the processes planned first (:data:`BENCHCTL_PLANNED`), less each worker's own start; at least 0.05 s.
-    (The file imports torch at its top, so benchctl forks its workers; before it did, each worker imported torch and
-    this was SECONDS/9 less a start, which at 20 s left each process 0.05 s.)"""
-    left = seconds - BENCHCTL_RUN_START_S - BENCHCTL_ROUNDS * startup_s
-    return max(0.05, left / BENCHCTL_PLANNED - BENCHCTL_FORKED_START_S)
+    (:data:`BENCHCTL_ROUNDS` starts of ``startup_s``), shared among the processes planned first
+    (:data:`BENCHCTL_PLANNED`), less each worker's own start; at least 0.05 s. (The file imports torch at its top,
+    so benchctl forks its workers; before it did, each worker imported torch and this was SECONDS/9 less a start,
+    which at 20 s left each process 0.05 s.)"""
+    return max(0.05, (seconds - BENCHCTL_ROUNDS * startup_s) / BENCHCTL_PLANNED - BENCHCTL_FORKED_START_S)
 
 
 def _set_args(matrix: dict) -> list[str]:
