@@ -26,9 +26,8 @@ repetition):
             --warmups 1 --values 3 --min-time 0.1, P sized so that both fit the time; one value per process
             (the mean of its values): the ratio of the geometric means over processes, with a Welch t interval
             on the logs. pyperf itself reports mean +- stdev per benchmark.
-  benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --budget SECONDS, its workers forked from
-            a server per round that has imported torch, each timing about (SECONDS less 3 such starts)/9 less
-            0.2 s (--arg seconds=...); the interval is benchctl's own comparison of B's
+  benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --budget SECONDS, each process timing
+            about SECONDS/9 less a start (--arg seconds=...); the interval is benchctl's own comparison of B's
             cell against A's. All three A/Bs switch in a running process, so benchctl times B paired with A in
             the same processes (blocks of iterations alternated) and its interval is over the ratio inside each
             process, processes as the units (--unpaired would compare per-process medians instead); each
@@ -78,14 +77,8 @@ NOT_INSTALLED = "pyperf not installed"
 TIMER_SHARE = 0.45
 #: pyperf's own defaults, written out (warm-ups given, so that only the loops are calibrated).
 PYPERF_VALUES, PYPERF_WARMUPS, PYPERF_MIN_TIME = 3, 1, 0.1
-#: The processes benchctl's budget plans first, 3 each: A alone, B paired with A, and the paired A/A control (every
-#: cell is paired, so no fresh-process control arm runs).
+#: The processes benchctl's budget plans first: A, B and the A/A control's second arm, 3 each.
 BENCHCTL_PLANNED = 9
-#: Its first rounds (3 processes a slot), each forking its workers from a new server that imports torch (about a
-#: fresh interpreter's start, measured as ``startup_s``).
-BENCHCTL_ROUNDS = 3
-#: A forked worker's own start and end beyond its timed seconds (0.1-0.2 s on the 2-core development machine).
-BENCHCTL_FORKED_START_S = 0.2
 
 METHODS = {
     "torch": ("Timer(...).blocked_autorange(min_run_time) for A, then B, in one fresh process; ratio of the "
@@ -431,12 +424,9 @@ def run_pyperf(name: str, seconds: float, startup_s: float, workdir: str, tag: s
 # benchctl
 
 def benchctl_seconds_per_process(seconds: float, startup_s: float) -> float:
-    """The timed seconds each benchctl worker aims at: what the first rounds' fork servers leave of the budget
-    (:data:`BENCHCTL_ROUNDS` starts of ``startup_s``), shared among the processes planned first
-    (:data:`BENCHCTL_PLANNED`), less each worker's own start; at least 0.05 s. (The file imports torch at its top,
-    so benchctl forks its workers; before it did, each worker imported torch and this was SECONDS/9 less a start,
-    which at 20 s left each process 0.05 s.)"""
-    return max(0.05, (seconds - BENCHCTL_ROUNDS * startup_s) / BENCHCTL_PLANNED - BENCHCTL_FORKED_START_S)
+    """The timed seconds each benchctl worker aims at: its share of the budget over the processes planned
+    first (:data:`BENCHCTL_PLANNED`), less a start, as ``benchctl explain`` sizes its workers; at least 0.05 s."""
+    return max(0.05, seconds / BENCHCTL_PLANNED - startup_s)
 
 
 def _set_args(matrix: dict) -> list[str]:
