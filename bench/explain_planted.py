@@ -6,13 +6,9 @@ The target is the planted cause marked `*`, none invented (a cause the plant dec
 ``"also"`` is expected beside it), each under 2 minutes.
 
     python bench/explain_planted.py [--budget SECONDS] [--only NAME ...] [--log FILE] [--json-dir DIR] [--unpaired]
-                                    [--no-fork]
 
 ``--unpaired`` runs every probe in fresh processes of its own (explain's ``--unpaired``): the time
 and marks beside the default's, where the probes a running process can switch are timed paired.
-``--no-fork`` starts every worker's interpreter afresh (explain's ``--no-fork``): the time beside the
-default's, where the workers of a plant (each imports torch at its top) are forked from a server that has
-imported it.
 """
 
 from __future__ import annotations
@@ -57,8 +53,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="also keep each explain's results document here, as NAME.json (to re-answer it later)")
     parser.add_argument("--unpaired", dest="paired", action="store_false",
                         help="no probe timed paired with the baseline (explain --unpaired)")
-    parser.add_argument("--no-fork", dest="fork", action="store_false",
-                        help="every worker's interpreter started afresh (explain --no-fork)")
     opts = parser.parse_args(argv)
     chosen = [(t, c) for t, c in PLANTED if not opts.only or t.split(".py")[0] in opts.only]
     if opts.json_dir and not os.path.isdir(opts.json_dir):
@@ -76,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 json_path = os.path.join(opts.json_dir, target.split(".py")[0] + ".json") if opts.json_dir else None
                 doc = explain.explain(path, budget_s=opts.budget, progress=False, say=said.append, json_path=json_path,
-                                      paired=opts.paired, fork=opts.fork)
+                                      paired=opts.paired)
             finally:  # a plant that sets a variable at import (scalar_kernels.py) must not reach the next ones
                 os.environ.clear()
                 os.environ.update(environ)

@@ -190,19 +190,8 @@ def test_explain_from_the_command_line_fails_with_one_clear_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "benchctl", "explain", "--help"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and "setup() and run(state)" in proc.stdout and "--budget" in proc.stdout
-    assert "--no-fork" in proc.stdout and "--unpaired" in proc.stdout
     # The causes the help lists are the registry's, each with its probe.
     from benchctl._studies.causes import CAUSES
 
     listed = " ".join(proc.stdout.split())
     assert all(f"{cause.name} (" in listed for cause in CAUSES) and "profiler (profiler=off)" in listed
-
-
-def test_explain_passes_whether_to_fork_its_workers_to_the_study(monkeypatch, tmp_path):
-    target = tmp_path / "tiny.py"
-    target.write_text("def f():\n    return 1\n")
-    seen = []
-    monkeypatch.setattr(explain.pipeline, "run_study", lambda study, say: seen.append(study.fork) or {})
-    explain.explain(f"{target}:f")
-    explain.explain(f"{target}:f", fork=False)
-    assert seen == [True, False]

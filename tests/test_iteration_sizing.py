@@ -103,19 +103,6 @@ def test_the_probes_own_untimed_probing_is_not_charged_as_every_workers_start(tm
     assert pipeline._sizing(study, without, {"ms": [1.0]}, 100.0)["start_s"] == pytest.approx(20.0 - 1.0 - 0.2)
 
 
-def test_a_forked_probe_charges_its_servers_start_once_a_round_not_once_a_worker(tmp_path):
-    """A forked probe worker of 1.2 s (1 s of timed iterations) whose server took 3 s to import torch: the first
-    3 rounds each start one, 9 s of the 100 s; each of the 9 workers starts in 0.2 s."""
-    study = _study(tmp_path, [], args={"iterations": 1000})
-    record = {"duration_s": 1.2, "fork_server_start_s": 3.0, "phases": {"call": {"ns": [1e8] * 10}},
-              "notes": {"probe": {"probe_s": 0.0}}}
-    sizing = pipeline._sizing(study, record, {"with": [{}, {"ftz": "process"}]}, 100.0)
-    assert sizing["servers_s"] == pytest.approx(9.0) and sizing["start_s"] == pytest.approx(0.2)
-    assert sizing["iterations"] == int((91.0 / sizing["processes"] - 0.2) / 0.1)
-    execd = {k: v for k, v in record.items() if k != "fork_server_start_s"}
-    assert pipeline._sizing(study, execd, {"with": [{}, {"ftz": "process"}]}, 100.0)["servers_s"] == 0.0
-
-
 @pytest.mark.parametrize("matrix, paired, processes, header", [
     # Every probe paired: its cells, the paired A/A control, no fresh-process control (3 processes each).
     ({"with": [{}, {"ftz": "process"}]}, True, (2 + 1) * 3, "no fresh-process A/A control (every probe is paired)"),

@@ -9,7 +9,7 @@ from ..errors import ExitCode
 from .._run import slurm
 from .._workloads import TARGET_FORMS
 from . import preflight
-from .options import add_answer_argument, add_fork_argument, add_paired_argument, duration
+from .options import add_answer_argument, add_paired_argument, duration
 
 __all__ = ["NAME", "HELP", "configure", "run"]
 
@@ -58,7 +58,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-control", dest="control", action="store_false",
                         help="no A/A control (only the 5%% floor then guards the verdict)")
     add_paired_argument(parser)
-    add_fork_argument(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_answer_argument(parser)
     slurm.add_executor_arguments(parser)
@@ -76,6 +75,6 @@ def run(args: argparse.Namespace) -> int:
         return slurm.run_with_executor(args, argv=args.argv)
     doc = explain.explain(args.target, fixed, phase=args.phase, budget_s=args.budget, json_path=args.json_path,
                           progress=not args.no_progress, control=args.control, paired=args.paired,
-                          fork=args.fork, say=lambda line: print(line, flush=True))
+                          say=lambda line: print(line, flush=True))
     print(render(doc, args.target, closing=pipeline.took_text(doc, args.json_path), verbose=args.verbose))
     return ExitCode.OK

@@ -91,8 +91,7 @@ def add_fork_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-fork", dest="fork", action="store_false",
         help="start every worker's interpreter afresh; by default the workers of a workload that imports torch "
-             "(the built-in and seed workloads, and a file of yours that imports torch at its top) are forked "
-             "from an interpreter that has imported it, one per "
+             "(the built-in and seed workloads) are forked from an interpreter that has imported it, one per "
              "worker environment, which saves each worker the import (2-4 s) and nothing else: every setting, "
              "allocator and environment still takes effect as in a fresh interpreter")
 

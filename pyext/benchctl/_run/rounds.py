@@ -32,7 +32,7 @@ from .. import _validate
 from .._workloads.user import MIN_ITERATIONS
 
 __all__ = ["AUTO", "AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds", "Budget",
-           "check_repeat", "first_rounds", "planned_processes", "iterations_for"]
+           "check_repeat", "planned_processes", "iterations_for"]
 
 AUTO = "auto"
 #: Processes per cell before the first judgement: the fewest for which a t interval over processes
@@ -189,15 +189,11 @@ class Budget:
         return False
 
 
-def first_rounds(repeat: int | str) -> int:
-    """The rounds a run plans first: ``repeat``, or :data:`AUTO_START` under ``--repeat auto``."""
-    return AUTO_START if repeat == AUTO else int(repeat)
-
-
 def planned_processes(cells: int, repeat: int | str, control: bool) -> int:
-    """The workers of a run's first rounds (:func:`first_rounds`): every cell (and the control's second arm)
-    once a round (later rounds fit what the budget leaves)."""
-    return (cells + (1 if control else 0)) * first_rounds(repeat)
+    """The workers of a run's first rounds: every cell (and the control's second arm) ``repeat`` times, or
+    :data:`AUTO_START` times under ``--repeat auto`` (later rounds fit what the budget leaves)."""
+    per_slot = AUTO_START if repeat == AUTO else int(repeat)
+    return (cells + (1 if control else 0)) * per_slot
 
 
 def iterations_for(seconds: float, processes: int, iteration_s: float, start_s: float, most: int) -> int:

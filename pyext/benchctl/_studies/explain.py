@@ -33,13 +33,11 @@ def check_target(target: str, args: dict | None) -> dict:
 
 def explain(target: str, args: dict | None = None, phase: str | None = None, budget_s: float = DEFAULT_BUDGET_S,
             json_path: str | None = None, progress: bool = True, control: bool = True, paired: bool = True,
-            fork: bool = True, say: Callable[[str], None] = lambda _: None) -> dict:
+            say: Callable[[str], None] = lambda _: None) -> dict:
     """Explain ``target``'s time; ``say`` receives the progress lines. Returns the results document. ``paired``:
-    the probes a running process can switch are timed in the baseline's processes (:mod:`benchctl._run.paired`);
-    ``fork``: the workers of a target that imports torch at its top are forked from a server that has imported
-    it (:mod:`benchctl._run.forkserver`), False starts each afresh."""
+    the probes a running process can switch are timed in the baseline's processes (:mod:`benchctl._run.paired`)."""
     budget_s = _validate.seconds("budget_s", budget_s)
     study = pipeline.Study("explain", target, check_target(target, args), catalog.rules_of("explain"), phase=phase,
                            budget_s=budget_s, control=control, json_path=json_path, progress=progress, paired=paired,
-                           fork=fork, extra={"target": target})
+                           extra={"target": target})
     return pipeline.run_study(study, say)

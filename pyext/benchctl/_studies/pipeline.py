@@ -106,8 +106,7 @@ def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
 def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> dict[str, Any]:
     """The iterations per matrix worker that fit ``left`` seconds, from the probe worker's ``probe`` record:
     its mean time per timed iteration, and the rest of its duration less its untimed probing (start,
-    import) as each worker's overhead; where it was forked, its server's start once for each of the first
-    rounds (each starts a new server: :mod:`benchctl._run.forkserver`)."""
+    import) as each worker's overhead."""
     samples = [ns for phase in probe["phases"].values() for ns in phase["ns"]]
     iteration_s = float(sum(samples)) / len(samples) / 1e9
     probing_s = (probe.get("notes", {}).get("probe") or {}).get("probe_s")
@@ -121,10 +120,9 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     control = study.control and not plan.every_cell_paired
     processes = rounds.planned_processes(cells + (1 if plan.pairs else 0), study.repeat, control)
-    servers_s = probe.get("fork_server_start_s", 0.0) * rounds.first_rounds(study.repeat)
-    iterations = rounds.iterations_for(left - servers_s, processes, iteration_s, start_s, study.args["iterations"])
+    iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"])
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
-            "servers_s": servers_s, "left_s": left}
+            "left_s": left}
 
 
 def measure_penalty(ops: tuple[str, ...], say: Callable[[str], None] = _quiet) -> dict[str, Any]:

@@ -121,7 +121,7 @@ def get(name: str) -> Workload:
 
     if user.is_target(name):
         _import_target(name)
-        return Workload(name, *user.load(name), preload=user.preload_of(name))
+        return Workload(name, *user.load(name))
     _load_builtins()
     try:
         return _registry[name]

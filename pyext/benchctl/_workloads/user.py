@@ -49,17 +49,13 @@ from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
 from .._thread_calls import ThreadCalls, thread_calls
 
-__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "PRELOADABLE", "workload", "is_target", "load",
-           "preload_of"]
+__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
 
 DEFAULT_ITERATIONS = 30
 #: The fewest timed iterations a time target lets a process run: a first one (often a warm-up) and steady ones.
 MIN_ITERATIONS = 3
 #: The untimed calls a probe worker adds after the timed ones: the profiled one and the autograd census.
 PROBE_CALLS = 2
-#: Libraries a fork server may import ahead of the user's workers (:mod:`benchctl._run.forkserver`), in import
-#: order: each that the user's module imports at its top level, which its every worker imports anyway.
-PRELOADABLE = ("torch", "torchvision")
 _PARAMS = {"iterations": DEFAULT_ITERATIONS, "seconds": 0.0}
 _MARK = "__benchctl_workload__"
 
@@ -106,32 +102,15 @@ def _import_file(path: str) -> types.ModuleType:
 
 def _resolve(target: str) -> Any:
     where, _, attribute = target.rpartition(":") if ":" in target else (target, "", "")
-    obj = _module_of(target)
+    module = _import_file(where) if where.endswith(".py") else importlib.import_module(where)
     if not attribute:
-        return obj
+        return module
+    obj = module
     for part in attribute.split("."):
         if not hasattr(obj, part):
             raise _validate.ArgumentError(f"{target}: {where} has no {attribute!r}")
         obj = getattr(obj, part)
     return obj
-
-
-def _module_of(target: str) -> types.ModuleType:
-    where = target.rpartition(":")[0] if ":" in target else target
-    return _import_file(where) if where.endswith(".py") else importlib.import_module(where)
-
-
-def preload_of(target: str) -> tuple[str, ...]:
-    """The :data:`PRELOADABLE` libraries the module of ``target`` imports at its top level (a module, or a class
-    or function of one, among its globals): a worker imports them whatever it runs, so a server that has imported
-    them saves each worker that import (2-4 s of torch here) and changes nothing the workload sees. One that
-    imports torch only inside a function gets none: its workers start afresh, as before the import."""
-    used = set()
-    for value in vars(_module_of(target)).values():
-        name = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
-        if isinstance(name, str):
-            used.add(name.partition(".")[0])
-    return tuple(m for m in PRELOADABLE if m in used and m in sys.modules)
 
 
 def _modules_in(value: Any, depth: int = 2) -> list:
