@@ -40,9 +40,7 @@ from .tdist import f_sf, t_cdf, t_quantile
 
 __all__ = ["CONFIDENCE", "FLOOR", "MAX_NO_EFFECT_BAND", "MAX_ESTIMATE", "HOMOGENEITY_ALPHA", "PooledSpread",
            "pooled_spread", "cell_interval", "compare", "paired_sd", "compare_paired", "band_from_paired_control",
-           "judge",
-           "band_from_control", "band_from_interval",
-           "resolvable", "processes_to_resolve"]
+           "judge", "band_from_control", "band_from_interval", "resolvable", "processes_to_resolve"]
 
 #: Beyond this many processes per cell the estimate of how many would be needed is not worth giving.
 MAX_ESTIMATE = 200
@@ -221,12 +219,13 @@ def compare_paired(a_values: Sequence[float], b_values: Sequence[float], confide
     if k < 2:
         return Comparison(ci95=None, method="one paired process: how far processes disagree is unknown",
                           **common).judged(band)
-    sd, floor = float(logs.std(ddof=1)), paired_sd(control)
+    own, floor = float(logs.std(ddof=1)), paired_sd(control)
     how = ("paired: Student t interval on the log of per-process ratios, each taken inside one process whose "
            "iterations alternated between both cells")
-    if floor is not None and floor > sd:
+    sd = own
+    if floor is not None and floor > own:
         sd = floor
-        how += f"; their spread ({logs.std(ddof=1):.3g}) taken as the paired A/A control's ({floor:.3g}), the larger"
+        how += f"; their spread ({own:.3g}) taken as the paired A/A control's ({floor:.3g}), the larger"
     se, df = sd / math.sqrt(k), float(k - 1)
     half = t_quantile(0.5 + confidence / 2, df) * se
     p = 2.0 * (1.0 - t_cdf(abs(d) / se, df)) if se > 0 else (0.0 if d else 1.0)

@@ -134,10 +134,14 @@ def _bootstrap_medians(x: np.ndarray, rng: np.random.Generator, resamples: int) 
     return out
 
 
-def _check_resamples(resamples: int, confidence: float) -> None:
-    _validate.count("resamples", resamples, 100)
+def _check_confidence(confidence: float) -> None:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
         raise _validate.ArgumentError(f"confidence must be between 0 and 1, got {confidence!r}")
+
+
+def _check_resamples(resamples: int, confidence: float) -> None:
+    _validate.count("resamples", resamples, 100)
+    _check_confidence(confidence)
 
 
 def bootstrap_median_ci(x: ArrayLike, seed: int = 0, confidence: float = CONFIDENCE,
@@ -164,7 +168,7 @@ def median_ci(x: ArrayLike, seed: int = 0, confidence: float = CONFIDENCE) -> tu
     arr = _durations(x, "x")
     if arr.size < ORDER_CI_FROM:
         return bootstrap_median_ci(arr, seed=seed, confidence=confidence)
-    _check_resamples(BOOTSTRAP_RESAMPLES, confidence)
+    _check_confidence(confidence)
     n, z = arr.size, NormalDist().inv_cdf(0.5 + confidence / 2)
     low = max(0, math.floor(n / 2 - z * math.sqrt(n) / 2) - 1)  # 0-based ranks
     high = min(n - 1, math.ceil(n / 2 + z * math.sqrt(n) / 2) - 1)
