@@ -23,6 +23,7 @@ from benchctl._results.analysis import analyse
 from benchctl._results.comparison import FLOOR, Outcome
 from benchctl._run import paired, rounds, runner
 from benchctl._run.paired import Pair, PairedRecorder, pair_for
+from benchctl._run.recorder import Recorder
 from benchctl._run.worker import _phases
 from benchctl._setting import Setting
 
@@ -225,6 +226,30 @@ def test_short_iterations_are_capped_by_count_so_a_short_worker_holds_both_arms(
     rec.finish()
     _, record = rec.split(_phases(rec))
     assert (record["settle_iterations"], record["block_iterations"]) == (2, 4)
+
+
+def test_a_time_target_stops_a_paired_worker_only_once_each_arm_has_its_iterations(fake_setting, fake_clock,
+                                                                                     monkeypatch):
+    """A user workload's ``seconds`` target, met by its first iterations (vs_peers' 0.05 s processes), stopped
+    the worker after 'aAA': no arm B, no ratio. It now waits for MIN_ITERATIONS steady ones of each arm."""
+    from benchctl._workloads import user
+
+    monkeypatch.setattr(user, "time", fake_clock)  # the target's own reading of the time
+    fake_setting(clock=fake_clock)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+
+    def slow_call():
+        fake_clock.now += 0.02  # three of these already exceed the target
+
+    user._timed(rec, "run", slow_call, {"iterations": 1000, "seconds": 0.05})
+    schedule = _schedule(rec)
+    assert schedule.count("B") >= user.MIN_ITERATIONS and schedule.count("A") >= user.MIN_ITERATIONS
+    # 20 ms iterations: one left out after each switch, one steady a block (ABBA); it stops once both arms have 3.
+    assert schedule == "aA" + "bBB" + "aAA" + "bB"
+    # An unpaired worker still stops after MIN_ITERATIONS once the target is met.
+    plain = Recorder()
+    user._timed(plain, "run", slow_call, {"iterations": 1000, "seconds": 0.05})
+    assert len(plain.ticks["run"]) == user.MIN_ITERATIONS
 
 
 def test_blocks_hold_block_s_of_steady_time_on_a_real_clock(fake_setting, monkeypatch):

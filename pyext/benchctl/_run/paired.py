@@ -185,6 +185,13 @@ class PairedRecorder(CountedRecorder):
         self.labels.setdefault(phase, []).append(label)
         self._recorded(label, time.perf_counter() - started)
 
+    def timed_enough(self, phase: str, least: int) -> bool:
+        """Whether each arm has ``least`` steady iterations in ``phase``: a time target that stopped a worker after
+        the first few iterations (settling ones, arm A's first block) left no arm B to pair with, and the worker
+        gave no ratio (vs_peers' 0.05 s processes: 'aAA', 3 processes of A and none of B)."""
+        labels = self.labels.get(phase, [])
+        return labels.count("A") >= least and labels.count("B") >= least
+
     # --- what the worker keeps ------------------------------------------------------------------------------
 
     def split(self, phases: dict[str, dict]) -> tuple[dict[str, dict], dict]:

@@ -63,6 +63,11 @@ class Recorder:
             self._wait()
         self.ticks.setdefault(phase, []).append(sw.ticks)
 
+    def timed_enough(self, phase: str, least: int) -> bool:
+        """Whether ``phase`` has ``least`` recorded iterations: what a time target waits for before it stops the
+        workload (a paired recorder counts each arm's steady ones)."""
+        return len(self.ticks.get(phase, ())) >= least
+
     def note(self, key: str, value: Any) -> None:
         """Attach a JSON-serialisable fact to the result (checked now, not at save time)."""
         json.dumps(value)

@@ -210,9 +210,9 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
 
 def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> None:
     """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
-    (and :data:`MIN_ITERATIONS` ran). Each call runs as the cell's settings ask (``inference=on``: under
-    torch.inference_mode(); any setting's context around it: :mod:`benchctl._timed_call`); ``watch`` reads
-    dynamo's counters after each, outside its timing."""
+    (and :data:`MIN_ITERATIONS` ran, of each arm in a paired worker: ``rec.timed_enough``). Each call runs as
+    the cell's settings ask (``inference=on``: under torch.inference_mode(); any setting's context around it:
+    :mod:`benchctl._timed_call`); ``watch`` reads dynamo's counters after each, outside its timing."""
     call = _timed_call.wrapped(call)
     spent = 0.0
     if watch is not None:
@@ -225,7 +225,7 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
         spent += took
         if watch is not None:
             watch.after_iteration(took)
-        if args["seconds"] and done >= MIN_ITERATIONS and spent >= args["seconds"]:
+        if args["seconds"] and spent >= args["seconds"] and rec.timed_enough(phase, MIN_ITERATIONS):
             return
 
 
