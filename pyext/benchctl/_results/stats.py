@@ -448,9 +448,9 @@ class Samples:
     def summary(self, seed: int = 0, interval: bool = True) -> dict[str, Any]:
         """Statistics of the steady iterations (ns), JSON-serialisable.
 
-        Keys: n, median, mean, min, iqr, mad, ci95 [lo, hi] (bootstrap of the
-        median, ``seed``: :func:`median_ci`; None with ``interval=False``, for a
-        caller that needs no interval of the iterations), iqr_over_median (None when the median is 0), flags,
+        Keys: n, median, mean, min, iqr, mad, ci95 [lo, hi] (the median's
+        interval, :func:`median_ci` with ``seed``; None with ``interval=False``,
+        for a caller that needs none), iqr_over_median (None when the median is 0), flags,
         advice (one sentence per flag), warmup (iterations set apart),
         warmup_detected, n_total, unit, counters ({name: {median, mean}} per
         iteration, None where never available).
