@@ -27,11 +27,13 @@ repetition):
             (the mean of its values): the ratio of the geometric means over processes, with a Welch t interval
             on the logs. pyperf itself reports mean +- stdev per benchmark.
   benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --budget SECONDS, each process timing
-            about SECONDS/9 less a start (--arg seconds=...); the interval is benchctl's own comparison of B's
-            cell against A's. All three A/Bs switch in a running process, so benchctl times B paired with A in
-            the same processes (blocks of iterations alternated) and its interval is over the ratio inside each
-            process, processes as the units (--unpaired would compare per-process medians instead); each
-            comparison's method is kept in --json.
+            its share of SECONDS over the workers of the first three rounds, less a start (--arg seconds=...);
+            the interval is benchctl's own comparison of B's cell against A's. An A/B that switches in a
+            running process is timed paired: B alternating with A in blocks of iterations in the same
+            processes, each of them also timing the paired A/A control as a third arm, and the baseline's own
+            process run once (4 workers in 3 rounds); its interval is over the ratio inside each process,
+            processes as the units (--unpaired would compare per-process medians instead). Otherwise A, B and
+            the A/A control's second arm run 3 fresh processes each. Each comparison's method is kept in --json.
 
 Printed per A/B and tool: each repetition's ratio B/A, its 95% interval and width (hi - lo), its wall time,
 whether it holds the median of all repetitions' ratios of that A/B (every tool's); then whether the tool's
@@ -77,8 +79,6 @@ NOT_INSTALLED = "pyperf not installed"
 TIMER_SHARE = 0.45
 #: pyperf's own defaults, written out (warm-ups given, so that only the loops are calibrated).
 PYPERF_VALUES, PYPERF_WARMUPS, PYPERF_MIN_TIME = 3, 1, 0.1
-#: The processes benchctl's budget plans first: A, B and the A/A control's second arm, 3 each.
-BENCHCTL_PLANNED = 9
 
 METHODS = {
     "torch": ("Timer(...).blocked_autorange(min_run_time) for A, then B, in one fresh process; ratio of the "
@@ -423,10 +423,31 @@ def run_pyperf(name: str, seconds: float, startup_s: float, workdir: str, tag: s
 # ---------------------------------------------------------------------------------------------------------------
 # benchctl
 
-def benchctl_seconds_per_process(seconds: float, startup_s: float) -> float:
-    """The timed seconds each benchctl worker aims at: its share of the budget over the processes planned
-    first (:data:`BENCHCTL_PLANNED`), less a start, as ``benchctl explain`` sizes its workers; at least 0.05 s."""
-    return max(0.05, seconds / BENCHCTL_PLANNED - startup_s)
+def _ab(name: str):
+    """A/B ``name`` of bench/vs_peers_workloads.py (its workload class and benchctl's matrix)."""
+    if BENCH not in sys.path:
+        sys.path.insert(0, BENCH)
+    import vs_peers_workloads
+
+    return vs_peers_workloads.ABS[name]
+
+
+def benchctl_planned(name: str) -> int:
+    """The workers benchctl's first rounds run for A/B ``name``, as ``benchctl explain`` plans them: A and B in
+    fresh processes and the A/A control's second arm, 3 each; where B is timed paired with A, the baseline's own
+    process once and 3 paired ones, each also timing the paired A/A control."""
+    from benchctl._run import rounds, runner
+
+    ab = _ab(name)
+    plan = runner.plan_matrix(f"{WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
+    return rounds.planned_processes(len(plan.cells), rounds.AUTO, not plan.every_cell_paired, len(plan.pairs))
+
+
+def benchctl_seconds_per_process(seconds: float, startup_s: float, planned: int) -> float:
+    """The timed seconds each benchctl worker aims at: its share of the budget over the ``planned`` processes of
+    the first rounds (:func:`benchctl_planned`), less a start, as ``benchctl explain`` sizes its workers; at
+    least 0.05 s."""
+    return max(0.05, seconds / planned - startup_s)
 
 
 def _set_args(matrix: dict) -> list[str]:
@@ -434,13 +455,11 @@ def _set_args(matrix: dict) -> list[str]:
 
 
 def run_benchctl(name: str, seconds: float, startup_s: float, workdir: str, tag: str) -> dict:
-    import vs_peers_workloads as w
-
     from benchctl._results import document, queries
 
-    ab = w.ABS[name]
+    ab = _ab(name)
     path = os.path.join(workdir, f"benchctl_{name}_{tag}.json")
-    per_process = benchctl_seconds_per_process(seconds, startup_s)
+    per_process = benchctl_seconds_per_process(seconds, startup_s, benchctl_planned(name))
     cmd = [sys.executable, "-m", "benchctl", "run", f"{WORKLOADS}:{ab.target}", *_set_args(ab.matrix),
            "--repeat", "auto", "--budget", f"{seconds:g}", "--arg", f"seconds={per_process:.3g}",
            "--arg", "iterations=1000000", "--json", path, "--no-progress"]

@@ -31,7 +31,7 @@ class FakeWorkers:
         monkeypatch.setattr(rounds.time, "monotonic", lambda: self.now)
 
     def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False, server=None, pair=None,
-                 starts_as=None):
+                 starts_as=None, carry_control=False):
         self.calls.append(cell)
         seconds = self.seconds_of(cell)
         self.now += seconds
@@ -43,6 +43,9 @@ class FakeWorkers:
 
         # A paired worker: both arms in one process, sharing its factor (arm A the baseline it starts as).
         paired = {} if pair is None else {"pair": {"pair": pair.to_json(), "phases": phases(starts_as)}}
+        if carry_control:  # the paired A/A control as arm C of the same process
+            paired["control"] = {"phases": phases(starts_as), "readback": {},
+                                 "pair": {"pair": {"a": {}, "b": {}}, "phases": phases(starts_as), "letter": "C"}}
         return {"started_at": "t", "duration_s": seconds, "status": "ok", "exit_status": 0, "signal": None,
                 "phases": phases(cell), "readback": {}, **paired,
                 "notes": {}, "counters_info": None, "beside": None, "worker": {"pid": 1}, "error": None,

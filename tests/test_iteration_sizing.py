@@ -69,12 +69,13 @@ def test_the_probe_aims_at_a_share_of_the_budget_and_the_matrix_gets_the_iterati
                    matrix=None, census=None, budget_s=40.0)
     doc = pipeline.run_study(study, say=said.append)
     assert given[0] == {"iterations": 30, "seconds": pipeline.PROBE_SHARE * 40.0}
-    # 2 cells and the control, 3 processes each: 9 workers in about 40 s, 1 s an iteration, no start cost left
-    # over in the fake probe (5 s for 11 iterations and its untimed probe calls): 4 iterations each.
+    # 2 cells, the paired control carried in the paired cell's workers, 3 processes each: 6 workers in about
+    # 40 s, 1 s an iteration, no start cost left over in the fake probe (5 s for 11 iterations and its untimed
+    # probe calls): 6 iterations each.
     sizing = doc["evidence"]["sizing"]
-    assert (sizing["processes"], sizing["iteration_s"], sizing["start_s"]) == (9, pytest.approx(1.0, rel=0.05), 0.0)
-    assert sizing["iterations"] == 4 and {a["iterations"] for a in given[1:]} == {4}
-    assert "4 iterations per worker: 1 s an iteration in the probe, 9 workers planned" in "\n".join(said)
+    assert (sizing["processes"], sizing["iteration_s"], sizing["start_s"]) == (6, pytest.approx(1.0, rel=0.05), 0.0)
+    assert sizing["iterations"] == 6 and {a["iterations"] for a in given[1:]} == {6}
+    assert "6 iterations per worker: 1 s an iteration in the probe, 6 workers planned" in "\n".join(said)
 
 
 @pytest.mark.slow
@@ -87,7 +88,7 @@ def test_explain_keeps_its_budget_for_an_iteration_of_a_second(tmp_path):
     """) + ":second"
     budget_s = 40.0
     doc = explain.explain(target, budget_s=budget_s, progress=False)
-    longest = max(r["duration_s"] for r in doc["runs"])
+    longest = max(r.get("duration_s", 0.0) for r in doc["runs"])  # a carried control's run has none
     assert doc["metadata"]["took_s"] <= budget_s + longest, (doc["metadata"]["took_s"], longest)
     assert doc["evidence"]["sizing"]["iterations"] >= MIN_ITERATIONS
 
@@ -103,15 +104,19 @@ def test_the_probes_own_untimed_probing_is_not_charged_as_every_workers_start(tm
     assert pipeline._sizing(study, without, {"ms": [1.0]}, 100.0)["start_s"] == pytest.approx(20.0 - 1.0 - 0.2)
 
 
-@pytest.mark.parametrize("matrix, paired, processes, header", [
-    # Every probe paired: its cells, the paired A/A control, no fresh-process control (3 processes each).
-    ({"with": [{}, {"ftz": "process"}]}, True, (2 + 1) * 3, "no fresh-process A/A control (every probe is paired)"),
+@pytest.mark.parametrize("matrix, paired, repeat, processes, header", [
+    # Every probe paired: its cells, the paired A/A control carried in the paired cell's workers, no
+    # fresh-process control (3 processes each).
+    ({"with": [{}, {"ftz": "process"}]}, True, 3, 2 * 3, "no fresh-process A/A control (every probe is paired)"),
+    # ... and under --repeat auto the baseline's own process once.
+    ({"with": [{}, {"ftz": "process"}]}, True, rounds.AUTO, 1 + 3, "the baseline's own process once"),
     # One probe needs fresh processes: the fresh-process control's second arm as well.
-    ({"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}, True, (3 + 1 + 1) * 3, "plus the baseline again"),
-    ({"with": [{}, {"ftz": "process"}]}, False, (2 + 1) * 3, "plus the baseline again as an A/A control"),
+    ({"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}, True, 3, (3 + 1) * 3, "plus the baseline again"),
+    ({"with": [{}, {"ftz": "process"}]}, False, 3, (2 + 1) * 3, "plus the baseline again as an A/A control"),
 ])
-def test_the_sizing_and_the_header_count_the_controls_a_run_will_have(tmp_path, matrix, paired, processes, header):
-    study = _study(tmp_path, [], args={"iterations": 30}, paired=paired, budget_s=120.0)
+def test_the_sizing_and_the_header_count_the_controls_a_run_will_have(tmp_path, matrix, paired, repeat, processes,
+                                                                      header):
+    study = _study(tmp_path, [], args={"iterations": 30}, paired=paired, budget_s=120.0, repeat=repeat)
     record = {"duration_s": 2.0, "phases": {"call": {"ns": [1e6] * 10}}, "notes": {}}
     assert pipeline._sizing(study, record, matrix, 100.0)["processes"] == processes
     text = pipeline._header(study, matrix, 100.0)

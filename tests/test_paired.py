@@ -356,6 +356,56 @@ def test_the_paired_control_switches_nothing_and_still_alternates(fake_setting, 
     assert record["pair"] == {"a": {}, "b": {}}
 
 
+def test_a_worker_carrying_the_control_alternates_each_arm_with_a_and_balances_all_three(fake_setting, fake_clock):
+    """The paired A/A control as arm C of a cell's worker: C switches to arm A's values, settles and is blocked as
+    B is; without C's blocks A and B alternate, without B's A and C do, and each arm's mean block position in the
+    cycle is the same."""
+    pattern = paired.PATTERN_WITH_CONTROL
+    for left_out in "CB":
+        kept = [arm for arm in pattern + pattern if arm != left_out]
+        runs = [arm for i, arm in enumerate(kept) if i == 0 or kept[i - 1] != arm]
+        assert all(x != y for x, y in zip(runs, runs[1:])) and set(runs) == {"A", "BC".replace(left_out, "")}
+    assert len({sum(i for i, arm in enumerate(pattern) if arm == want) for want in "ABC"}) == 1
+    fake = fake_setting(clock=fake_clock)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}), carry_control=True)
+    _drive(rec, 60, fake_clock)  # 2.5 ms iterations: one left out after a switch, two steady a block
+    schedule = _schedule(rec)
+    assert schedule.startswith("aAA" + "bBB" + "cCC" + "aAA" + "cCC" + "bBBBB" + "cCC"), schedule
+    assert rec.values == {"A": {FakeSwitch.name: "off"}, "B": {FakeSwitch.name: "on"}, "C": {FakeSwitch.name: "off"}}
+    assert fake.calls[:4] == ["off", "on", "off", "off"]  # arm C is arm A's value switched to again
+    assert not rec.timed_enough("run", schedule.count("C") + 1) and rec.timed_enough("run", schedule.count("C"))
+    phases = _phases(rec)
+    b, cell_record = rec.split(phases)
+    c, control_record = rec.split_control(phases)
+    assert len(b["run"]["ns"]) == schedule.count("B") and len(c["run"]["ns"]) == schedule.count("C")
+    assert cell_record["phases"] == control_record["phases"]  # both compare with the same arm A
+    assert len(control_record["settling_ns"]["run"]) == schedule.count("a") + schedule.count("c")
+    assert (control_record["pair"], control_record["letter"], cell_record.get("letter")) == (
+        {"a": {}, "b": {}}, "C", None)
+    assert cell_record["pattern"] == control_record["pattern"] == pattern
+    assert PairedRecorder(None, Pair()).split_control(phases) is None  # a worker that carries no control
+
+
+def test_the_carried_controls_ratio_is_taken_between_a_and_c_blocks_only():
+    """A process whose arm C ran 1.2x arm A and arm B 1.5x, in the schedule of a worker that carries the control:
+    each run's ratio compares its own arm with A's neighbouring blocks, never with the third arm's."""
+    schedule = "aAAbBBcCCaAAcCCbBBBBcCCaAAcCCbBBaAAAA"
+    a_ns = [1e6] * schedule.count("A")
+    cell = _run(THREADS_CELL, 0, 1.0, pair_median=1.0)
+    cell["phases"]["run"]["ns"] = [1.5e6] * schedule.count("B")
+    cell["pair"]["phases"]["run"]["ns"] = a_ns
+    cell["pair"]["schedule"] = {"run": schedule}
+    control = _run(BASE, 0, 1.0, pair_median=1.0)
+    control["arm"] = "P"
+    control["phases"]["run"]["ns"] = [1.2e6] * schedule.count("C")
+    control["pair"] = {**cell["pair"], "pair": {"a": {}, "b": {}}, "letter": "C"}
+    doc = {"paired": {"baseline": BASE, "cells": [THREADS_CELL]}, "runs": [cell, control]}
+    a, b = queries.paired_medians(doc, "run", THREADS_CELL)
+    assert b[0] / a[0] == pytest.approx(1.5)
+    a, c = queries.paired_medians(doc, "run", BASE, "P")
+    assert c[0] / a[0] == pytest.approx(1.2)
+
+
 # ---------------------------------------------------------------------------------------- the paired rule
 
 
@@ -666,6 +716,30 @@ def test_auto_rounds_without_a_control_run_the_baseline_only_for_unpaired_cells(
     assert _next(policy, {0, 2}) == {S(0), S(2)}
 
 
+def test_the_paired_control_rides_in_the_first_paired_cells_worker_of_a_round():
+    assert rounds.carry_control([S(0), S(2), S(1), S(0, "P")], {1, 2}) == [S(0), S(2, carries_control=True), S(1)]
+    assert rounds.carry_control([S(0, "A"), S(1), S(0, "B"), S(0, "P")], {1}) == [
+        S(0, "A"), S(1, carries_control=True), S(0, "B")]
+    # No paired cell this round (a resumed file), or no control slot: the round as it was.
+    assert rounds.carry_control([S(0), S(2), S(0, "P")], {1}) == [S(0), S(2), S(0, "P")]
+    assert rounds.carry_control([S(0), S(1)], {1}) == [S(0), S(1)]
+
+
+def test_every_cell_paired_runs_the_baselines_own_process_in_the_first_round_only():
+    policy, slots = _policy(3, pairs={1, 2}, control=False)
+    assert policy.every_cell_paired
+    assert policy.next_round(0, lambda: set()) == slots
+    for r in range(1, rounds.AUTO_START):
+        assert policy.next_round(r, lambda: set()) == [S(1), S(2), S(0, "P")]
+    # 1 + 2 cells x 3 rounds, the control carried: what the sizing of explain plans too.
+    assert policy.planned() == 1 + 2 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, False, 2)
+    # One cell needs fresh processes: every round runs the baseline's (and the control's second arm).
+    policy, slots = _policy(3, pairs={1}, control=True)
+    assert not policy.every_cell_paired
+    assert all(policy.next_round(r, lambda: set()) == slots for r in range(rounds.AUTO_START))
+    assert policy.planned() == 4 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, True, 1)
+
+
 def test_no_pairs_no_paired_control_slot():
     _, slots = _policy(2, pairs=(), control=True)
     assert slots == [S(0, "A"), S(1), S(0, "B")]
@@ -698,8 +772,8 @@ def test_run_matrix_records_its_pairs_and_a_resume_keeps_them(fake_workers, tmp_
     path = str(tmp_path / "r.json")
     doc = _run_matrix(repeat=2, json_path=path, paired=True)
     assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]}
-    # The baseline, the paired cell, the paired control: every cell is paired, so no fresh-process control.
-    assert len(workers.calls) == 6 and not doc["control"]
+    # The baseline, the paired cell carrying the paired control: every cell is paired, so no fresh-process control.
+    assert len(workers.calls) == 4 and not doc["control"]
     assert not queries.ok_runs(doc, BASE, "B")
     paired_runs = queries.ok_runs(doc, THREADS_CELL)
     assert len(paired_runs) == 2 and all(r["pair"]["pair"] == {"a": {}, "b": {"threads": 1}} for r in paired_runs)
@@ -709,7 +783,7 @@ def test_run_matrix_records_its_pairs_and_a_resume_keeps_them(fake_workers, tmp_
     assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
     resumed = _run_matrix(repeat=3, json_path=path, resume=True, paired=True)
     assert resumed["paired"] == doc["paired"]
-    assert len(workers.calls) == 9 and not resumed["control"]
+    assert len(workers.calls) == 6 and not resumed["control"]
     assert all("pair" in r for r in queries.ok_runs(resumed, THREADS_CELL)) and len(
         queries.ok_runs(resumed, THREADS_CELL)) == 3
     assert len(queries.ok_runs(resumed, BASE, "P")) == 3
@@ -721,9 +795,24 @@ def test_the_fresh_process_control_stays_where_a_cell_needs_fresh_processes(fake
     doc = runner.run_matrix("sleep", {"iterations": 1}, {"with": [{}, {"threads": 1}, {"omp_wait": "passive"}]},
                             progress=False, repeat=1, json_path=str(tmp_path / "r.json"), paired=True)
     assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]} and doc["control"]
-    assert len(workers.calls) == 5  # the baseline's two arms, the two cells, the paired control
+    assert len(workers.calls) == 4  # the baseline's two arms, the two cells (the paired one carries the control)
     assert len(queries.ok_runs(doc, BASE, "B")) == 1 and len(queries.ok_runs(doc, BASE, "P")) == 1
     assert not [r for r in queries.ok_runs(doc, omp_cell) if "pair" in r]
+
+
+def test_an_auto_run_of_paired_cells_starts_four_workers_where_it_started_nine(fake_workers, tmp_path):
+    """Every cell paired, --repeat auto: round 1 the baseline's own process and the paired cell's (carrying the
+    control), then the paired cell's alone; the control's runs come from the cell's processes."""
+    workers = fake_workers()
+    doc = _run_matrix(repeat="auto", json_path=str(tmp_path / "r.json"), paired=True)
+    assert [(r["round"], r["workers"]) for r in doc["rounds"]][:3] == [(0, 2), (1, 1), (2, 1)]
+    assert workers.calls[:4] == [BASE, THREADS_CELL, THREADS_CELL, THREADS_CELL]
+    assert len(queries.ok_runs(doc, BASE)) == 1
+    controls = queries.ok_runs(doc, BASE, "P")
+    assert len(controls) == len(queries.ok_runs(doc, THREADS_CELL)) >= rounds.AUTO_START
+    assert all(r["carried_by"] == THREADS_CELL for r in controls)
+    cmp = queries.Comparisons(doc).compare("sleep", THREADS_CELL, BASE)
+    assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
 
 
 def test_a_file_started_unpaired_is_resumed_unpaired(fake_workers, tmp_path):
@@ -758,12 +847,18 @@ def test_a_real_paired_run_and_its_resume(tmp_path):
     assert [r for r in doc["runs"] if r["status"] != "ok"] == []
     assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]}
     for run in queries.ok_runs(doc, THREADS_CELL) + queries.ok_runs(doc, BASE, "P"):
-        schedule = run["pair"]["schedule"]["sleep"]
-        assert "A" in schedule and "B" in schedule and schedule[0] == "a", schedule
-        assert len(run["phases"]["sleep"]["ns"]) == schedule.count("B")
+        schedule, letter = run["pair"]["schedule"]["sleep"], run["pair"].get("letter", "B")
+        assert set(schedule) == set("aAbBcC") and schedule[0] == "a", schedule  # the control carried as arm C
+        assert len(run["phases"]["sleep"]["ns"]) == schedule.count(letter)
         assert len(run["pair"]["phases"]["sleep"]["ns"]) == schedule.count("A")
-        assert "warmup" in run["pair"]["phases"]["sleep"]
+        assert "warmup" in run["pair"]["phases"]["sleep"] and "warmup" in run["phases"]["sleep"]
     threads_runs = queries.ok_runs(doc, THREADS_CELL)
+    # Each round's paired cell worker carried that round's paired A/A control: the same process, one duration.
+    for control in queries.ok_runs(doc, BASE, "P"):
+        carrier = next(r for r in threads_runs if r["repetition"] == control["repetition"])
+        assert control["carried_by"] == THREADS_CELL and control["worker"]["pid"] == carrier["worker"]["pid"]
+        assert control["pair"]["letter"] == "C" and "duration_s" not in control
+        assert control["readback"]["threads"]["requested"] == carrier["pair"]["values"]["A"]["threads"]  # arm A's
     assert len(threads_runs) == 2 and all(r["pair"]["values"]["B"] == {"threads": 1} for r in threads_runs)
     assert all(r["readback"]["threads"]["requested"] == 1 for r in threads_runs)
     assert len(queries.ok_runs(doc, BASE, "P")) == 2

@@ -149,8 +149,21 @@ def test_without_pyperf_its_rows_say_so(monkeypatch):
 def test_sizes_follow_the_time():
     assert vp.pyperf_processes(2.0, 3.0) == 2  # never under two: one process gives no interval
     assert vp.pyperf_processes(60.0, 1.0) > vp.pyperf_processes(20.0, 1.0) >= 2
-    assert vp.benchctl_seconds_per_process(2.0, 3.0) == 0.05
-    assert vp.benchctl_seconds_per_process(90.0, 1.0) == pytest.approx(9.0)
+    assert vp.benchctl_seconds_per_process(2.0, 3.0, 9) == 0.05
+    assert vp.benchctl_seconds_per_process(90.0, 1.0, 9) == pytest.approx(9.0)
+    assert vp.benchctl_seconds_per_process(20.0, 3.0, 4) == pytest.approx(2.0)
+
+
+def test_benchctl_is_sized_for_the_workers_its_first_rounds_run():
+    """A paired A/B: the baseline's own process once and 3 paired ones carrying the control (4); one that needs
+    fresh processes: A, B and the control's second arm, 3 each (9)."""
+    from benchctl._run import runner
+
+    for name in vp.AB_NAMES:
+        ab = vp._ab(name)
+        plan = runner.plan_matrix(f"{vp.WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
+        assert vp.benchctl_planned(name) == (4 if plan.every_cell_paired else 9), name
+    assert vp.benchctl_planned("ftz") == 4  # FTZ switches on every thread of a running process
 
 
 # --- the command ------------------------------------------------------------------------------------------------

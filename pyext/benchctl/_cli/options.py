@@ -83,7 +83,8 @@ def add_paired_argument(parser: argparse.ArgumentParser) -> None:
         help="time every cell in fresh processes of its own; by default a cell that differs from the baseline "
              "only in settings a running process can switch (ftz, threads, pin, inference, ...) is timed in "
              "the baseline's processes, switched between blocks of iterations, and compared by the ratio "
-             "taken inside each process, which the machine's state (a neighbour, a VM's speed) cancels")
+             "taken inside each process, which the machine's state (a neighbour, a VM's speed) cancels; one "
+             "such process a round also times the paired A/A control, as a third arm")
 
 
 def add_fork_argument(parser: argparse.ArgumentParser) -> None:

@@ -164,13 +164,15 @@ def paired_cell(doc: dict, a: dict, b: dict) -> tuple[dict, bool] | None:
     return None
 
 
-def _runs_of_blocks(schedule: str, a_ns: list, b_ns: list, a_from: int, b_from: int) -> list[tuple[str, float]]:
+def _runs_of_blocks(schedule: str, a_ns: list, b_ns: list, a_from: int, b_from: int,
+                    b_letter: str = "B") -> list[tuple[str, float]]:
     """(arm, median ns) of each run of one arm's kept iterations in ``schedule`` order (a run ends where the
-    other arm's iterations, or the iterations left out after a switch, begin); each arm's warm-up (its first
-    ``a_from`` / ``b_from`` kept iterations) left out."""
+    other arm's iterations, a third arm's, or the iterations left out after a switch, begin); each arm's warm-up
+    (its first ``a_from`` / ``b_from`` kept iterations) left out. ``b_letter``: the schedule's letter of the arm
+    compared with A (``C``: the paired A/A control a cell's worker carried)."""
     runs: list[tuple[str, list]] = []
-    seen = {"A": 0, "B": 0}
-    source, start = {"A": a_ns, "B": b_ns}, {"A": a_from, "B": b_from}
+    seen = {"A": 0, b_letter: 0}
+    source, start = {"A": a_ns, b_letter: b_ns}, {"A": a_from, b_letter: b_from}
     previous = ""
     for letter in schedule:
         if letter not in source:
@@ -201,9 +203,12 @@ def _paired_ratio(run: dict, phase: str) -> tuple[float, float] | None:
     if not a_ns or not b_ns:
         return None
     a_median = float(np.median(a_ns))
-    runs = _runs_of_blocks((pair.get("schedule") or {}).get(phase, ""), a["ns"], b["ns"], a_from, b_from)
+    runs = _runs_of_blocks((pair.get("schedule") or {}).get(phase, ""), a["ns"], b["ns"], a_from, b_from,
+                           pair.get("letter", "B"))
     logs = []
-    for (arm, first), (_, second) in zip(runs, runs[1:]):  # neighbouring runs are of the two arms
+    for (arm, first), (other, second) in zip(runs, runs[1:]):
+        if arm == other:  # two runs of one arm parted by a third arm's blocks (or by a warm-up left out)
+            continue
         of_a, of_b = (first, second) if arm == "A" else (second, first)
         if of_a > 0 and of_b > 0:
             logs.append(math.log(of_b / of_a))

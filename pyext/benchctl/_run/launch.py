@@ -151,6 +151,10 @@ def _failure_sentence(status: int, timed_out: bool, timeout_s: float | None, wro
     return f"worker exited with status {status}"
 
 
+def _pair_with_warmup(pair: dict) -> dict:
+    return {**pair, "phases": _with_warmup(pair.get("phases", {}))}
+
+
 def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]:
     got = result or {}
     ok = status == 0 and got.get("status") == "ok"
@@ -159,7 +163,9 @@ def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]
         "exit_status": status,
         "signal": _signal_name(status),
         "phases": _with_warmup(got.get("phases", {})),
-        **({"pair": {**got["pair"], "phases": _with_warmup(got["pair"].get("phases", {}))}} if got.get("pair") else {}),
+        **({"pair": _pair_with_warmup(got["pair"])} if got.get("pair") else {}),
+        **({"control": {**got["control"], "phases": _with_warmup(got["control"].get("phases", {})),
+                        "pair": _pair_with_warmup(got["control"]["pair"])}} if got.get("control") else {}),
         "readback": got.get("readback", {}),
         "notes": got.get("notes", {}),
         "counters_info": got.get("counters_info"),
@@ -174,7 +180,7 @@ def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]
 
 def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workdir: str,
                timeout_s: float | None = None, probe: bool = False, server: ForkServer | None = None,
-               pair: Pair | None = None, starts_as: dict | None = None) -> dict:
+               pair: Pair | None = None, starts_as: dict | None = None, carry_control: bool = False) -> dict:
     """Run one cell in a fresh worker process; return its run record (status ok or failed).
 
     ``probe``: the worker's recorder says so, for workloads that then measure
@@ -182,13 +188,18 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
     the worker from this server (started with ``env``) instead of starting an
     interpreter (see :mod:`.forkserver`); a server that dies fails the worker.
     ``pair``: time the cell paired with the baseline (:mod:`.paired`): the worker applies the settings of
-    ``starts_as`` (the baseline cell, whose environment ``env`` is) and switches ``pair``'s.
+    ``starts_as`` (the baseline cell, whose environment ``env`` is) and switches ``pair``'s; ``carry_control``:
+    it also times the paired A/A control as a third arm, returned under the record's ``control`` (its phases,
+    ``pair`` record and readback) for the runner to keep as the control's run.
     """
+    if carry_control and pair is None:
+        raise ValueError("carry_control needs a pair: the control is an arm of a paired worker")
     cell_settings, _ = settings.split_cell(cell if starts_as is None else starts_as)
     files = _Files.in_dir(workdir)
     job = {"protocol": worker.PROTOCOL, "workload": workload, "args": args, "settings": cell_settings,
            "result_path": files.result, "runner_pid": os.getpid() if server is None else server.pid,
-           "probe": probe, **({"pair": pair.to_json()} if pair is not None else {})}
+           "probe": probe, **({"pair": pair.to_json()} if pair is not None else {}),
+           **({"carry_control": True} if carry_control else {})}
     with open(files.job, "w") as f:
         json.dump(job, f)
     started_at, started = now(), time.perf_counter()

@@ -23,8 +23,16 @@ The worker's result keeps arm B's iterations as the cell's phases (what every re
 and arm A's, the settling iterations and the schedule under ``pair``; the process gives one
 paired ratio per phase (:func:`benchctl._results.queries.paired_medians`): the median, over each two
 neighbouring runs of blocks (A then B, B then A), of their medians' ratio, so a burst of other load
-that falls on a few blocks moves few of the ratios; the process stays the unit of the interval. The
-paired A/A control runs the same schedule with nothing switched.
+that falls on a few blocks moves few of the ratios; the process stays the unit of the interval.
+
+The paired A/A control is a third arm, C, of one paired cell's worker each round
+(``carry_control``): arm A's values switched to again, the same switch and settling as arm B, in
+blocks ordered :data:`PATTERN_WITH_CONTROL` (each of B and C alternating with A, each arm's mean
+position in the cycle the same). Its ratio C/A is taken as B/A is, from the same process, and
+kept as the control's run (:meth:`PairedRecorder.split_control`): a control of its own processes
+cost a round of worker starts for no more than this gives (explain's small plants: most of a
+worker is its interpreter's start and torch's import). A worker given an empty pair (a
+resumed file's control round) runs arms A and B with nothing switched, as before.
 """
 
 from __future__ import annotations
@@ -39,8 +47,8 @@ from .. import counters as _counters
 from .. import settings
 from .recorder import CountedRecorder, SettingWatch
 
-__all__ = ["SETTLE_S", "BLOCK_S", "SETTLE_ITERATIONS", "BLOCK_ITERATIONS", "PATTERN", "Pair", "pair_for",
-           "PairedRecorder"]
+__all__ = ["SETTLE_S", "BLOCK_S", "SETTLE_ITERATIONS", "BLOCK_ITERATIONS", "PATTERN", "PATTERN_WITH_CONTROL",
+           "CONTROL_LETTER", "Pair", "pair_for", "PairedRecorder"]
 
 #: Seconds of iterations left out after each switch (at least one iteration).
 SETTLE_S = 0.001
@@ -54,7 +62,13 @@ SETTLE_ITERATIONS = 2
 BLOCK_ITERATIONS = 4
 #: The arms of successive blocks, repeated: each arm as often before as after the other.
 PATTERN = "ABBA"
-_SETTLING = {"A": "a", "B": "b"}  # the schedule's letter for an iteration left out after a switch
+#: With the control's arm C: without C's blocks A and B alternate, and without B's A and C do (each ratio is
+#: taken between neighbouring runs of two arms), and each arm's mean position in the cycle is the same (5.5),
+#: so a drift over the process falls on all three alike.
+PATTERN_WITH_CONTROL = "ABCACBBCACBA"
+#: The letter of the control's arm in a worker that carries it.
+CONTROL_LETTER = "C"
+_SETTLING = {"A": "a", "B": "b", "C": "c"}  # the schedule's letter for an iteration left out after a switch
 
 
 @dataclass(frozen=True)
@@ -107,15 +121,19 @@ def pair_for(baseline: dict, cell: dict) -> Pair | None:
 class PairedRecorder(CountedRecorder):
     """A :class:`CountedRecorder` that switches ``pair``'s settings between arms A and B before timed iterations
     (see the module doc). ``plan``: the baseline cell's settings the pair does not switch, checked as an
-    unpaired worker's are. ``labels[phase]`` holds each recorded iteration's letter (``A``, ``B``, or ``a`` /
-    ``b`` for one left out after a switch); :meth:`split` sorts a worker's phases by it."""
+    unpaired worker's are. ``carry_control``: also arm C, the paired A/A control (arm A's values again).
+    ``labels[phase]`` holds each recorded iteration's letter (``A``, ``B``, ``C``, or ``a`` / ``b`` / ``c``
+    for one left out after a switch); :meth:`split` and :meth:`split_control` sort a worker's phases by it."""
 
-    def __init__(self, group: _counters.CounterGroup | None, pair: Pair, plan: tuple | list = ()) -> None:
+    def __init__(self, group: _counters.CounterGroup | None, pair: Pair, plan: tuple | list = (),
+                 carry_control: bool = False) -> None:
         super().__init__(group, probe=False, plan=plan)
         self.pair = pair
+        self.arms = "ABC" if carry_control else "AB"
+        self.pattern = PATTERN_WITH_CONTROL if carry_control else PATTERN
         self.labels: dict[str, list[str]] = {}
         self.values: dict[str, dict[str, Any]] = {}  # arm -> {name: value}, resolved at the first iteration
-        self.applied: dict[str, dict[str, Any]] = {"A": {}, "B": {}}  # what each setting's first switch observed
+        self.applied: dict[str, dict[str, Any]] = {arm: {} for arm in self.arms}  # each setting's first switch
         self.watches: dict[str, dict[str, SettingWatch]] = {}
         self.switches: list[dict] = []
         self.arm: str | None = None  # the arm the process holds now
@@ -130,7 +148,8 @@ class PairedRecorder(CountedRecorder):
 
     def _resolve(self) -> None:
         """Each arm's values: the pair's, else the setting's unapplied value as the process holds it now."""
-        for arm, given in (("A", self.pair.a), ("B", self.pair.b)):
+        for arm in self.arms:
+            given = self.pair.b if arm == "B" else self.pair.a  # the control's arm C holds arm A's values
             self.values[arm] = {name: given[name] if name in given else settings.SETTINGS[name].unapplied
                                 for name in self.pair.names}
             self.watches[arm] = {name: SettingWatch(settings.SETTINGS[name], value)
@@ -153,7 +172,7 @@ class PairedRecorder(CountedRecorder):
 
     def _next_label(self) -> str:
         """The letter of the iteration about to run, switching first where its block's arm differs."""
-        want = PATTERN[self._block % len(PATTERN)]
+        want = self.pattern[self._block % len(self.pattern)]
         if want != self.arm:
             self.switch_to(want)
             self._settling = True
@@ -190,7 +209,7 @@ class PairedRecorder(CountedRecorder):
         the first few iterations (settling ones, arm A's first block) left no arm B to pair with, and the worker
         gave no ratio (vs_peers' 0.05 s processes: 'aAA', 3 processes of A and none of B)."""
         labels = self.labels.get(phase, [])
-        return labels.count("A") >= least and labels.count("B") >= least
+        return all(labels.count(arm) >= least for arm in self.arms)
 
     # --- what the worker keeps ------------------------------------------------------------------------------
 
@@ -213,15 +232,33 @@ class PairedRecorder(CountedRecorder):
             "schedule": schedule,
             "switches": len(self.switches),
             "switch_s": [s["seconds"] for s in self.switches],
-            "not_held": [s for s in self.switches if "not_held" in s],
+            "not_held": [s for s in self.switches if "not_held" in s and s["to"] != CONTROL_LETTER],
             "applied_a": self.applied["A"],
             "during_a": {name: watch.to_json() for name, watch in self.watches.get("A", {}).items()},
             "settle_s": SETTLE_S,
             "block_s": BLOCK_S,
             "settle_iterations": SETTLE_ITERATIONS,
             "block_iterations": BLOCK_ITERATIONS,
-            "pattern": PATTERN,
+            "pattern": self.pattern,
         }
+
+    def split_control(self, phases: dict[str, dict]) -> tuple[dict[str, dict], dict] | None:
+        """(arm C's phases, the control's ``pair`` record) of a worker that carries the paired A/A control, as
+        a paired control worker's run would hold them (its ``letter`` says which arm it compares with A); None
+        for one that does not."""
+        if CONTROL_LETTER not in self.arms:
+            return None
+        c_phases, settling = {}, {}
+        for phase, data in phases.items():
+            labels = self.labels.get(phase, [])
+            c_phases[phase] = _pick(data, labels, CONTROL_LETTER)
+            settling[phase] = _pick(data, labels, "a", _SETTLING[CONTROL_LETTER])["ns"]
+        _, cell_pair = self.split(phases)
+        return c_phases, {**cell_pair, "pair": Pair().to_json(), "letter": CONTROL_LETTER, "settling_ns": settling,
+                          "not_held": [s for s in self.switches if "not_held" in s and s["to"] != "B"],
+                          "applied_c": self.applied[CONTROL_LETTER],
+                          "during_c": {name: watch.to_json()
+                                       for name, watch in self.watches.get(CONTROL_LETTER, {}).items()}}
 
 
 def _pick(data: dict, labels: list[str], *arms: str) -> dict:

@@ -10,7 +10,14 @@ Repetition ``r`` of a slot is the worker it ran in round ``r``.
   control's two arms with them when its cell, the baseline, is one of them
   for an unpaired cell; the paired A/A control with an open paired cell),
   until every comparison is resolved, a cell has had :data:`AUTO_MAX_PROCESSES`
-  processes, or the budget runs out.
+  processes, or the budget runs out. Where every cell is paired, the baseline's
+  own fresh process runs in the first round only: each paired worker times the
+  baseline as its arm A, and that one process gives the baseline's own row and
+  counters.
+
+The paired A/A control is not a worker of its own where a round holds a
+paired cell: :func:`carry_control` gives it to that cell's worker as a third
+arm (:mod:`.paired`).
 
 A budget (seconds of the whole run) trims each round to the workers that
 are expected to fit, from the durations of the workers already run; the
@@ -25,14 +32,15 @@ from __future__ import annotations
 import random
 import time
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from .. import _validate
+from .._results.document import PAIRED_ARM
 from .._workloads.user import MIN_ITERATIONS
 
 __all__ = ["AUTO", "AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds", "Budget",
-           "check_repeat", "planned_processes", "iterations_for"]
+           "check_repeat", "carry_control", "planned_processes", "iterations_for"]
 
 AUTO = "auto"
 #: Processes per cell before the first judgement: the fewest for which a t interval over processes
@@ -44,10 +52,24 @@ AUTO_MAX_PROCESSES = 20
 
 @dataclass(frozen=True)
 class Slot:
-    """What a round can run: cell ``index`` of the matrix, as the control's ``arm`` when not None."""
+    """What a round can run: cell ``index`` of the matrix, as the control's ``arm`` when not None; a paired cell's
+    worker that also times the paired A/A control (:func:`carry_control`) ``carries_control``."""
 
     index: int
     arm: str | None = None
+    carries_control: bool = False
+
+
+def carry_control(slots: list[Slot], paired: frozenset[int] | set[int]) -> list[Slot]:
+    """``slots`` with the paired A/A control's slot given to the first paired cell's worker among them, as its third
+    arm: the control then costs no worker start of its own (a start is most of a small workload's worker), and
+    is timed in a process that also times a cell. Unchanged where the round has no control slot or no paired
+    cell to carry it."""
+    control = Slot(0, PAIRED_ARM)
+    carrier = next((s for s in slots if s.arm is None and s.index in paired), None)
+    if control not in slots or carrier is None:
+        return slots
+    return [replace(s, carries_control=True) if s == carrier else s for s in slots if s != control]
 
 
 def check_repeat(repeat) -> int | str:
@@ -71,12 +93,13 @@ def _order(slots: list[Slot], round_index: int, shuffle_seed: int | None) -> lis
 class FixedRounds:
     """``repeat`` rounds of every slot."""
 
-    def __init__(self, slots: list[Slot], repeat: int, shuffle_seed: int | None = None) -> None:
-        self.slots, self.repeat, self.shuffle_seed = slots, repeat, shuffle_seed
+    def __init__(self, slots: list[Slot], repeat: int, shuffle_seed: int | None = None,
+                 paired: frozenset[int] = frozenset()) -> None:
+        self.slots, self.repeat, self.shuffle_seed, self.paired = slots, repeat, shuffle_seed, paired
         self.stopped = None
 
     def planned(self) -> int:
-        return len(self.slots) * self.repeat
+        return len(carry_control(self.slots, self.paired)) * self.repeat
 
     def extra(self, round_index: int) -> bool:
         """Whether this round's workers come on top of :meth:`planned`."""
@@ -98,8 +121,15 @@ class AutoRounds:
         self.paired, self.paired_control = paired, paired_control
         self.stopped = None
 
+    @property
+    def every_cell_paired(self) -> bool:
+        """Whether every cell but the baseline is paired and no fresh-process control runs."""
+        return (bool(self.paired) and not self.control_slots
+                and all(s.index == 0 or s.index in self.paired for s in self.slots))
+
     def planned(self) -> int:
-        return len(self.slots) * AUTO_START
+        per_round = len(carry_control(self.slots, self.paired))
+        return per_round * AUTO_START - ((AUTO_START - 1) if self.every_cell_paired else 0)
 
     def extra(self, round_index: int) -> bool:
         return round_index >= AUTO_START
@@ -107,7 +137,10 @@ class AutoRounds:
     def next_round(self, round_index: int, unresolved: Callable[[], set[int]]) -> list[Slot]:
         """Slots of round ``round_index``; ``unresolved()`` gives the cell indices still unsettled."""
         if round_index < AUTO_START:
-            return _order(self.slots, round_index, self.shuffle_seed)
+            # Every cell paired: each paired worker times the baseline as its arm A; the baseline's own process
+            # (its row, its counters) once.
+            slots = [s for s in self.slots if round_index == 0 or not self.every_cell_paired or s != Slot(0)]
+            return _order(slots, round_index, self.shuffle_seed)
         if round_index >= AUTO_MAX_PROCESSES:
             self.stopped = f"{AUTO_MAX_PROCESSES} processes per cell, the most --repeat auto runs"
             return []
@@ -189,10 +222,14 @@ class Budget:
         return False
 
 
-def planned_processes(cells: int, repeat: int | str, control: bool) -> int:
-    """The workers of a run's first rounds: every cell (and the control's second arm) ``repeat`` times, or
-    :data:`AUTO_START` times under ``--repeat auto`` (later rounds fit what the budget leaves)."""
+def planned_processes(cells: int, repeat: int | str, control: bool, paired: int = 0) -> int:
+    """The workers of a run's first rounds: every one of ``cells`` (the baseline's included; and the control's
+    second arm) ``repeat`` times, or :data:`AUTO_START` times under ``--repeat auto`` (later rounds fit what the
+    budget leaves). The paired A/A control of ``paired`` cells is carried in their workers; where they are every
+    cell but the baseline, ``--repeat auto`` runs the baseline's own process once."""
     per_slot = AUTO_START if repeat == AUTO else int(repeat)
+    if repeat == AUTO and paired and paired == cells - 1 and not control:
+        return 1 + paired * per_slot
     return (cells + (1 if control else 0)) * per_slot
 
 

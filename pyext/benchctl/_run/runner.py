@@ -12,7 +12,8 @@ other cell: the spread between the two arms is the run's own measured
 process-to-process noise. A worker that crashes, is killed or times out is
 recorded as failed and the run goes on. With ``paired=True`` a cell that differs from the baseline only
 in settings a running process can switch is timed in workers that start as the baseline's and switch
-between both (:mod:`.paired`), beside a paired A/A control. ``resume=True`` continues a file
+between both (:mod:`.paired`), with a paired A/A control carried as a third arm by one paired worker a round
+(:func:`.rounds.carry_control`). ``resume=True`` continues a file
 left by an interrupted run: only the (cell, repetition) pairs without a
 successful run are started.
 """
@@ -167,14 +168,15 @@ class _Log:
         self.doc.setdefault(gate.KEY, []).append(record)
         self.save()
 
-    def add(self, record: dict) -> None:
-        """Keep one finished worker's record (a failed attempt is replaced by its rerun), saved at once."""
-        key = self._key(record["cell"], record.get("arm"), record["repetition"])
-        if key in self._index:
-            self.doc["runs"][self._index[key]] = record
-        else:
-            self._index[key] = len(self.doc["runs"])
-            self.doc["runs"].append(record)
+    def add(self, *records: dict) -> None:
+        """Keep one finished worker's records (a failed attempt is replaced by its rerun), saved at once."""
+        for record in records:
+            key = self._key(record["cell"], record.get("arm"), record["repetition"])
+            if key in self._index:
+                self.doc["runs"][self._index[key]] = record
+            else:
+                self._index[key] = len(self.doc["runs"])
+                self.doc["runs"].append(record)
         self.save()  # before the (slow) analysis: Ctrl-C there loses nothing
         analyse(self.doc, with_verdict=False)  # the verdict compares all cells: at the end of a round
         self.save()
@@ -237,6 +239,19 @@ def _unresolved(plan: MatrixPlan, doc: dict, focus: str | None, judge: Judge | N
     return {i for i, cell in enumerate(plan.cells) if document.cell_id(cell) in ids}
 
 
+def _with_carried_control(record: dict, baseline: dict) -> list[dict]:
+    """A worker's records: its own, and where it carried the paired A/A control (:func:`.rounds.carry_control`),
+    the control's run of the same round from the same process: arm C's phases, ``pair`` record and readback,
+    the process's other fields shared, no duration of its own (the budget counts the worker once), and
+    ``carried_by`` naming the cell whose worker timed it."""
+    control = record.pop("control", None)
+    if control is None:
+        return [record]
+    shared = {k: v for k, v in record.items() if k not in ("cell", "phases", "pair", "readback", "duration_s")}
+    return [record, {**shared, "cell": baseline, "arm": document.PAIRED_ARM, "phases": control["phases"],
+                     "pair": control["pair"], "readback": control["readback"], "carried_by": record["cell"]}]
+
+
 def _progress_bar(total: int, done: int, enabled: bool):
     from tqdm import tqdm
 
@@ -276,7 +291,8 @@ class _Run:
     def _round(self, index: int) -> list[_rounds.Slot]:
         """The workers round ``index`` still owes, trimmed to the budget; [] once the rounds stop."""
         slots = self.policy.next_round(index, self._judge)
-        owed = [s for s in slots if not self.log.done(self.plan.cells[s.index], s.arm, index)]
+        owed = _rounds.carry_control([s for s in slots if not self.log.done(self.plan.cells[s.index], s.arm, index)],
+                                     self.plan.pairs)
         fitting = self.budget.trim(owed, self._expected, together=self.control_slots)
         if owed and not fitting:
             self.policy.stopped = f"the {self.budget.seconds:.0f} s budget ran out"
@@ -305,7 +321,8 @@ class _Run:
         cell, env = self.plan.cells[slot.index], self.plan.environments[slot.index]
         # A paired worker (a paired cell, or the paired A/A control) starts as the baseline's would.
         pair = Pair() if slot.arm == document.PAIRED_ARM else self.plan.pairs.get(slot.index)
-        start = {} if pair is None else {"pair": pair, "starts_as": self.plan.cells[0]}
+        start = {} if pair is None else {"pair": pair, "starts_as": self.plan.cells[0],
+                                         "carry_control": slot.carries_control}
         if pair is not None:
             env = self.plan.environments[0]
         runner = self.log.doc["metadata"]["runner"]
@@ -332,7 +349,7 @@ class _Run:
             if gated and record.get("status") == "ok" and load is not None:
                 self._gated_loads.append(load)
             if why is None:
-                self.log.add(record)
+                self.log.add(*_with_carried_control(record, self.plan.cells[0]))
                 return
             self.log.set_aside({**record, "set_aside": why})
 
@@ -360,7 +377,8 @@ class _Run:
                 ran += 1
                 cell = self.plan.cells[slot.index]
                 arm_text = {document.CONTROL_ARM: " [A/A arm B]", document.PAIRED_ARM: " [paired A/A]"}.get(
-                    slot.arm, " (paired)" if slot.index in self.plan.pairs else "")
+                    slot.arm, (" (paired, with the paired A/A)" if slot.carries_control
+                               else " (paired)" if slot.index in self.plan.pairs else ""))
                 bar.set_postfix_str(f"{settings.cell_label(cell)}{arm_text}", refresh=True)
                 self._gated_worker(slot, index, workdir)
                 bar.update(1)
@@ -400,7 +418,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     per environment, new every round (:mod:`.forkserver`); False starts every
     worker's interpreter afresh. ``paired``: time each cell that differs from the first only in settings a
     running process can switch paired with it, both in one worker in balanced blocks (:mod:`.paired`),
-    beside a paired A/A control; the other cells as before.
+    with a paired A/A control as a third arm of one paired worker a round (under ``"auto"``, where every cell
+    is paired, the baseline's own process runs in the first round only); the other cells as before.
     """
     plan = plan_matrix(workload, args, matrix, _validate.flag("paired", paired))
     if focus is not None and focus not in plan.matrix:
@@ -423,9 +442,9 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed, paired=frozenset(plan.pairs),
                                  paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM))
               if repeat == _rounds.AUTO
-              else _rounds.FixedRounds(slots, repeat, shuffle_seed))
+              else _rounds.FixedRounds(slots, repeat, shuffle_seed, paired=frozenset(plan.pairs)))
     log.save()  # a bad path fails now, not after the first cell
-    done = sum(r["status"] == "ok" for r in log.doc["runs"])
+    done = sum(r["status"] == "ok" and "carried_by" not in r for r in log.doc["runs"])  # workers, not runs
     with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, ForkServers(workdir) as servers, \
             _progress_bar(max(policy.planned(), done), done, progress) as bar:
         _Run(plan, log, policy, budget, control_slots, focus, judge, worker_timeout_s, probe,

@@ -9,7 +9,8 @@ reads where each phase ends: ``phases[phase][setting.phase_key]``, e.g. glibc ma
 state under ``"malloc"``), reads every setting back,
 (a paired cell's worker, whose job holds a ``pair``: under a
 :class:`~benchctl._run.paired.PairedRecorder`, which switches the pair's settings between the
-baseline's values and the cell's between timed iterations),
+baseline's values and the cell's between timed iterations; with ``carry_control`` also the paired
+A/A control's arm, kept under the result's ``control``),
 and writes one JSON result atomically to ``result_path``.
 Exit status 0 means the result says ``"status": "ok"``; on an exception the
 worker still writes what it has (``"status": "failed"`` with the error and
@@ -30,7 +31,7 @@ from typing import Any
 from .. import clock, settings, _workloads as workloads
 from .._cpustat import BusySampler
 from .._results.document import atomic_write_text, dumps
-from .paired import Pair, PairedRecorder
+from .paired import CONTROL_LETTER, Pair, PairedRecorder
 from .recorder import CountedRecorder, open_counter_group
 
 __all__ = ["PROTOCOL", "run_job", "die_with_parent", "main"]
@@ -91,21 +92,21 @@ def _read_back(plan: list, applied: dict[str, Any], rec: CountedRecorder, stage:
     return out
 
 
-def _paired_read_back(rec: PairedRecorder, stage: _Stage) -> dict[str, Any]:
-    """Each switched setting as arm B (the cell) asked, first observed, observed after the run (the process
-    switched back to arm B for it) and during arm B's timed iterations: the cell's readback, as an unpaired
-    worker's."""
+def _paired_read_back(rec: PairedRecorder, stage: _Stage, arm: str = "B") -> dict[str, Any]:
+    """Each switched setting as ``arm`` (B: the cell; C: the control it carries) asked, first observed, observed
+    after the run (the process switched back to ``arm`` for it) and during that arm's timed iterations: that
+    arm's readback, as an unpaired worker's."""
     if rec.pair.is_control or not rec.values:
         return {}
-    if rec.arm != "B":
-        stage.now = "switching to arm B to read it back"
-        rec.switch_to("B")
+    if rec.arm != arm:
+        stage.now = f"switching to arm {arm} to read it back"
+        rec.switch_to(arm)
     out = {}
-    for name, setting, value in settings.ordered(rec.values["B"]):
+    for name, setting, value in settings.ordered(rec.values[arm]):
         stage.now = f"reading back {name}={settings.format_value(value)}"
-        out[name] = {"requested": value, "applied": rec.applied["B"].get(name), "observed": setting.readback(value)}
-        if name in rec.watches["B"]:
-            out[name]["during"] = rec.watches["B"][name].to_json()
+        out[name] = {"requested": value, "applied": rec.applied[arm].get(name), "observed": setting.readback(value)}
+        if name in rec.watches[arm]:
+            out[name]["during"] = rec.watches[arm][name].to_json()
     return out
 
 
@@ -129,6 +130,7 @@ def run_job(job: dict) -> dict:
     started = time.perf_counter()
     rec = None
     stage = _Stage()
+    control_readback: dict[str, Any] = {}
     try:
         workload = workloads.get(job["workload"])
         args = workload.resolve_args(job["args"])
@@ -139,7 +141,7 @@ def run_job(job: dict) -> dict:
         stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
         rec = (CountedRecorder(group, probe=bool(job.get("probe")), plan=plan) if pair is None
-               else PairedRecorder(group, pair, plan=plan))
+               else PairedRecorder(group, pair, plan=plan, carry_control=bool(job.get("carry_control"))))
         stage.now = f"running workload {workload.name!r}"
         beside = BusySampler()  # what else ran on the machine while the workload did
         try:
@@ -150,8 +152,11 @@ def run_job(job: dict) -> dict:
             if group is not None:
                 group.close()
         result["readback"] = _read_back(plan, applied, rec, stage)
+        unswitched = dict(result["readback"])
         if isinstance(rec, PairedRecorder):
             result["readback"].update(_paired_read_back(rec, stage))
+            if CONTROL_LETTER in rec.arms:
+                control_readback = {**unswitched, **_paired_read_back(rec, stage, CONTROL_LETTER)}
         if rec.probe:
             stage.now = "listing the thread pools"
             rec.note("pools", _pools())
@@ -165,7 +170,10 @@ def run_job(job: dict) -> dict:
             result["phases"] = _phases(rec)
             result["notes"] = rec.notes
             if isinstance(rec, PairedRecorder):
+                control = rec.split_control(result["phases"])
                 result["phases"], result["pair"] = rec.split(result["phases"])
+                if control is not None and result["status"] == "ok":
+                    result["control"] = {"phases": control[0], "pair": control[1], "readback": control_readback}
         result["worker"]["wall_s"] = time.perf_counter() - started
     return result
 

@@ -116,10 +116,10 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     cells = 1
     for values in matrix.values():
         cells *= len(values)
-    # A paired A/A control's slot where any probe is paired; no fresh-process one where every probe is.
+    # The paired A/A control rides in a paired probe's workers; no fresh-process control where every probe is paired.
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     control = study.control and not plan.every_cell_paired
-    processes = rounds.planned_processes(cells + (1 if plan.pairs else 0), study.repeat, control)
+    processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs))
     iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"])
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
             "left_s": left}
@@ -206,8 +206,11 @@ def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
               if study.repeat == rounds.AUTO else f"{study.repeat} process(es) per cell")
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     pairs = (f"; {len(plan.pairs)} of them timed paired with the baseline in its processes (switched between "
-             "blocks of iterations), beside a paired A/A control" if plan.pairs else "")
+             "blocks of iterations), a paired A/A control as a third arm of one paired worker a round"
+             if plan.pairs else "")
     control = ("no A/A control" if not study.control else
+               "no fresh-process A/A control and the baseline's own process once (every probe is paired)"
+               if plan.every_cell_paired and study.repeat == rounds.AUTO else
                "no fresh-process A/A control (every probe is paired)" if plan.every_cell_paired else
                "plus the baseline again as an A/A control")
     axes = ", ".join(f"{k}={{{','.join(settings.format_value(v) for v in values)}}}" for k, values in matrix.items())
