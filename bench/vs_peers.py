@@ -432,22 +432,25 @@ def _ab(name: str):
     return vs_peers_workloads.ABS[name]
 
 
-def benchctl_planned(name: str) -> int:
-    """The workers benchctl's first rounds run for A/B ``name``, as ``benchctl explain`` plans them: A and B in
-    fresh processes and the A/A control's second arm, 3 each; where B is timed paired with A, the baseline's own
-    process once and 3 paired ones, each also timing the paired A/A control."""
+def benchctl_planned(name: str) -> tuple[int, float]:
+    """(the workers benchctl's first rounds run for A/B ``name``, their timed work in workers' worth), as
+    ``benchctl explain`` plans them: A and B in fresh processes and the A/A control's second arm, 3 each; where
+    B is timed paired with A, the baseline's own process once and 3 paired ones, each also timing the paired A/A
+    control (half as many iterations again)."""
     from benchctl._run import rounds, runner
 
     ab = _ab(name)
     plan = runner.plan_matrix(f"{WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
-    return rounds.planned_processes(len(plan.cells), rounds.AUTO, not plan.every_cell_paired, len(plan.pairs))
+    counts = (len(plan.cells), rounds.AUTO, not plan.every_cell_paired, len(plan.pairs))
+    return rounds.planned_processes(*counts), rounds.planned_timed_shares(*counts)
 
 
-def benchctl_seconds_per_process(seconds: float, startup_s: float, planned: int) -> float:
-    """The timed seconds each benchctl worker aims at: its share of the budget over the ``planned`` processes of
-    the first rounds (:func:`benchctl_planned`), less a start, as ``benchctl explain`` sizes its workers; at
-    least 0.05 s."""
-    return max(0.05, seconds / planned - startup_s)
+def benchctl_seconds_per_process(seconds: float, startup_s: float, planned: tuple[int, float]) -> float:
+    """The timed seconds each benchctl worker aims at: what the budget leaves after the starts of the ``planned``
+    processes of the first rounds, over their timed work (:func:`benchctl_planned`), as ``benchctl explain``
+    sizes its workers; at least 0.05 s."""
+    workers, shares = planned
+    return max(0.05, (seconds - workers * startup_s) / shares)
 
 
 def _set_args(matrix: dict) -> list[str]:

@@ -143,6 +143,39 @@ def test_warmup_named_when_the_first_iteration_costs_the_series_more_than_the_ba
     assert re.search(r"makes a series \+30\d\.\d% \[95% CI", found.message), found.message  # 49 / 16
 
 
+def _paired_start(run, first_factor):
+    """``run`` as a paired process's would hold it: its first iteration left out after the switch to arm A (the
+    process's start), arm A's iterations under ``pair``, arm B's as its phases."""
+    ns = run["phases"]["call"]["ns"]
+    run["pair"] = {"phases": {"call": {"ns": list(ns[1:]), "warmup": 0}},
+                   "schedule": {"call": "a" + "A" * (len(ns) - 1) + "b" + "B" * len(ns)},
+                   "settling_ns": {"call": [ns[0] * first_factor, ns[0]]}}
+    run["phases"]["call"] = {**run["phases"]["call"], "ns": list(ns), "warmup": 0}
+    return run
+
+
+def test_warmup_reads_a_paired_processs_start_and_counts_each_process_once():
+    """Every probe paired: the baseline has one process of its own, and each paired process starts as the baseline's
+    (its first iterations, left out after the switch to arm A, run under the baseline's settings). A lazy start
+    there is the process's warm-up; the paired control a cell's worker carried is the same process, not another."""
+    doc = run_with(lambda p: 1.0)
+    base = [r for r in doc["runs"] if r["cell"] == {"with": {}} and r.get("arm") in (None, "A")]
+    others = [r for r in doc["runs"] if r not in base]
+    paired = [_paired_start(r, 50) for r in others[:3]]
+    carried = [{**_paired_start(dict(r), 50), "arm": "P", "carried_by": r["cell"]} for r in paired]
+    for run in base[:1]:
+        run["phases"]["call"]["ns"][0] *= 50
+    doc["runs"] = base[:1] + paired + carried
+    found = judge(Warmup(), doc)
+    assert status(found) == Status.CAUSE and "(medians of 4 processes)" in found.message, found.message
+    assert re.search(r"takes 50\.\d\d× its steady median", found.message), found.message
+    # The same processes with an ordinary start: no lazy initialisation.
+    for run in paired + carried:
+        run["pair"]["settling_ns"]["call"][0] /= 50
+    base[0]["phases"]["call"]["ns"][0] /= 50
+    assert status(judge(Warmup(), doc)) == Status.NOT_CAUSE
+
+
 def test_a_start_of_a_few_iterations_is_not_lazy_initialisation():
     found = judge(Warmup(), _first_call_slower(1.6))  # 0.6 / 16 iterations: under 4% of the series
     assert status(found) == Status.NOT_CAUSE and "costs 0.6 steady iterations" in found.message, found.message

@@ -358,22 +358,22 @@ def test_the_paired_control_switches_nothing_and_still_alternates(fake_setting, 
 
 def test_a_worker_carrying_the_control_alternates_each_arm_with_a_and_balances_all_three(fake_setting, fake_clock):
     """The paired A/A control as arm C of a cell's worker: C switches to arm A's values, settles and is blocked as
-    B is; without C's blocks A and B alternate, without B's A and C do, and each arm's mean block position in the
-    cycle is the same."""
+    B is; each arm's mean block position in a cycle is the same, and each cycle puts A next to B and A next to C
+    (the runs of blocks each ratio is taken between)."""
     pattern = paired.PATTERN_WITH_CONTROL
-    for left_out in "CB":
-        kept = [arm for arm in pattern + pattern if arm != left_out]
-        runs = [arm for i, arm in enumerate(kept) if i == 0 or kept[i - 1] != arm]
-        assert all(x != y for x, y in zip(runs, runs[1:])) and set(runs) == {"A", "BC".replace(left_out, "")}
     assert len({sum(i for i, arm in enumerate(pattern) if arm == want) for want in "ABC"}) == 1
+    for other in "BC":  # with the third arm's blocks left out, A next to the other arm both ways
+        kept = [arm for arm in pattern + pattern if arm in ("A", other)]
+        assert {(x, y) for x, y in zip(kept, kept[1:]) if x != y} == {("A", other), (other, "A")}, other
     fake = fake_setting(clock=fake_clock)
     rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}), carry_control=True)
     _drive(rec, 60, fake_clock)  # 2.5 ms iterations: one left out after a switch, two steady a block
     schedule = _schedule(rec)
-    assert schedule.startswith("aAA" + "bBB" + "cCC" + "aAA" + "cCC" + "bBBBB" + "cCC"), schedule
+    assert schedule.startswith("aAA" + "bBB" + "cCCCC" + "bBB" + "aAAAA" + "bBB"), schedule
     assert rec.values == {"A": {FakeSwitch.name: "off"}, "B": {FakeSwitch.name: "on"}, "C": {FakeSwitch.name: "off"}}
-    assert fake.calls[:4] == ["off", "on", "off", "off"]  # arm C is arm A's value switched to again
-    assert not rec.timed_enough("run", schedule.count("C") + 1) and rec.timed_enough("run", schedule.count("C"))
+    assert fake.calls[:4] == ["off", "on", "off", "on"]  # A, B, then C: arm A's value switched to again
+    fewest = min(schedule.count(arm) for arm in "ABC")  # the time target waits for every arm, the control's too
+    assert not rec.timed_enough("run", fewest + 1) and rec.timed_enough("run", fewest)
     phases = _phases(rec)
     b, cell_record = rec.split(phases)
     c, control_record = rec.split_control(phases)
@@ -384,6 +384,29 @@ def test_a_worker_carrying_the_control_alternates_each_arm_with_a_and_balances_a
         {"a": {}, "b": {}}, "C", None)
     assert cell_record["pattern"] == control_record["pattern"] == pattern
     assert PairedRecorder(None, Pair()).split_control(phases) is None  # a worker that carries no control
+
+
+def test_the_repetition_rotates_which_arm_starts_the_schedule(fake_setting, fake_clock):
+    """The first block after a process's start runs slow more often than later ones: the arm it falls on changes
+    from one process to the next, so it shows as spread between processes instead of a bias in each."""
+    assert [paired.rotated("ABBA", "AB", r) for r in range(3)] == ["ABBA", "BAAB", "ABBA"]
+    assert [paired.rotated("ABCCBA", "ABC", r) for r in range(3)] == ["ABCCBA", "BCAACB", "CABBAC"]
+    fake_setting(clock=fake_clock)
+    for rotation, first in ((0, "a"), (1, "b")):
+        rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}), rotation=rotation)
+        _drive(rec, 20, fake_clock)
+        assert _schedule(rec)[0] == first and rec.split(_phases(rec))[1]["pattern"] == paired.rotated(
+            paired.PATTERN, "AB", rotation)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}), carry_control=True, rotation=2)
+    _drive(rec, 20, fake_clock)
+    assert _schedule(rec).startswith("cCC" + "aAA")
+
+
+def test_a_carrying_worker_runs_half_as_many_iterations_again():
+    assert paired.carrier_args({"iterations": 30, "seconds": 0.0, "ms": 1.0}) == {
+        "iterations": 45, "seconds": 0.0, "ms": 1.0}
+    assert paired.carrier_args({"iterations": 31, "seconds": 2.0}) == {"iterations": 47, "seconds": 3.0}
+    assert paired.carrier_args({"size": 64}) == {"size": 64}  # a workload that takes neither
 
 
 def test_the_carried_controls_ratio_is_taken_between_a_and_c_blocks_only():
@@ -848,7 +871,8 @@ def test_a_real_paired_run_and_its_resume(tmp_path):
     assert doc["paired"] == {"baseline": BASE, "cells": [THREADS_CELL]}
     for run in queries.ok_runs(doc, THREADS_CELL) + queries.ok_runs(doc, BASE, "P"):
         schedule, letter = run["pair"]["schedule"]["sleep"], run["pair"].get("letter", "B")
-        assert set(schedule) == set("aAbBcC") and schedule[0] == "a", schedule  # the control carried as arm C
+        # The control carried as arm C; the schedule starts with the arm the repetition rotates to.
+        assert set(schedule) == set("aAbBcC") and schedule[0] == "abc"[run["repetition"] % 3], schedule
         assert len(run["phases"]["sleep"]["ns"]) == schedule.count(letter)
         assert len(run["pair"]["phases"]["sleep"]["ns"]) == schedule.count("A")
         assert "warmup" in run["pair"]["phases"]["sleep"] and "warmup" in run["phases"]["sleep"]

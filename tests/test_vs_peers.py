@@ -149,9 +149,10 @@ def test_without_pyperf_its_rows_say_so(monkeypatch):
 def test_sizes_follow_the_time():
     assert vp.pyperf_processes(2.0, 3.0) == 2  # never under two: one process gives no interval
     assert vp.pyperf_processes(60.0, 1.0) > vp.pyperf_processes(20.0, 1.0) >= 2
-    assert vp.benchctl_seconds_per_process(2.0, 3.0, 9) == 0.05
-    assert vp.benchctl_seconds_per_process(90.0, 1.0, 9) == pytest.approx(9.0)
-    assert vp.benchctl_seconds_per_process(20.0, 3.0, 4) == pytest.approx(2.0)
+    assert vp.benchctl_seconds_per_process(2.0, 3.0, (9, 9.0)) == 0.05
+    assert vp.benchctl_seconds_per_process(90.0, 1.0, (9, 9.0)) == pytest.approx(9.0)
+    # 4 workers, 3 of them carrying the control (1.5x the timed work): (20 - 4 x 3) / 5.5.
+    assert vp.benchctl_seconds_per_process(20.0, 3.0, (4, 5.5)) == pytest.approx(8.0 / 5.5)
 
 
 def test_benchctl_is_sized_for_the_workers_its_first_rounds_run():
@@ -162,8 +163,9 @@ def test_benchctl_is_sized_for_the_workers_its_first_rounds_run():
     for name in vp.AB_NAMES:
         ab = vp._ab(name)
         plan = runner.plan_matrix(f"{vp.WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
-        assert vp.benchctl_planned(name) == (4 if plan.every_cell_paired else 9), name
-    assert vp.benchctl_planned("ftz") == 4  # FTZ switches on every thread of a running process
+        assert vp.benchctl_planned(name) == ((4, 5.5) if plan.every_cell_paired else
+                                             (9, 10.5) if plan.pairs else (9, 9.0)), name
+    assert vp.benchctl_planned("ftz") == (4, 5.5)  # FTZ switches on every thread of a running process
 
 
 # --- the command ------------------------------------------------------------------------------------------------

@@ -180,7 +180,8 @@ def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]
 
 def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workdir: str,
                timeout_s: float | None = None, probe: bool = False, server: ForkServer | None = None,
-               pair: Pair | None = None, starts_as: dict | None = None, carry_control: bool = False) -> dict:
+               pair: Pair | None = None, starts_as: dict | None = None, carry_control: bool = False,
+               rotation: int = 0) -> dict:
     """Run one cell in a fresh worker process; return its run record (status ok or failed).
 
     ``probe``: the worker's recorder says so, for workloads that then measure
@@ -190,7 +191,8 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
     ``pair``: time the cell paired with the baseline (:mod:`.paired`): the worker applies the settings of
     ``starts_as`` (the baseline cell, whose environment ``env`` is) and switches ``pair``'s; ``carry_control``:
     it also times the paired A/A control as a third arm, returned under the record's ``control`` (its phases,
-    ``pair`` record and readback) for the runner to keep as the control's run.
+    ``pair`` record and readback) for the runner to keep as the control's run; ``rotation``: the arm its
+    schedule starts with (the repetition: :func:`.paired.rotated`).
     """
     if carry_control and pair is None:
         raise ValueError("carry_control needs a pair: the control is an arm of a paired worker")
@@ -199,7 +201,8 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
     job = {"protocol": worker.PROTOCOL, "workload": workload, "args": args, "settings": cell_settings,
            "result_path": files.result, "runner_pid": os.getpid() if server is None else server.pid,
            "probe": probe, **({"pair": pair.to_json()} if pair is not None else {}),
-           **({"carry_control": True} if carry_control else {})}
+           **({"carry_control": True} if carry_control else {}),
+           **({"rotation": rotation} if pair is not None else {})}
     with open(files.job, "w") as f:
         json.dump(job, f)
     started_at, started = now(), time.perf_counter()

@@ -8,7 +8,10 @@ whose effect does not outlast the switch (:attr:`~benchctl._setting.Setting.carr
 :func:`pair_for` gives the :class:`Pair`: the worker starts as the baseline cell's would (its
 environment, its settings applied), and :class:`PairedRecorder` switches the pair's settings
 between the baseline's values (arm A) and the cell's (arm B) between timed iterations, in blocks
-ordered A B B A (each arm as often first and last, so that a drift over the run falls on both):
+ordered A B B A (each arm as often first and last, so that a drift over the run falls on both), the
+arms' letters rotated by the worker's repetition (B A A B in every other process: the first block
+after a process's start runs slow more often than later ones, and the arm it falls on then differs
+between processes, where the processes' interval sees it, instead of biasing every one alike):
 
 * after each switch the iterations of :data:`SETTLE_S` (at least one, at most
   :data:`SETTLE_ITERATIONS`) are left out: the first ops after an FTZ broadcast or a new thread team
@@ -27,8 +30,9 @@ that falls on a few blocks moves few of the ratios; the process stays the unit o
 
 The paired A/A control is a third arm, C, of one paired cell's worker each round
 (``carry_control``): arm A's values switched to again, the same switch and settling as arm B, in
-blocks ordered :data:`PATTERN_WITH_CONTROL` (each of B and C alternating with A, each arm's mean
-position in the cycle the same). Its ratio C/A is taken as B/A is, from the same process, and
+blocks ordered :data:`PATTERN_WITH_CONTROL` (rotated by repetition as above; each arm's mean
+position in a cycle of six blocks the same); that worker runs half as many iterations again
+(:func:`carrier_args`). Its ratio C/A is taken as B/A is, from the same process, and
 kept as the control's run (:meth:`PairedRecorder.split_control`): a control of its own processes
 cost a round of worker starts for no more than this gives (explain's small plants: most of a
 worker is its interpreter's start and torch's import). A worker given an empty pair (a
@@ -38,6 +42,7 @@ resumed file's control round) runs arms A and B with nothing switched, as before
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -48,7 +53,7 @@ from .. import settings
 from .recorder import CountedRecorder, SettingWatch
 
 __all__ = ["SETTLE_S", "BLOCK_S", "SETTLE_ITERATIONS", "BLOCK_ITERATIONS", "PATTERN", "PATTERN_WITH_CONTROL",
-           "CONTROL_LETTER", "Pair", "pair_for", "PairedRecorder"]
+           "CONTROL_LETTER", "CARRIER_SCALE", "Pair", "pair_for", "rotated", "carrier_args", "PairedRecorder"]
 
 #: Seconds of iterations left out after each switch (at least one iteration).
 SETTLE_S = 0.001
@@ -62,12 +67,19 @@ SETTLE_ITERATIONS = 2
 BLOCK_ITERATIONS = 4
 #: The arms of successive blocks, repeated: each arm as often before as after the other.
 PATTERN = "ABBA"
-#: With the control's arm C: without C's blocks A and B alternate, and without B's A and C do (each ratio is
-#: taken between neighbouring runs of two arms), and each arm's mean position in the cycle is the same (5.5),
-#: so a drift over the process falls on all three alike.
-PATTERN_WITH_CONTROL = "ABCACBBCACBA"
+#: With the control's arm C: each arm's mean position in the cycle is the same (2.5), so a drift over the process
+#: falls on all three alike, and every cycle has A next to B and A next to C (each ratio is taken between
+#: neighbouring runs of A and the other arm). A cycle of twelve blocks, ABCACBBCACBA, balanced only after all
+#: twelve: a worker of 30 iterations of conv ran ten blocks, arm A's in the first and the fourth, and gave
+#: `bench/aa_calibration.py --paired` intervals that held the median of all runs in 62% of runs.
+PATTERN_WITH_CONTROL = "ABCCBA"
 #: The letter of the control's arm in a worker that carries it.
 CONTROL_LETTER = "C"
+#: A worker that carries the control runs this many times the iterations (and the time target) it is given, so
+#: that arms A and B keep what a two-arm worker gives them and arm C gets as much: with conv's 30 iterations
+#: split three ways, `bench/aa_calibration.py --paired` gave bands of ±6-20% where two-arm workers gave ±5-6%,
+#: and 3 of 20 runs ran out of budget unresolved.
+CARRIER_SCALE = 1.5
 _SETTLING = {"A": "a", "B": "b", "C": "c"}  # the schedule's letter for an iteration left out after a switch
 
 
@@ -94,6 +106,25 @@ class Pair:
     @classmethod
     def from_json(cls, data: dict) -> "Pair":
         return cls(dict(data.get("a") or {}), dict(data.get("b") or {}))
+
+
+def rotated(pattern: str, arms: str, rotation: int) -> str:
+    """``pattern`` with each arm's letter replaced by the one ``rotation`` places after it in ``arms`` (cyclic):
+    ``rotated("ABBA", "AB", 1) == "BAAB"``; a worker's repetition rotates its schedule (see the module doc)."""
+    shift = rotation % len(arms)
+    table = {arm: arms[(i + shift) % len(arms)] for i, arm in enumerate(arms)}
+    return "".join(table[letter] for letter in pattern)
+
+
+def carrier_args(args: dict) -> dict:
+    """``args`` for a worker that carries the control: its ``iterations`` and ``seconds`` target, where the
+    workload takes them, times :data:`CARRIER_SCALE`."""
+    out = dict(args)
+    if isinstance(out.get("iterations"), int) and not isinstance(out["iterations"], bool):
+        out["iterations"] = math.ceil(out["iterations"] * CARRIER_SCALE)
+    if isinstance(out.get("seconds"), (int, float)) and not isinstance(out["seconds"], bool) and out["seconds"]:
+        out["seconds"] = out["seconds"] * CARRIER_SCALE
+    return out
 
 
 def pair_for(baseline: dict, cell: dict) -> Pair | None:
@@ -126,11 +157,11 @@ class PairedRecorder(CountedRecorder):
     for one left out after a switch); :meth:`split` and :meth:`split_control` sort a worker's phases by it."""
 
     def __init__(self, group: _counters.CounterGroup | None, pair: Pair, plan: tuple | list = (),
-                 carry_control: bool = False) -> None:
+                 carry_control: bool = False, rotation: int = 0) -> None:
         super().__init__(group, probe=False, plan=plan)
         self.pair = pair
         self.arms = "ABC" if carry_control else "AB"
-        self.pattern = PATTERN_WITH_CONTROL if carry_control else PATTERN
+        self.pattern = rotated(PATTERN_WITH_CONTROL if carry_control else PATTERN, self.arms, rotation)
         self.labels: dict[str, list[str]] = {}
         self.values: dict[str, dict[str, Any]] = {}  # arm -> {name: value}, resolved at the first iteration
         self.applied: dict[str, dict[str, Any]] = {arm: {} for arm in self.arms}  # each setting's first switch

@@ -38,9 +38,10 @@ from typing import Callable
 from .. import _validate
 from .._results.document import PAIRED_ARM
 from .._workloads.user import MIN_ITERATIONS
+from .paired import CARRIER_SCALE
 
 __all__ = ["AUTO", "AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds", "Budget",
-           "check_repeat", "carry_control", "planned_processes", "iterations_for"]
+           "check_repeat", "carry_control", "planned_processes", "planned_timed_shares", "iterations_for"]
 
 AUTO = "auto"
 #: Processes per cell before the first judgement: the fewest for which a t interval over processes
@@ -233,11 +234,22 @@ def planned_processes(cells: int, repeat: int | str, control: bool, paired: int 
     return (cells + (1 if control else 0)) * per_slot
 
 
-def iterations_for(seconds: float, processes: int, iteration_s: float, start_s: float, most: int) -> int:
+def planned_timed_shares(cells: int, repeat: int | str, control: bool, paired: int = 0) -> float:
+    """The timed work of :func:`planned_processes`' workers, in workers' worth: where a cell is paired, each
+    round's worker that carries the paired A/A control times :data:`~.paired.CARRIER_SCALE` as much."""
+    workers = planned_processes(cells, repeat, control, paired)
+    if not paired:
+        return float(workers)
+    return workers + (CARRIER_SCALE - 1.0) * (AUTO_START if repeat == AUTO else int(repeat))
+
+
+def iterations_for(seconds: float, processes: int, iteration_s: float, start_s: float, most: int,
+                   shares: float | None = None) -> int:
     """Timed iterations per worker so that ``processes`` workers fit in ``seconds``, each ``start_s`` to start
-    and finish plus its iterations of ``iteration_s``: at most ``most``, and never under
+    and finish plus its iterations of ``iteration_s`` (``shares``: their timed work in workers' worth, where
+    some time more than others: :func:`planned_timed_shares`): at most ``most``, and never under
     :data:`~benchctl._workloads.user.MIN_ITERATIONS` (the budget then runs fewer workers, not shorter ones)."""
     if processes < 1 or iteration_s <= 0:
         return most
-    per_worker = seconds / processes - max(start_s, 0.0)
+    per_worker = (seconds - processes * max(start_s, 0.0)) / (shares or processes)
     return max(MIN_ITERATIONS, min(most, math.floor(per_worker / iteration_s)))

@@ -38,7 +38,7 @@ from .._system import metadata
 from . import rounds as _rounds
 from .forkserver import ForkServerError, ForkServers
 from .launch import now, run_worker
-from .paired import Pair, pair_for
+from .paired import Pair, carrier_args, pair_for
 
 __all__ = ["MatrixPlan", "plan_matrix", "run_matrix"]
 
@@ -243,11 +243,13 @@ def _with_carried_control(record: dict, baseline: dict) -> list[dict]:
     """A worker's records: its own, and where it carried the paired A/A control (:func:`.rounds.carry_control`),
     the control's run of the same round from the same process: arm C's phases, ``pair`` record and readback,
     the process's other fields shared, no duration of its own (the budget counts the worker once), and
-    ``carried_by`` naming the cell whose worker timed it."""
+    ``carried_by`` naming the cell whose worker timed it (whose record keeps the ``carrier_args`` it ran with:
+    :func:`.paired.carrier_args`)."""
     control = record.pop("control", None)
     if control is None:
         return [record]
-    shared = {k: v for k, v in record.items() if k not in ("cell", "phases", "pair", "readback", "duration_s")}
+    shared = {k: v for k, v in record.items()
+              if k not in ("cell", "phases", "pair", "readback", "duration_s", "carrier_args")}
     return [record, {**shared, "cell": baseline, "arm": document.PAIRED_ARM, "phases": control["phases"],
                      "pair": control["pair"], "readback": control["readback"], "carried_by": record["cell"]}]
 
@@ -322,7 +324,7 @@ class _Run:
         # A paired worker (a paired cell, or the paired A/A control) starts as the baseline's would.
         pair = Pair() if slot.arm == document.PAIRED_ARM else self.plan.pairs.get(slot.index)
         start = {} if pair is None else {"pair": pair, "starts_as": self.plan.cells[0],
-                                         "carry_control": slot.carries_control}
+                                         "carry_control": slot.carries_control, "rotation": index}
         if pair is not None:
             env = self.plan.environments[0]
         runner = self.log.doc["metadata"]["runner"]
@@ -340,8 +342,10 @@ class _Run:
                 runner["quiet_wait_s"] = runner.get("quiet_wait_s", 0.0) + wait_for_quiet(
                     gate.usual_load(self._gated_loads) + gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S,
                     since=self._since_last)
-            record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}),
-                      **run_worker(self.plan.workload.name, self.plan.cell_args[slot.index], cell, env, workdir,
+            args = self.plan.cell_args[slot.index]
+            carrier = {"carrier_args": carrier_args(args)} if slot.carries_control else {}
+            record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}), **carrier,
+                      **run_worker(self.plan.workload.name, carrier.get("carrier_args", args), cell, env, workdir,
                                    self.worker_timeout_s, self.probe, self._server(env), **start)}
             self._since_last = BusySampler()  # the load between workers: the next one's first look
             why = gate.reason(record, self._gated_loads) if gated else None

@@ -141,7 +141,8 @@ def run_job(job: dict) -> dict:
         stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
         rec = (CountedRecorder(group, probe=bool(job.get("probe")), plan=plan) if pair is None
-               else PairedRecorder(group, pair, plan=plan, carry_control=bool(job.get("carry_control"))))
+               else PairedRecorder(group, pair, plan=plan, carry_control=bool(job.get("carry_control")),
+                                   rotation=int(job.get("rotation") or 0)))
         stage.now = f"running workload {workload.name!r}"
         beside = BusySampler()  # what else ran on the machine while the workload did
         try:

@@ -120,9 +120,10 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     control = study.control and not plan.every_cell_paired
     processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs))
-    iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"])
+    shares = rounds.planned_timed_shares(cells, study.repeat, control, len(plan.pairs))
+    iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"], shares)
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
-            "left_s": left}
+            "timed_shares": shares, "left_s": left}
 
 
 def measure_penalty(ops: tuple[str, ...], say: Callable[[str], None] = _quiet) -> dict[str, Any]:

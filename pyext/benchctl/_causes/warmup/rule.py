@@ -32,24 +32,51 @@ __all__ = ["LAZY_MIN_ITERATIONS", "Warmup", "CAUSES"]
 LAZY_MIN_ITERATIONS = 10.0
 
 
+def _start_series(run: dict, phase: str) -> tuple[list[float], int, int] | None:
+    """(a process's series from its start, the warm-up iterations detected in it, the iterations the process
+    recorded in ``phase``) of one successful run, or None. An unpaired run: its phase. A paired one: the
+    iterations left out after its first switch (the process's first) and then the iterations of the arm it
+    switched to (its schedule's first letter; the other arms' blocks run under other settings and are not that
+    series). Each process is read once: from the run that holds that arm (arm A's: the cell's run, not the
+    paired control's run a cell's worker carried). Where every cell is paired, the baseline has one process of
+    its own, and the paired ones give the rest."""
+    data = run["phases"].get(phase) if run["status"] == "ok" else None
+    if not data:
+        return None
+    if "pair" not in run:
+        return data["ns"], data.get("warmup") or 0, len(data["ns"])
+    pair = run["pair"]
+    schedule = (pair.get("schedule") or {}).get(phase, "")
+    first = schedule[:1].upper()
+    if not first or first not in ("A", pair.get("letter", "B")) or (first == "A" and "carried_by" in run):
+        return None
+    series = (pair.get("phases") or {}).get(phase) if first == "A" else data
+    if not series:
+        return None
+    lead = len(schedule) - len(schedule.lstrip(first.lower()))  # left out before the first block
+    settled = list((pair.get("settling_ns") or {}).get(phase, [])[:lead])
+    return settled + list(series["ns"]), lead + (series.get("warmup") or 0), len(schedule)
+
+
 def _warmup_cost(doc: dict, phase: str) -> tuple[list[float], list[float], list[float], list[int]]:
-    """Per successful unpaired process of any cell: (the series' time over what it would take at its steady median,
-    what the warm-up cost in steady iterations, the first iteration over that median, the warm-up
-    iterations the runner detected)."""
+    """Per successful process of any cell (:func:`_start_series`): (its series' time over what it would take
+    at its steady median, what the warm-up cost in steady iterations, the first iteration over that median,
+    the warm-up iterations the runner detected)."""
     costs, extras, firsts, warmups = [], [], [], []
     for run in doc["runs"]:
-        # A paired process's phases hold one arm's iterations after its first switch: not the process's start.
-        data = run["phases"].get(phase) if run["status"] == "ok" and "pair" not in run else None
-        if not data or len(data["ns"]) < 2:
+        got = _start_series(run, phase)
+        if got is None or len(got[0]) < 2:
             continue
-        ns, warm = data["ns"], max(1, data.get("warmup") or 0)
-        steady = float(np.median(ns[warm:]))
-        extra = warmup_extra(ns, data.get("warmup") or 0)  # the warm-up beyond steady iterations, in them
-        if extra is not None and ns[0] > 0:
-            costs.append(max(1.0 + extra / len(ns), 1e-9))
+        ns, warmup, recorded = got
+        warm = max(1, warmup)
+        steady = float(np.median(ns[warm:])) if len(ns) > warm else 0.0
+        extra = warmup_extra(ns, warmup)  # the warm-up beyond steady iterations, in them
+        if extra is not None and ns[0] > 0 and steady > 0:
+            # Over every iteration the process recorded: what the warm-up adds to a series of that length.
+            costs.append(max(1.0 + extra / recorded, 1e-9))
             extras.append(extra)
             firsts.append(ns[0] / steady)
-            warmups.append(data.get("warmup") or 0)
+            warmups.append(warmup)
     return costs, extras, firsts, warmups
 
 
