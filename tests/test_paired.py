@@ -836,6 +836,13 @@ def test_an_auto_run_of_paired_cells_starts_four_workers_where_it_started_nine(f
     assert all(r["carried_by"] == THREADS_CELL for r in controls)
     cmp = queries.Comparisons(doc).compare("sleep", THREADS_CELL, BASE)
     assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
+    # The baseline's row: its one process and arm A of each paired process, an interval over processes.
+    entry = queries.summary_entry(doc, "sleep", BASE)
+    paired_runs = len(queries.ok_runs(doc, THREADS_CELL))
+    assert (entry["processes"], entry["from_paired_processes"]) == (1 + paired_runs, paired_runs)
+    assert entry["ci_method"] == "t interval over processes"
+    assert f"1 process(es) of its own and arm A of {paired_runs} paired process(es)" in report.format_report(doc)
+    assert queries.summary_entry(doc, "sleep", THREADS_CELL)["from_paired_processes"] == 0
 
 
 def test_a_file_started_unpaired_is_resumed_unpaired(fake_workers, tmp_path):

@@ -26,8 +26,8 @@ from . import processes
 from .comparison import Comparison
 from .document import CONTROL_ARM, PAIRED_ARM, cell_id, matrix_cells
 
-__all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_samples", "steady_runs",
-           "steady_by_run",
+__all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_samples", "pool_steady",
+           "paired_baseline_series", "steady_runs", "steady_by_run",
            "process_medians", "first_note", "readback_facts", "phase_before",
            "probe_held", "summary_entry", "per_iter_median", "CellPair", "cell_pairs",
            "Control", "control", "comparison_values", "spread", "paired_cell", "paired_medians", "is_paired",
@@ -112,12 +112,15 @@ def steady_start(data: dict) -> int:
 
 def steady_samples(doc: dict, phase: str, cell: dict, arm: str | None = None) -> tuple[np.ndarray, dict[str, list]]:
     """Pooled steady-state ns and per-iteration counters of ``cell`` in ``phase``."""
+    return pool_steady([r["phases"][phase] for r in ok_runs(doc, cell, arm) if phase in r["phases"]])
+
+
+def pool_steady(series: list[dict]) -> tuple[np.ndarray, dict[str, list]]:
+    """Pooled steady-state ns and per-iteration counters of ``series`` (each one process's phase data)."""
     ns: list[float] = []
     counters: dict[str, list] = {}
-    runs = [r for r in ok_runs(doc, cell, arm) if phase in r["phases"]]
-    events = set().union(*(r["phases"][phase].get("counters", {}) for r in runs)) if runs else set()
-    for run in runs:
-        data = run["phases"][phase]
+    events = set().union(*(data.get("counters", {}) for data in series)) if series else set()
+    for data in series:
         start = steady_start(data)
         steady = data["ns"][start:]
         ns += steady
@@ -137,6 +140,23 @@ def steady_runs(doc: dict, phase: str, cell: dict, arm: str | None = None) -> li
             steady = data["ns"][steady_start(data):]
             if steady:
                 out.append((run, np.asarray(steady, dtype=np.float64)))
+    return out
+
+
+def paired_baseline_series(doc: dict, phase: str) -> list[dict]:
+    """Arm A's iterations in ``phase`` (a phase's ns, counters and warm-up) of each successful process of a paired
+    cell: the baseline's settings timed in those processes, each process once (a paired control a cell's worker
+    carried holds the same arm A)."""
+    spec = doc.get("paired")
+    if not spec:
+        return []
+    cells = {cell_id(c) for c in spec["cells"]}
+    out = []
+    for run in doc["runs"]:
+        if run["status"] == "ok" and run.get("arm") is None and cell_id(run["cell"]) in cells:
+            data = ((run.get("pair") or {}).get("phases") or {}).get(phase)
+            if data and data.get("ns"):
+                out.append(data)
     return out
 
 

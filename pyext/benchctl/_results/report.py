@@ -84,6 +84,10 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
         slowed = outlying.outlying_process(doc, phase, e["cell"], e.get("arm"))
         if slowed is not None:
             lines.append(f"  note [{row[0]}]: {slowed.describe()}")
+        if e.get("from_paired_processes"):
+            lines.append(f"  note [{row[0]}]: {e['processes'] - e['from_paired_processes']} process(es) of its own "
+                         f"and arm A of {e['from_paired_processes']} paired process(es) (the baseline's settings "
+                         "timed there): every cell is timed paired with it")
     return lines
 
 

@@ -11,7 +11,10 @@ those, and ``ci95_ms`` its t interval over processes
 (:func:`benchctl._results.processes.cell_interval`). With one process the
 interval can only say how the iterations of that process varied, and
 ``ci_method`` says so. The pooled iterations still give the instability
-flags and the per-iteration counter medians.
+flags and the per-iteration counter medians. A paired baseline with fewer
+than two processes of its own (every cell paired: ``--repeat auto`` runs its
+own process once) is also described by arm A of each paired cell's process,
+the baseline's settings timed there (``from_paired_processes`` says how many).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 
 from .. import settings as _settings
 from .document import CONTROL_ARM, PAIRED_ARM
-from . import processes, queries, stats
+from . import document, processes, queries, stats
 
 __all__ = ["COUNTER_FIELDS", "ARM_LABEL", "PAIRED_CONTROL_LABEL", "PAIRED_LABEL", "slots", "label", "summarize"]
 
@@ -59,16 +62,30 @@ def _interval(by_run: list[np.ndarray], pooled: np.ndarray) -> tuple[list, str, 
             "one process: its iterations only (no between-process variation)", None)
 
 
+def _series(doc: dict, phase: str, cell: dict, arm: str | None) -> tuple[list[dict], int]:
+    """(each process's data in ``phase`` that describes ``cell`` and ``arm``, how many of them are arm A of a paired
+    cell's process): its own runs', and for a paired baseline with fewer than two of its own, arm A of each
+    paired process (one process of its own gave an interval of its iterations only, which held the median
+    of 20 A/A runs of `bench/aa_calibration.py --paired` in few of them)."""
+    own = [r["phases"][phase] for r in queries.ok_runs(doc, cell, arm) if phase in r["phases"]]
+    spec = doc.get("paired")
+    if arm is not None or not spec or len(own) >= 2 or document.cell_id(cell) != document.cell_id(spec["baseline"]):
+        return own, 0
+    extra = queries.paired_baseline_series(doc, phase)
+    return own + extra, len(extra)
+
+
 def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any] | None:
-    ns, counters = queries.steady_samples(doc, phase, cell, arm)
+    series, from_paired = _series(doc, phase, cell, arm)
+    ns, counters = queries.pool_steady(series)
     if not len(ns):
         return None
     pooled = stats.Samples(ns, warmup=0).summary(interval=False)
-    by_run = queries.steady_by_run(doc, phase, cell, arm)
+    by_run = [np.asarray(d["ns"][queries.steady_start(d):], dtype=np.float64) for d in series]
+    by_run = [x for x in by_run if len(x)]
     medians = [float(np.median(x)) for x in by_run]
     ci, method, between = _interval(by_run, np.asarray(ns))
     value = processes.cell_interval(medians)["value"] if min(medians) > 0 else pooled["median"]
-    runs = [r for r in queries.ok_runs(doc, cell, arm) if phase in r["phases"]]
     entry = {
         "workload": doc["workload"],
         "phase": phase,
@@ -83,8 +100,9 @@ def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any]
         "between_process_log_sd": between,
         "within_iqr_over_median": _within(by_run),
         "iqr_over_median": pooled["iqr_over_median"],
-        "repetitions": len(runs),
-        "warmup": [r["phases"][phase].get("warmup") for r in runs],
+        "repetitions": len(series),
+        "warmup": [d.get("warmup") for d in series],
+        "from_paired_processes": from_paired,
         "flags": list(pooled.get("flags", [])),
         "paired": arm == PAIRED_ARM or (arm is None and queries.is_paired(doc, cell)),
     }
