@@ -66,7 +66,7 @@ def _series(doc: dict, phase: str, cell: dict, arm: str | None) -> tuple[list[di
     """(each process's data in ``phase`` that describes ``cell`` and ``arm``, how many of them are arm A of a paired
     cell's process): its own runs', and for a paired baseline with fewer than two of its own, arm A of each
     paired process (one process of its own gave an interval of its iterations only, which held the median
-    of 20 A/A runs of `bench/aa_calibration.py --paired` in few of them)."""
+    of 20 A/A runs of `bench/aa_calibration.py --paired` in 68% of the cells' intervals; 82% with arm A in)."""
     own = [r["phases"][phase] for r in queries.ok_runs(doc, cell, arm) if phase in r["phases"]]
     spec = doc.get("paired")
     if arm is not None or not spec or len(own) >= 2 or document.cell_id(cell) != document.cell_id(spec["baseline"]):

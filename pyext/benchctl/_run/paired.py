@@ -77,8 +77,8 @@ PATTERN_WITH_CONTROL = "ABCCBA"
 CONTROL_LETTER = "C"
 #: A worker that carries the control runs this many times the iterations (and the time target) it is given, so
 #: that arms A and B keep what a two-arm worker gives them and arm C gets as much: with conv's 30 iterations
-#: split three ways, `bench/aa_calibration.py --paired` gave bands of ±6-20% where two-arm workers gave ±5-6%,
-#: and 3 of 20 runs ran out of budget unresolved.
+#: split three ways, `bench/aa_calibration.py --paired` gave bands of ±5-20% (median ±9%) where two-arm workers
+#: gave a median of ±5%, and 4 of 20 runs ran out of budget unresolved.
 CARRIER_SCALE = 1.5
 _SETTLING = {"A": "a", "B": "b", "C": "c"}  # the schedule's letter for an iteration left out after a switch
 
