@@ -376,14 +376,14 @@ def test_a_worker_carrying_the_control_alternates_each_arm_with_a_and_balances_a
     assert not rec.timed_enough("run", fewest + 1) and rec.timed_enough("run", fewest)
     phases = _phases(rec)
     b, cell_record = rec.split(phases)
-    c, control_record = rec.split_control(phases)
+    c, control_record = rec.split_control(phases, cell_record)
     assert len(b["run"]["ns"]) == schedule.count("B") and len(c["run"]["ns"]) == schedule.count("C")
     assert cell_record["phases"] == control_record["phases"]  # both compare with the same arm A
     assert len(control_record["settling_ns"]["run"]) == schedule.count("a") + schedule.count("c")
     assert (control_record["pair"], control_record["letter"], cell_record.get("letter")) == (
         {"a": {}, "b": {}}, "C", None)
     assert cell_record["pattern"] == control_record["pattern"] == pattern
-    assert PairedRecorder(None, Pair()).split_control(phases) is None  # a worker that carries no control
+    assert PairedRecorder(None, Pair()).split_control(phases, cell_record) is None  # a worker that carries no control
 
 
 def test_the_repetition_rotates_which_arm_starts_the_schedule(fake_setting, fake_clock):

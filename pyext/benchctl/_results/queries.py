@@ -26,8 +26,8 @@ from . import processes
 from .comparison import Comparison
 from .document import CONTROL_ARM, PAIRED_ARM, cell_id, matrix_cells
 
-__all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_samples", "pool_steady",
-           "paired_baseline_series", "steady_runs", "steady_by_run",
+__all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_ns", "steady_samples",
+           "pool_steady", "paired_baseline_series", "steady_runs", "steady_by_run",
            "process_medians", "first_note", "readback_facts", "phase_before",
            "probe_held", "summary_entry", "per_iter_median", "CellPair", "cell_pairs",
            "Control", "control", "comparison_values", "spread", "paired_cell", "paired_medians", "is_paired",
@@ -110,6 +110,11 @@ def steady_start(data: dict) -> int:
     return data.get("warmup") or 0
 
 
+def steady_ns(data: dict) -> np.ndarray:
+    """One process's steady-state ns in a phase's ``data``: its iterations after its recorded warm-up."""
+    return np.asarray(data["ns"][steady_start(data):], dtype=np.float64)
+
+
 def steady_samples(doc: dict, phase: str, cell: dict, arm: str | None = None) -> tuple[np.ndarray, dict[str, list]]:
     """Pooled steady-state ns and per-iteration counters of ``cell`` in ``phase``."""
     return pool_steady([r["phases"][phase] for r in ok_runs(doc, cell, arm) if phase in r["phases"]])
@@ -137,9 +142,9 @@ def steady_runs(doc: dict, phase: str, cell: dict, arm: str | None = None) -> li
     for run in ok_runs(doc, cell, arm):
         data = run["phases"].get(phase)
         if data:
-            steady = data["ns"][steady_start(data):]
-            if steady:
-                out.append((run, np.asarray(steady, dtype=np.float64)))
+            steady = steady_ns(data)
+            if len(steady):
+                out.append((run, steady))
     return out
 
 

@@ -81,8 +81,7 @@ def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any]
     if not len(ns):
         return None
     pooled = stats.Samples(ns, warmup=0).summary(interval=False)
-    by_run = [np.asarray(d["ns"][queries.steady_start(d):], dtype=np.float64) for d in series]
-    by_run = [x for x in by_run if len(x)]
+    by_run = [x for x in map(queries.steady_ns, series) if len(x)]
     medians = [float(np.median(x)) for x in by_run]
     ci, method, between = _interval(by_run, np.asarray(ns))
     value = processes.cell_interval(medians)["value"] if min(medians) > 0 else pooled["median"]

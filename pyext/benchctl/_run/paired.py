@@ -273,10 +273,11 @@ class PairedRecorder(CountedRecorder):
             "pattern": self.pattern,
         }
 
-    def split_control(self, phases: dict[str, dict]) -> tuple[dict[str, dict], dict] | None:
+    def split_control(self, phases: dict[str, dict], cell_pair: dict) -> tuple[dict[str, dict], dict] | None:
         """(arm C's phases, the control's ``pair`` record) of a worker that carries the paired A/A control, as
-        a paired control worker's run would hold them (its ``letter`` says which arm it compares with A); None
-        for one that does not."""
+        a paired control worker's run would hold them (its ``letter`` says which arm it compares with A), from
+        the worker's ``phases`` and the cell's ``pair`` record :meth:`split` made of them (arm A, the schedule
+        and the switches are the process's, shared); None for one that does not."""
         if CONTROL_LETTER not in self.arms:
             return None
         c_phases, settling = {}, {}
@@ -284,7 +285,6 @@ class PairedRecorder(CountedRecorder):
             labels = self.labels.get(phase, [])
             c_phases[phase] = _pick(data, labels, CONTROL_LETTER)
             settling[phase] = _pick(data, labels, "a", _SETTLING[CONTROL_LETTER])["ns"]
-        _, cell_pair = self.split(phases)
         return c_phases, {**cell_pair, "pair": Pair().to_json(), "letter": CONTROL_LETTER, "settling_ns": settling,
                           "not_held": [s for s in self.switches if "not_held" in s and s["to"] != "B"],
                           "applied_c": self.applied[CONTROL_LETTER],

@@ -171,8 +171,9 @@ def run_job(job: dict) -> dict:
             result["phases"] = _phases(rec)
             result["notes"] = rec.notes
             if isinstance(rec, PairedRecorder):
-                control = rec.split_control(result["phases"])
-                result["phases"], result["pair"] = rec.split(result["phases"])
+                phases = result["phases"]
+                result["phases"], result["pair"] = rec.split(phases)
+                control = rec.split_control(phases, result["pair"])
                 if control is not None and result["status"] == "ok":
                     result["control"] = {"phases": control[0], "pair": control[1], "readback": control_readback}
         result["worker"]["wall_s"] = time.perf_counter() - started
