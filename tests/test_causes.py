@@ -174,6 +174,12 @@ def test_warmup_reads_a_paired_processs_start_and_counts_each_process_once():
         run["pair"]["settling_ns"]["call"][0] /= 50
     base[0]["phases"]["call"]["ns"][0] /= 50
     assert status(judge(Warmup(), doc)) == Status.NOT_CAUSE
+    # explain after its probe worker: no process of the baseline's own, the paired processes' starts alone.
+    for run in paired + carried:
+        run["pair"]["settling_ns"]["call"][0] *= 50
+    doc["runs"] = paired + carried
+    found = judge(Warmup(), doc)
+    assert status(found) == Status.CAUSE and "(medians of 3 processes)" in found.message, found.message
 
 
 def test_a_start_of_a_few_iterations_is_not_lazy_initialisation():

@@ -763,6 +763,25 @@ def test_every_cell_paired_runs_the_baselines_own_process_in_the_first_round_onl
     assert policy.planned() == 4 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, True, 1)
 
 
+def test_after_a_probe_worker_every_cell_paired_runs_no_process_of_the_baselines_own():
+    """explain's probe worker ran the workload unchanged in a fresh process: the paired workers time the baseline."""
+    policy, slots = _policy(3, pairs={1, 2}, control=False)
+    policy = replace_policy(policy, baseline_process=False)
+    assert all(policy.next_round(r, lambda: set()) == [S(1), S(2), S(0, "P")] for r in range(rounds.AUTO_START))
+    assert policy.planned() == 2 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, False, 2, False)
+    # A cell that needs fresh processes brings the baseline's back, in every round, probe or not.
+    policy, slots = _policy(3, pairs={1}, control=True)
+    policy = replace_policy(policy, baseline_process=False)
+    assert all(policy.next_round(r, lambda: set()) == slots for r in range(rounds.AUTO_START))
+    assert policy.planned() == 4 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, True, 1, False)
+
+
+def replace_policy(policy, **changes):
+    fields = dict(slots=policy.slots, control_slots=policy.control_slots, shuffle_seed=policy.shuffle_seed,
+                  paired=policy.paired, paired_control=policy.paired_control)
+    return rounds.AutoRounds(**{**fields, **changes})
+
+
 def test_no_pairs_no_paired_control_slot():
     _, slots = _policy(2, pairs=(), control=True)
     assert slots == [S(0, "A"), S(1), S(0, "B")]
@@ -843,6 +862,25 @@ def test_an_auto_run_of_paired_cells_starts_four_workers_where_it_started_nine(f
     assert entry["ci_method"] == "t interval over processes"
     assert f"1 process(es) of its own and arm A of {paired_runs} paired process(es)" in report.format_report(doc)
     assert queries.summary_entry(doc, "sleep", THREADS_CELL)["from_paired_processes"] == 0
+
+
+def test_an_auto_run_after_a_probe_worker_starts_the_paired_cells_workers_only(fake_workers, tmp_path):
+    """``baseline_process=False`` (explain, whose probe worker ran the workload unchanged): every worker is a paired
+    cell's; the baseline's row is arm A of those processes, and the report says it has none of its own."""
+    workers = fake_workers()
+    doc = _run_matrix(repeat="auto", json_path=str(tmp_path / "r.json"), paired=True, baseline_process=False)
+    assert [(r["round"], r["workers"]) for r in doc["rounds"]][:3] == [(0, 1), (1, 1), (2, 1)]
+    assert BASE not in workers.calls and not queries.ok_runs(doc, BASE)
+    assert len(queries.ok_runs(doc, BASE, "P")) == len(queries.ok_runs(doc, THREADS_CELL)) >= rounds.AUTO_START
+    cmp = queries.Comparisons(doc).compare("sleep", THREADS_CELL, BASE)
+    assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
+    entry = queries.summary_entry(doc, "sleep", BASE)
+    paired_runs = len(queries.ok_runs(doc, THREADS_CELL))
+    assert (entry["processes"], entry["from_paired_processes"]) == (paired_runs, paired_runs)
+    assert entry["ci_method"] == "t interval over processes"
+    text = report.format_report(doc)
+    assert f"arm A of {paired_runs} paired process(es) (the baseline's settings timed there), none of its own" in text
+    assert "process(es) of its own and" not in text
 
 
 def test_a_file_started_unpaired_is_resumed_unpaired(fake_workers, tmp_path):

@@ -85,9 +85,10 @@ def _phase_table(doc: dict, phase: str, base: dict, comparisons: queries.Compari
         if slowed is not None:
             lines.append(f"  note [{row[0]}]: {slowed.describe()}")
         if e.get("from_paired_processes"):
-            lines.append(f"  note [{row[0]}]: {e['processes'] - e['from_paired_processes']} process(es) of its own "
-                         f"and arm A of {e['from_paired_processes']} paired process(es) (the baseline's settings "
-                         "timed there): every cell is timed paired with it")
+            own = e["processes"] - e["from_paired_processes"]
+            lines.append(f"  note [{row[0]}]: {f'{own} process(es) of its own and ' if own else ''}arm A of "
+                         f"{e['from_paired_processes']} paired process(es) (the baseline's settings timed there)"
+                         f"{'' if own else ', none of its own'}: every cell is timed paired with it")
     return lines
 
 

@@ -103,6 +103,13 @@ def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
     return Facts.from_probe(doc), run
 
 
+def _baseline_process(study: Study) -> bool:
+    """Whether, where every cell is paired, the baseline needs a fresh process of its own: not after a probe
+    worker (explain's), which ran the workload unchanged in one, with its counters, and is what the rules'
+    pre-checks read; the paired workers time the baseline as their arm A for its row and every comparison."""
+    return study.census is not None
+
+
 def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> dict[str, Any]:
     """The iterations per matrix worker that fit ``left`` seconds, from the probe worker's ``probe`` record:
     its mean time per timed iteration, and the rest of its duration less its untimed probing (start,
@@ -119,8 +126,9 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     # The paired A/A control rides in a paired probe's workers; no fresh-process control where every probe is paired.
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     control = study.control and not plan.every_cell_paired
-    processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs))
-    shares = rounds.planned_timed_shares(cells, study.repeat, control, len(plan.pairs))
+    own = _baseline_process(study)
+    processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs), own)
+    shares = rounds.planned_timed_shares(cells, study.repeat, control, len(plan.pairs), own)
     iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"], shares)
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
             "timed_shares": shares, "left_s": left}
@@ -199,6 +207,18 @@ def _judge(study: Study, active: list[Rule], facts: Facts, pen: dict | None) -> 
     return lambda doc: rules.judge(doc, active, focus=study.focus, facts=facts, penalty=pen, phases=phases)
 
 
+def _control_text(study: Study, every_cell_paired: bool) -> str:
+    """What the run does for its A/A control and the baseline's own processes, for the header."""
+    if not study.control:
+        return "no A/A control"
+    if not every_cell_paired:
+        return "plus the baseline again as an A/A control"
+    if study.repeat != rounds.AUTO:
+        return "no fresh-process A/A control (every probe is paired)"
+    own = "the baseline's own process once" if _baseline_process(study) else "no process of the baseline's own"
+    return f"no fresh-process A/A control and {own} (every probe is paired)"
+
+
 def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
     cells = 1
     for values in matrix.values():
@@ -209,11 +229,7 @@ def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
     pairs = (f"; {len(plan.pairs)} of them timed paired with the baseline in its processes (switched between "
              "blocks of iterations), a paired A/A control as a third arm of one paired worker a round"
              if plan.pairs else "")
-    control = ("no A/A control" if not study.control else
-               "no fresh-process A/A control and the baseline's own process once (every probe is paired)"
-               if plan.every_cell_paired and study.repeat == rounds.AUTO else
-               "no fresh-process A/A control (every probe is paired)" if plan.every_cell_paired else
-               "plus the baseline again as an A/A control")
+    control = _control_text(study, plan.every_cell_paired)
     axes = ", ".join(f"{k}={{{','.join(settings.format_value(v) for v in values)}}}" for k, values in matrix.items())
     budget = "" if left is None else f"; {left:.0f} s left of the {study.budget_s:.0f} s budget"
     return (f"{study.workload}: {cells} cells, {repeat}, each in a fresh process, {control}{pairs}; "
@@ -264,7 +280,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     doc = runner.run_matrix(study.workload, args, matrix, repeat=study.repeat, json_path=study.json_path,
                             focus=study.focus, resume=study.resume, control=study.control,
                             budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge,
-                            fork=study.fork, paired=study.paired)
+                            fork=study.fork, paired=study.paired, baseline_process=_baseline_process(study))
     doc["evidence"] = {**evidence, "study": study.name, "facts": facts.to_json(),
                        "ruled_out": [f.to_json() for f in ruled], **study.extra}
     doc["verdict"] = [f.to_json() for f in ruled] + doc["verdict"]
