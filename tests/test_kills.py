@@ -61,8 +61,10 @@ class Tally:
 
 def _kill_once(path: str, sig: int, rng: random.Random, tally: Tally, seen: dict) -> bool:
     """Start (or resume) the runner, kill it with ``sig`` after a random delay; False if it finished first."""
+    # The runner's work folder beside the results: a SIGKILLed runner cannot remove it, and /tmp would keep it.
+    env = {**os.environ, "TMPDIR": os.path.dirname(path)}
     proc = subprocess.Popen(_command(path, resume=os.path.exists(path)), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     try:
         proc.wait(timeout=rng.uniform(0.2, MAX_DELAY_S))
         finished = True

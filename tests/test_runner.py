@@ -167,7 +167,9 @@ def test_runner_killed_with_sigkill_loses_no_finished_cell(tmp_path):
     pause.write_text("")
     cmd = [sys.executable, "-m", "benchctl", "run", "sleep", "--arg", "iterations=2",
            "--set", f"pause_file=,{pause}", "--json", path]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Its work folder in tmp_path: a SIGKILLed runner cannot remove it, and /tmp would keep it.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})
     try:
         worker_pid = _wait_for_pid(pause, runner_proc=proc)
         proc.kill()
