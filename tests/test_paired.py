@@ -700,12 +700,13 @@ def test_validate_accepts_paired_documents_and_refuses_malformed_ones():
 # ------------------------------------------------------------------------------------ --repeat auto's rounds
 
 
-def _policy(n_cells, pairs, control):
+def _policy(n_cells, pairs, control, baseline_process=True):
     plan = SimpleNamespace(cells=[{"i": i} for i in range(n_cells)], pairs={i: Pair(b={"ftz": "process"})
                                                                              for i in pairs})
     slots, control_slots = runner._slots(plan, {"control": {"cell": {"i": 0}} if control else None})
     return rounds.AutoRounds(slots, control_slots, None, paired=frozenset(plan.pairs),
-                             paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM)), slots
+                             paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM),
+                             baseline_process=baseline_process), slots
 
 
 def _next(policy, open_cells):
@@ -765,21 +766,13 @@ def test_every_cell_paired_runs_the_baselines_own_process_in_the_first_round_onl
 
 def test_after_a_probe_worker_every_cell_paired_runs_no_process_of_the_baselines_own():
     """explain's probe worker ran the workload unchanged in a fresh process: the paired workers time the baseline."""
-    policy, slots = _policy(3, pairs={1, 2}, control=False)
-    policy = replace_policy(policy, baseline_process=False)
+    policy, slots = _policy(3, pairs={1, 2}, control=False, baseline_process=False)
     assert all(policy.next_round(r, lambda: set()) == [S(1), S(2), S(0, "P")] for r in range(rounds.AUTO_START))
     assert policy.planned() == 2 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, False, 2, False)
     # A cell that needs fresh processes brings the baseline's back, in every round, probe or not.
-    policy, slots = _policy(3, pairs={1}, control=True)
-    policy = replace_policy(policy, baseline_process=False)
+    policy, slots = _policy(3, pairs={1}, control=True, baseline_process=False)
     assert all(policy.next_round(r, lambda: set()) == slots for r in range(rounds.AUTO_START))
     assert policy.planned() == 4 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, True, 1, False)
-
-
-def replace_policy(policy, **changes):
-    fields = dict(slots=policy.slots, control_slots=policy.control_slots, shuffle_seed=policy.shuffle_seed,
-                  paired=policy.paired, paired_control=policy.paired_control)
-    return rounds.AutoRounds(**{**fields, **changes})
 
 
 def test_no_pairs_no_paired_control_slot():
