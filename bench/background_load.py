@@ -50,6 +50,8 @@ def neighbour(duty: float, burst: tuple[float, float], until: float, seed: int) 
     (a ``time.monotonic()`` value)."""
     rng = random.Random(seed)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it (Ctrl-C reaches the whole group)
+    # The parent's terminate(): end quietly (the parent's SIGTERM handler, inherited, would print a traceback).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     while time.monotonic() < until:
         busy = rng.uniform(*burst)
         end = min(until, time.monotonic() + busy)
