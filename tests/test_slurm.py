@@ -341,7 +341,9 @@ def test_a_preempted_host_is_requeued_once_resumes_its_file_and_is_not_requeued_
 
 
 @pytest.mark.slow
-def test_a_failed_host_job_is_resubmitted_once_and_finishes_its_file(tmp_path):
+def test_a_failed_host_job_is_resubmitted_once_and_finishes_its_file(tmp_path, monkeypatch):
+    # The killed run's work folder in tmp_path: a SIGKILLed runner cannot remove it, and /tmp would keep it.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     pause, out = tmp_path / "pause", tmp_path / "out"
     pause.write_text("")
     controller = _Controller(_paused_matrix(pause, out))
