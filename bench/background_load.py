@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     procs = [multiprocessing.Process(target=neighbour, args=(opts.duty, opts.burst, until, opts.seed + i))
              for i in range(opts.cpus)]
     signal.signal(signal.SIGTERM, _stop)
+    # A script's `background_load.py &` starts it with SIGINT ignored (a shell without job control does so):
+    # Ctrl-C on that script, or `kill -INT`, would then leave it spinning.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for proc in procs:
         proc.start()
     try:

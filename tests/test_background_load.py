@@ -44,6 +44,19 @@ def test_sigterm_stops_it_and_it_still_reports():
     assert "Traceback" not in err, err  # its processes end quietly
 
 
+def test_sigint_stops_it_even_when_started_with_sigint_ignored():
+    """As `background_load.py &` in a script starts it: Ctrl-C on the script (or kill -INT) still stops it."""
+    proc = subprocess.Popen([sys.executable, SCRIPT, "--duty", "1", "--burst", "0.1,0.1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert _cpus(out) > 0.1, out
+    assert "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("args, words", [
     (["--duty", "0"], "a share of one CPU"), (["--duty", "1.5"], "a share of one CPU"),
     (["--burst", "3,1"], "0 < LOW <= HIGH"), (["--burst", "x"], "LOW,HIGH"), (["--cpus", "0"], "--cpus 0"),
