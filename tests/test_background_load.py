@@ -33,26 +33,32 @@ def test_it_keeps_about_the_share_asked_and_stops_on_time():
     assert "asked: 0.50" in proc.stdout
 
 
-def test_sigterm_stops_it_and_it_still_reports():
+def _stopped_by(sig, preexec_fn=None):
+    """(stdout, stderr) of a full-CPU load stopped by ``sig`` after 1.5 s; returns 0 or fails. One that does not
+    stop is killed with its processes (its own session), never left spinning beside the next test."""
     proc = subprocess.Popen([sys.executable, SCRIPT, "--duty", "1", "--burst", "0.1,0.1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=preexec_fn)
+    try:
+        time.sleep(1.5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
     assert proc.returncode == 0, err
+    return out, err
+
+
+def test_sigterm_stops_it_and_it_still_reports():
+    out, err = _stopped_by(signal.SIGTERM)
     assert _cpus(out) > 0.1, out
     assert "Traceback" not in err, err  # its processes end quietly
 
 
 def test_sigint_stops_it_even_when_started_with_sigint_ignored():
     """As `background_load.py &` in a script starts it: Ctrl-C on the script (or kill -INT) still stops it."""
-    proc = subprocess.Popen([sys.executable, SCRIPT, "--duty", "1", "--burst", "0.1,0.1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    time.sleep(1.5)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    out, err = _stopped_by(signal.SIGINT, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert _cpus(out) > 0.1, out
     assert "Traceback" not in err, err
 
