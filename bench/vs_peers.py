@@ -30,8 +30,8 @@ repetition):
             its share of SECONDS over the workers of the first three rounds, less a start (--arg seconds=...);
             the interval is benchctl's own comparison of B's cell against A's. An A/B that switches in a
             running process is timed paired: B alternating with A in blocks of iterations in the same
-            processes, each of them also timing the paired A/A control as a third arm, and the baseline's own
-            process run once (4 workers in 3 rounds); its interval is over the ratio inside each process,
+            processes, each of them also timing the paired A/A control as a third arm, and no process of the
+            baseline's own (3 workers in 3 rounds); its interval is over the ratio inside each process,
             processes as the units (--unpaired would compare per-process medians instead). Otherwise A, B and
             the A/A control's second arm run 3 fresh processes each. Each comparison's method is kept in --json.
 
@@ -435,8 +435,8 @@ def _ab(name: str):
 def benchctl_planned(name: str) -> tuple[int, float]:
     """(the workers benchctl's first rounds run for A/B ``name``, their timed work in workers' worth), as
     ``benchctl explain`` plans them: A and B in fresh processes and the A/A control's second arm, 3 each; where
-    B is timed paired with A, the baseline's own process once and 3 paired ones, each also timing the paired A/A
-    control (half as many iterations again)."""
+    B is timed paired with A, 3 paired processes, each also timing the paired A/A control (half as many iterations
+    again), and none of the baseline's own."""
     from benchctl._run import rounds, runner
 
     ab = _ab(name)

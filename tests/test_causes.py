@@ -174,7 +174,7 @@ def test_warmup_reads_a_paired_processs_start_and_counts_each_process_once():
         run["pair"]["settling_ns"]["call"][0] /= 50
     base[0]["phases"]["call"]["ns"][0] /= 50
     assert status(judge(Warmup(), doc)) == Status.NOT_CAUSE
-    # explain after its probe worker: no process of the baseline's own, the paired processes' starts alone.
+    # Every cell paired under --repeat auto: no process of the baseline's own, the paired processes' starts alone.
     for run in paired + carried:
         run["pair"]["settling_ns"]["call"][0] *= 50
     doc["runs"] = paired + carried

@@ -105,24 +105,21 @@ def test_the_probes_own_untimed_probing_is_not_charged_as_every_workers_start(tm
     assert pipeline._sizing(study, without, {"ms": [1.0]}, 100.0)["start_s"] == pytest.approx(20.0 - 1.0 - 0.2)
 
 
-@pytest.mark.parametrize("matrix, paired, repeat, probed, processes, header", [
+@pytest.mark.parametrize("matrix, paired, repeat, processes, header", [
     # Every probe paired: its cells, the paired A/A control carried in the paired cell's workers, no
-    # fresh-process control (3 processes each).
-    ({"with": [{}, {"ftz": "process"}]}, True, 3, False, 2 * 3, "no fresh-process A/A control (every probe is paired)"),
-    # ... and under --repeat auto the baseline's own process once (a seed script: no probe worker ran it) ...
-    ({"with": [{}, {"ftz": "process"}]}, True, rounds.AUTO, False, 1 + 3, "the baseline's own process once"),
-    # ... or none after a probe worker (explain's), which ran the workload unchanged in a fresh process.
-    ({"with": [{}, {"ftz": "process"}]}, True, rounds.AUTO, True, 3, "no process of the baseline's own"),
-    # One probe needs fresh processes: the fresh-process control's second arm as well, probe or not.
-    ({"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}, True, 3, False, (3 + 1) * 3, "plus the baseline again"),
-    ({"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}, True, rounds.AUTO, True, (3 + 1) * 3,
+    # fresh-process control (3 processes each) ...
+    ({"with": [{}, {"ftz": "process"}]}, True, 3, 2 * 3, "no fresh-process A/A control (every probe is paired)"),
+    # ... and under --repeat auto no process of the baseline's own: the paired ones time it as their arm A.
+    ({"with": [{}, {"ftz": "process"}]}, True, rounds.AUTO, 3, "no process of the baseline's own"),
+    # One probe needs fresh processes: the fresh-process control's second arm as well.
+    ({"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}, True, 3, (3 + 1) * 3, "plus the baseline again"),
+    ({"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}, True, rounds.AUTO, (3 + 1) * 3,
      "plus the baseline again"),
-    ({"with": [{}, {"ftz": "process"}]}, False, 3, False, (2 + 1) * 3, "plus the baseline again as an A/A control"),
+    ({"with": [{}, {"ftz": "process"}]}, False, 3, (2 + 1) * 3, "plus the baseline again as an A/A control"),
 ])
-def test_the_sizing_and_the_header_count_the_controls_a_run_will_have(tmp_path, matrix, paired, repeat, probed,
-                                                                      processes, header):
-    study = _study(tmp_path, [], args={"iterations": 30}, paired=paired, budget_s=120.0, repeat=repeat,
-                   **({"census": None} if probed else {}))
+def test_the_sizing_and_the_header_count_the_controls_a_run_will_have(tmp_path, matrix, paired, repeat, processes,
+                                                                      header):
+    study = _study(tmp_path, [], args={"iterations": 30}, paired=paired, budget_s=120.0, repeat=repeat)
     record = {"duration_s": 2.0, "phases": {"call": {"ns": [1e6] * 10}}, "notes": {}}
     assert pipeline._sizing(study, record, matrix, 100.0)["processes"] == processes
     text = pipeline._header(study, matrix, 100.0)

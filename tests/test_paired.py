@@ -700,13 +700,12 @@ def test_validate_accepts_paired_documents_and_refuses_malformed_ones():
 # ------------------------------------------------------------------------------------ --repeat auto's rounds
 
 
-def _policy(n_cells, pairs, control, baseline_process=True):
+def _policy(n_cells, pairs, control):
     plan = SimpleNamespace(cells=[{"i": i} for i in range(n_cells)], pairs={i: Pair(b={"ftz": "process"})
                                                                              for i in pairs})
     slots, control_slots = runner._slots(plan, {"control": {"cell": {"i": 0}} if control else None})
     return rounds.AutoRounds(slots, control_slots, None, paired=frozenset(plan.pairs),
-                             paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM),
-                             baseline_process=baseline_process), slots
+                             paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM)), slots
 
 
 def _next(policy, open_cells):
@@ -749,30 +748,18 @@ def test_the_paired_control_rides_in_the_first_paired_cells_worker_of_a_round():
     assert rounds.carry_control([S(0), S(1)], {1}) == [S(0), S(1)]
 
 
-def test_every_cell_paired_runs_the_baselines_own_process_in_the_first_round_only():
+def test_every_cell_paired_runs_no_process_of_the_baselines_own():
+    """The paired workers time the baseline as their arm A: no round runs a process of its own."""
     policy, slots = _policy(3, pairs={1, 2}, control=False)
-    assert policy.every_cell_paired
-    assert policy.next_round(0, lambda: set()) == slots
-    for r in range(1, rounds.AUTO_START):
-        assert policy.next_round(r, lambda: set()) == [S(1), S(2), S(0, "P")]
-    # 1 + 2 cells x 3 rounds, the control carried: what the sizing of explain plans too.
-    assert policy.planned() == 1 + 2 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, False, 2)
-    # One cell needs fresh processes: every round runs the baseline's (and the control's second arm).
+    assert policy.every_cell_paired and slots == [S(0), S(1), S(2), S(0, "P")]
+    assert all(policy.next_round(r, lambda: set()) == [S(1), S(2), S(0, "P")] for r in range(rounds.AUTO_START))
+    # 2 cells x 3 rounds, the control carried: what the sizing of explain and vs_peers plans too.
+    assert policy.planned() == 2 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, False, 2)
+    # A cell that needs fresh processes brings the baseline's back (and the control's second arm), every round.
     policy, slots = _policy(3, pairs={1}, control=True)
     assert not policy.every_cell_paired
     assert all(policy.next_round(r, lambda: set()) == slots for r in range(rounds.AUTO_START))
     assert policy.planned() == 4 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, True, 1)
-
-
-def test_after_a_probe_worker_every_cell_paired_runs_no_process_of_the_baselines_own():
-    """explain's probe worker ran the workload unchanged in a fresh process: the paired workers time the baseline."""
-    policy, slots = _policy(3, pairs={1, 2}, control=False, baseline_process=False)
-    assert all(policy.next_round(r, lambda: set()) == [S(1), S(2), S(0, "P")] for r in range(rounds.AUTO_START))
-    assert policy.planned() == 2 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, False, 2, False)
-    # A cell that needs fresh processes brings the baseline's back, in every round, probe or not.
-    policy, slots = _policy(3, pairs={1}, control=True, baseline_process=False)
-    assert all(policy.next_round(r, lambda: set()) == slots for r in range(rounds.AUTO_START))
-    assert policy.planned() == 4 * rounds.AUTO_START == rounds.planned_processes(3, rounds.AUTO, True, 1, False)
 
 
 def test_no_pairs_no_paired_control_slot():
@@ -835,36 +822,17 @@ def test_the_fresh_process_control_stays_where_a_cell_needs_fresh_processes(fake
     assert not [r for r in queries.ok_runs(doc, omp_cell) if "pair" in r]
 
 
-def test_an_auto_run_of_paired_cells_starts_four_workers_where_it_started_nine(fake_workers, tmp_path):
-    """Every cell paired, --repeat auto: round 1 the baseline's own process and the paired cell's (carrying the
-    control), then the paired cell's alone; the control's runs come from the cell's processes."""
+def test_an_auto_run_of_paired_cells_starts_the_paired_cells_workers_only(fake_workers, tmp_path):
+    """Every cell paired, --repeat auto: each round the paired cell's worker alone (carrying the control), where an
+    unpaired run started nine (A, B, the control's arm B, 3 rounds); the baseline's row is arm A of those
+    processes, and the report says it has none of its own."""
     workers = fake_workers()
     doc = _run_matrix(repeat="auto", json_path=str(tmp_path / "r.json"), paired=True)
-    assert [(r["round"], r["workers"]) for r in doc["rounds"]][:3] == [(0, 2), (1, 1), (2, 1)]
-    assert workers.calls[:4] == [BASE, THREADS_CELL, THREADS_CELL, THREADS_CELL]
-    assert len(queries.ok_runs(doc, BASE)) == 1
+    assert [(r["round"], r["workers"]) for r in doc["rounds"]][:3] == [(0, 1), (1, 1), (2, 1)]
+    assert BASE not in workers.calls and not queries.ok_runs(doc, BASE)
     controls = queries.ok_runs(doc, BASE, "P")
     assert len(controls) == len(queries.ok_runs(doc, THREADS_CELL)) >= rounds.AUTO_START
     assert all(r["carried_by"] == THREADS_CELL for r in controls)
-    cmp = queries.Comparisons(doc).compare("sleep", THREADS_CELL, BASE)
-    assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
-    # The baseline's row: its one process and arm A of each paired process, an interval over processes.
-    entry = queries.summary_entry(doc, "sleep", BASE)
-    paired_runs = len(queries.ok_runs(doc, THREADS_CELL))
-    assert (entry["processes"], entry["from_paired_processes"]) == (1 + paired_runs, paired_runs)
-    assert entry["ci_method"] == "t interval over processes"
-    assert f"1 process(es) of its own and arm A of {paired_runs} paired process(es)" in report.format_report(doc)
-    assert queries.summary_entry(doc, "sleep", THREADS_CELL)["from_paired_processes"] == 0
-
-
-def test_an_auto_run_after_a_probe_worker_starts_the_paired_cells_workers_only(fake_workers, tmp_path):
-    """``baseline_process=False`` (explain, whose probe worker ran the workload unchanged): every worker is a paired
-    cell's; the baseline's row is arm A of those processes, and the report says it has none of its own."""
-    workers = fake_workers()
-    doc = _run_matrix(repeat="auto", json_path=str(tmp_path / "r.json"), paired=True, baseline_process=False)
-    assert [(r["round"], r["workers"]) for r in doc["rounds"]][:3] == [(0, 1), (1, 1), (2, 1)]
-    assert BASE not in workers.calls and not queries.ok_runs(doc, BASE)
-    assert len(queries.ok_runs(doc, BASE, "P")) == len(queries.ok_runs(doc, THREADS_CELL)) >= rounds.AUTO_START
     cmp = queries.Comparisons(doc).compare("sleep", THREADS_CELL, BASE)
     assert cmp.method.startswith("paired") and cmp.ratio == pytest.approx(1.5)
     entry = queries.summary_entry(doc, "sleep", BASE)
@@ -874,6 +842,7 @@ def test_an_auto_run_after_a_probe_worker_starts_the_paired_cells_workers_only(f
     text = report.format_report(doc)
     assert f"arm A of {paired_runs} paired process(es) (the baseline's settings timed there), none of its own" in text
     assert "process(es) of its own and" not in text
+    assert queries.summary_entry(doc, "sleep", THREADS_CELL)["from_paired_processes"] == 0
 
 
 def test_a_file_started_unpaired_is_resumed_unpaired(fake_workers, tmp_path):

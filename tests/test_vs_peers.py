@@ -151,21 +151,21 @@ def test_sizes_follow_the_time():
     assert vp.pyperf_processes(60.0, 1.0) > vp.pyperf_processes(20.0, 1.0) >= 2
     assert vp.benchctl_seconds_per_process(2.0, 3.0, (9, 9.0)) == 0.05
     assert vp.benchctl_seconds_per_process(90.0, 1.0, (9, 9.0)) == pytest.approx(9.0)
-    # 4 workers, 3 of them carrying the control (1.5x the timed work): (20 - 4 x 3) / 5.5.
-    assert vp.benchctl_seconds_per_process(20.0, 3.0, (4, 5.5)) == pytest.approx(8.0 / 5.5)
+    # 3 workers, each carrying the control (1.5x the timed work): (20 - 3 x 3) / 4.5.
+    assert vp.benchctl_seconds_per_process(20.0, 3.0, (3, 4.5)) == pytest.approx(11.0 / 4.5)
 
 
 def test_benchctl_is_sized_for_the_workers_its_first_rounds_run():
-    """A paired A/B: the baseline's own process once and 3 paired ones carrying the control (4); one that needs
+    """A paired A/B: 3 paired processes carrying the control, none of the baseline's own (3); one that needs
     fresh processes: A, B and the control's second arm, 3 each (9)."""
     from benchctl._run import runner
 
     for name in vp.AB_NAMES:
         ab = vp._ab(name)
         plan = runner.plan_matrix(f"{vp.WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
-        assert vp.benchctl_planned(name) == ((4, 5.5) if plan.every_cell_paired else
+        assert vp.benchctl_planned(name) == ((3, 4.5) if plan.every_cell_paired else
                                              (9, 10.5) if plan.pairs else (9, 9.0)), name
-    assert vp.benchctl_planned("ftz") == (4, 5.5)  # FTZ switches on every thread of a running process
+    assert vp.benchctl_planned("ftz") == (3, 4.5)  # FTZ switches on every thread of a running process
 
 
 # --- the command ------------------------------------------------------------------------------------------------

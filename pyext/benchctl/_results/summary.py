@@ -12,8 +12,8 @@ those, and ``ci95_ms`` its t interval over processes
 interval can only say how the iterations of that process varied, and
 ``ci_method`` says so. The pooled iterations still give the instability
 flags and the per-iteration counter medians. A paired baseline with fewer
-than two processes of its own (every cell paired: ``--repeat auto`` runs its
-own process once, explain none) is also described by arm A of each paired cell's process,
+than two processes of its own (every cell paired: ``--repeat auto`` runs none
+of its own) is also described by arm A of each paired cell's process,
 the baseline's settings timed there (``from_paired_processes`` says how many).
 """
 

@@ -10,11 +10,11 @@ Repetition ``r`` of a slot is the worker it ran in round ``r``.
   control's two arms with them when its cell, the baseline, is one of them
   for an unpaired cell; the paired A/A control with an open paired cell),
   until every comparison is resolved, a cell has had :data:`AUTO_MAX_PROCESSES`
-  processes, or the budget runs out. Where every cell is paired, the baseline's
-  own fresh process runs in the first round only: each paired worker times the
-  baseline as its arm A, and that one process gives the baseline's own row and
-  counters; or in none (``baseline_process=False``), where a probe worker
-  already ran the workload unchanged in a fresh process (explain's).
+  processes, or the budget runs out. Where every cell is paired, the baseline
+  has no fresh process of its own: each paired worker times it as its arm A,
+  which gives its row, its counters and every comparison (a process of its own
+  was read by none of them, and under a neighbour cost a paired A/B in 20 s a
+  third of its workers).
 
 The paired A/A control is not a worker of its own where a round holds a
 paired cell: :func:`carry_control` gives it to that cell's worker as a third
@@ -118,11 +118,9 @@ class AutoRounds:
     """Rounds until every comparison is resolved (see the module doc)."""
 
     def __init__(self, slots: list[Slot], control_slots: list[Slot], shuffle_seed: int | None = None,
-                 paired: frozenset[int] = frozenset(), paired_control: tuple[Slot, ...] = (),
-                 baseline_process: bool = True) -> None:
+                 paired: frozenset[int] = frozenset(), paired_control: tuple[Slot, ...] = ()) -> None:
         self.slots, self.control_slots, self.shuffle_seed = slots, control_slots, shuffle_seed
         self.paired, self.paired_control = paired, paired_control
-        self.baseline_process = baseline_process
         self.stopped = None
 
     @property
@@ -132,10 +130,8 @@ class AutoRounds:
                 and all(s.index == 0 or s.index in self.paired for s in self.slots))
 
     def _own_baseline_rounds(self) -> int:
-        """First rounds that run the baseline's own fresh process."""
-        if not self.every_cell_paired:
-            return AUTO_START
-        return 1 if self.baseline_process else 0
+        """First rounds that run the baseline's own fresh process: none where every cell is paired."""
+        return 0 if self.every_cell_paired else AUTO_START
 
     def planned(self) -> int:
         per_round = len(carry_control(self.slots, self.paired))
@@ -147,8 +143,7 @@ class AutoRounds:
     def next_round(self, round_index: int, unresolved: Callable[[], set[int]]) -> list[Slot]:
         """Slots of round ``round_index``; ``unresolved()`` gives the cell indices still unsettled."""
         if round_index < AUTO_START:
-            # Every cell paired: each paired worker times the baseline as its arm A; the baseline's own process
-            # (its row, its counters) once, or never where a probe worker ran it unchanged already.
+            # Every cell paired: each paired worker times the baseline as its arm A, for its row and counters.
             slots = [s for s in self.slots if s != Slot(0) or round_index < self._own_baseline_rounds()]
             return _order(slots, round_index, self.shuffle_seed)
         if round_index >= AUTO_MAX_PROCESSES:
@@ -232,24 +227,21 @@ class Budget:
         return False
 
 
-def planned_processes(cells: int, repeat: int | str, control: bool, paired: int = 0,
-                      baseline_process: bool = True) -> int:
+def planned_processes(cells: int, repeat: int | str, control: bool, paired: int = 0) -> int:
     """The workers of a run's first rounds: every one of ``cells`` (the baseline's included; and the control's
     second arm) ``repeat`` times, or :data:`AUTO_START` times under ``--repeat auto`` (later rounds fit what the
     budget leaves). The paired A/A control of ``paired`` cells is carried in their workers; where they are every
-    cell but the baseline, ``--repeat auto`` runs the baseline's own process once, or not at all without
-    ``baseline_process`` (:class:`AutoRounds`)."""
+    cell but the baseline, ``--repeat auto`` runs no process of the baseline's own (:class:`AutoRounds`)."""
     per_slot = AUTO_START if repeat == AUTO else int(repeat)
     if repeat == AUTO and paired and paired == cells - 1 and not control:
-        return (1 if baseline_process else 0) + paired * per_slot
+        return paired * per_slot
     return (cells + (1 if control else 0)) * per_slot
 
 
-def planned_timed_shares(cells: int, repeat: int | str, control: bool, paired: int = 0,
-                         baseline_process: bool = True) -> float:
+def planned_timed_shares(cells: int, repeat: int | str, control: bool, paired: int = 0) -> float:
     """The timed work of :func:`planned_processes`' workers, in workers' worth: where a cell is paired, each
     round's worker that carries the paired A/A control times :data:`~.paired.CARRIER_SCALE` as much."""
-    workers = planned_processes(cells, repeat, control, paired, baseline_process)
+    workers = planned_processes(cells, repeat, control, paired)
     if not paired:
         return float(workers)
     return workers + (CARRIER_SCALE - 1.0) * (AUTO_START if repeat == AUTO else int(repeat))

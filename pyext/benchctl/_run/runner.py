@@ -401,8 +401,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
                repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
                shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
                focus: str | None = None, control: bool = True, budget_s: float | None = None,
-               probe: bool = False, judge: Judge | None = None, fork: bool = True, paired: bool = False,
-               baseline_process: bool = True) -> dict:
+               probe: bool = False, judge: Judge | None = None, fork: bool = True, paired: bool = False) -> dict:
     """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
@@ -424,9 +423,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     worker's interpreter afresh. ``paired``: time each cell that differs from the first only in settings a
     running process can switch paired with it, both in one worker in balanced blocks (:mod:`.paired`),
     with a paired A/A control as a third arm of one paired worker a round (under ``"auto"``, where every cell
-    is paired, the baseline's own process runs in the first round only, and not at all with
-    ``baseline_process=False``: explain's probe worker ran the workload unchanged in a fresh process already);
-    the other cells as before.
+    is paired, the baseline runs in no process of its own: arm A of the paired processes is its row); the other
+    cells as before.
     """
     plan = plan_matrix(workload, args, matrix, _validate.flag("paired", paired))
     if focus is not None and focus not in plan.matrix:
@@ -447,8 +445,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     plan = _paired_plan(plan, log.doc, resume)
     slots, control_slots = _slots(plan, log.doc)
     policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed, paired=frozenset(plan.pairs),
-                                 paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM),
-                                 baseline_process=_validate.flag("baseline_process", baseline_process))
+                                 paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM))
               if repeat == _rounds.AUTO
               else _rounds.FixedRounds(slots, repeat, shuffle_seed, paired=frozenset(plan.pairs)))
     log.save()  # a bad path fails now, not after the first cell

@@ -103,13 +103,6 @@ def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
     return Facts.from_probe(doc), run
 
 
-def _baseline_process(study: Study) -> bool:
-    """Whether, where every cell is paired, the baseline needs a fresh process of its own: not after a probe
-    worker (explain's), which ran the workload unchanged in one, with its counters, and is what the rules'
-    pre-checks read; the paired workers time the baseline as their arm A for its row and every comparison."""
-    return study.census is not None
-
-
 def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> dict[str, Any]:
     """The iterations per matrix worker that fit ``left`` seconds, from the probe worker's ``probe`` record:
     its mean time per timed iteration, and the rest of its duration less its untimed probing (start,
@@ -126,9 +119,8 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     # The paired A/A control rides in a paired probe's workers; no fresh-process control where every probe is paired.
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     control = study.control and not plan.every_cell_paired
-    own = _baseline_process(study)
-    processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs), own)
-    shares = rounds.planned_timed_shares(cells, study.repeat, control, len(plan.pairs), own)
+    processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs))
+    shares = rounds.planned_timed_shares(cells, study.repeat, control, len(plan.pairs))
     iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"], shares)
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
             "timed_shares": shares, "left_s": left}
@@ -215,8 +207,7 @@ def _control_text(study: Study, every_cell_paired: bool) -> str:
         return "plus the baseline again as an A/A control"
     if study.repeat != rounds.AUTO:
         return "no fresh-process A/A control (every probe is paired)"
-    own = "the baseline's own process once" if _baseline_process(study) else "no process of the baseline's own"
-    return f"no fresh-process A/A control and {own} (every probe is paired)"
+    return "no fresh-process A/A control and no process of the baseline's own (every probe is paired)"
 
 
 def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
@@ -280,7 +271,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     doc = runner.run_matrix(study.workload, args, matrix, repeat=study.repeat, json_path=study.json_path,
                             focus=study.focus, resume=study.resume, control=study.control,
                             budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge,
-                            fork=study.fork, paired=study.paired, baseline_process=_baseline_process(study))
+                            fork=study.fork, paired=study.paired)
     doc["evidence"] = {**evidence, "study": study.name, "facts": facts.to_json(),
                        "ruled_out": [f.to_json() for f in ruled], **study.extra}
     doc["verdict"] = [f.to_json() for f in ruled] + doc["verdict"]
