@@ -27,13 +27,15 @@ repetition):
             (the mean of its values): the ratio of the geometric means over processes, with a Welch t interval
             on the logs. pyperf itself reports mean +- stdev per benchmark.
   benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --budget SECONDS, each process timing
-            its share of SECONDS over the workers of the first three rounds, less a start (--arg seconds=...);
-            the interval is benchctl's own comparison of B's cell against A's. An A/B that switches in a
-            running process is timed paired: B alternating with A in blocks of iterations in the same
-            processes, each of them also timing the paired A/A control as a third arm, and no process of the
-            baseline's own (3 workers in 3 rounds); its interval is over the ratio inside each process,
-            processes as the units (--unpaired would compare per-process medians instead). Otherwise A, B and
-            the A/A control's second arm run 3 fresh processes each. Each comparison's method is kept in --json.
+            its share of 90% of SECONDS over the workers of the first three rounds, less a worker's cost beyond
+            its timing, measured once per A/B before the repetitions from one worker of its first round, as
+            explain sizes its workers from its probe worker (--arg seconds=...); the interval is benchctl's own
+            comparison of B's cell against A's. An A/B that switches in a running process is timed paired: B
+            alternating with A in blocks of iterations in the same processes, each of them also timing the
+            paired A/A control as a third arm, and no process of the baseline's own (3 workers in 3 rounds);
+            its interval is over the ratio inside each process, processes as the units (--unpaired would
+            compare per-process medians instead). Otherwise A, B and the A/A control's second arm run 3 fresh
+            processes each. Each comparison's method is kept in --json.
 
 Printed per A/B and tool: each repetition's ratio B/A, its 95% interval and width (hi - lo), its wall time,
 whether it holds the median of all repetitions' ratios of that A/B (every tool's); then whether the tool's
@@ -59,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from benchctl._cli import exit_status, preflight
@@ -445,27 +448,84 @@ def benchctl_planned(name: str) -> tuple[int, float]:
     return rounds.planned_processes(*counts), rounds.planned_timed_shares(*counts)
 
 
-def benchctl_seconds_per_process(seconds: float, startup_s: float, planned: tuple[int, float]) -> float:
-    """The timed seconds each benchctl worker aims at: what the budget leaves after the starts of the ``planned``
-    processes of the first rounds, over their timed work (:func:`benchctl_planned`), as ``benchctl explain``
-    sizes its workers; at least 0.05 s."""
-    workers, shares = planned
-    return max(0.05, (seconds - workers * startup_s) / shares)
+#: The time target of the benchctl workers per A/B that measure what a worker and the command cost beyond it.
+CALIBRATION_S = 1.0
+#: The share of its budget benchctl's first rounds are sized to fill: sized to all of it, the last planned worker
+#: fitted only when no worker ran slower than the others (the budget starts a worker only when it is expected to
+#: fit), and every paired A/B of 20 s ran 2 of its 3 planned processes, quiet and under the neighbour.
+BENCHCTL_FILL = 0.9
+
+
+@dataclass(frozen=True)
+class BenchctlCosts:
+    """What benchctl's command costs an A/B beyond its workers' time targets, measured before the repetitions (as
+    explain sizes its workers from its probe worker): ``worker_s``, each worker of the first round, with the
+    runner's work around it; ``outside_s``, the command's own start and its report, outside its --budget (a
+    fresh interpreter's import of torch alone, the other tools' start, left ~0.4 s of each worker and ~4 s of
+    the command out: sized by it, benchctl's command took 24-25 s of a 20 s A/B)."""
+
+    worker_s: float
+    outside_s: float
+
+    def budget_s(self, seconds: float) -> float:
+        """The --budget that keeps the command within ``seconds`` (at least :data:`CALIBRATION_S`)."""
+        return max(CALIBRATION_S, seconds - self.outside_s)
+
+    def seconds_per_process(self, seconds: float, planned: tuple[int, float]) -> float:
+        """The time target of each worker: what :data:`BENCHCTL_FILL` of :meth:`budget_s` leaves after each of the
+        ``planned`` workers of the first rounds costs ``worker_s``, over their timed work (:func:`benchctl_planned`);
+        at least 0.05 s."""
+        workers, shares = planned
+        return max(0.05, (BENCHCTL_FILL * self.budget_s(seconds) - workers * self.worker_s) / shares)
+
+    def to_json(self) -> dict:
+        return {"worker_s": self.worker_s, "outside_s": self.outside_s}
+
+
+def _benchctl_cmd(name: str, budget_s: float, per_process_s: float, path: str) -> list[str]:
+    ab = _ab(name)
+    return [sys.executable, "-m", "benchctl", "run", f"{WORKLOADS}:{ab.target}", *_set_args(ab.matrix),
+            "--repeat", "auto", "--budget", f"{budget_s:g}", "--arg", f"seconds={per_process_s:.3g}",
+            "--arg", "iterations=1000000", "--json", path, "--no-progress"]
+
+
+def measure_benchctl_costs(name: str, workdir: str) -> BenchctlCosts:
+    """:class:`BenchctlCosts` of A/B ``name``: its first round (a paired A/B's one worker, carrying the paired A/A
+    control; A, B and the control's second arm otherwise) run with a budget shorter than any worker (a worker
+    never run has no estimate: the first round runs, no other) and a target of :data:`CALIBRATION_S` each, once
+    in this process (its wall time less the workers' targets, per worker) and once as the command
+    :func:`run_benchctl` runs (the difference of the two walls: the command's start and report)."""
+    from benchctl._run import runner
+    from benchctl._run.paired import CARRIER_SCALE
+
+    ab = _ab(name)
+    started = time.perf_counter()
+    doc = runner.run_matrix(f"{WORKLOADS}:{ab.target}", {"seconds": CALIBRATION_S, "iterations": 10 ** 6},
+                            ab.matrix, repeat="auto", budget_s=CALIBRATION_S, progress=False, paired=True)
+    wall = time.perf_counter() - started
+    workers = [r for r in doc["runs"] if "carried_by" not in r]
+    if not workers or any(r["status"] != "ok" for r in workers):
+        raise ToolError(f"benchctl's calibration worker of {name} failed: "
+                        f"{next((r.get('error') for r in workers if r['status'] != 'ok'), 'no worker ran')}")
+    carriers = {json.dumps(r["carried_by"], sort_keys=True) for r in doc["runs"] if "carried_by" in r}
+    targets = sum(CALIBRATION_S * (CARRIER_SCALE if json.dumps(r["cell"], sort_keys=True) in carriers else 1.0)
+                  for r in workers)
+    worker_s = max(0.0, (wall - targets) / len(workers))
+    cmd = _benchctl_cmd(name, CALIBRATION_S, CALIBRATION_S, os.path.join(workdir, f"benchctl_{name}_calibration.json"))
+    _, command_wall = run_child(cmd, _child_timeout(60.0))
+    return BenchctlCosts(worker_s, max(0.0, command_wall - wall))
 
 
 def _set_args(matrix: dict) -> list[str]:
     return [a for key, values in matrix.items() for a in ("--set", f"{key}={','.join(map(str, values))}")]
 
 
-def run_benchctl(name: str, seconds: float, startup_s: float, workdir: str, tag: str) -> dict:
+def run_benchctl(name: str, seconds: float, costs: BenchctlCosts, workdir: str, tag: str) -> dict:
     from benchctl._results import document, queries
 
-    ab = _ab(name)
     path = os.path.join(workdir, f"benchctl_{name}_{tag}.json")
-    per_process = benchctl_seconds_per_process(seconds, startup_s, benchctl_planned(name))
-    cmd = [sys.executable, "-m", "benchctl", "run", f"{WORKLOADS}:{ab.target}", *_set_args(ab.matrix),
-           "--repeat", "auto", "--budget", f"{seconds:g}", "--arg", f"seconds={per_process:.3g}",
-           "--arg", "iterations=1000000", "--json", path, "--no-progress"]
+    per_process = costs.seconds_per_process(seconds, benchctl_planned(name))
+    cmd = _benchctl_cmd(name, costs.budget_s(seconds), per_process, path)
     try:
         _, wall = run_child(cmd, _child_timeout(seconds))
     except ToolError as e:
@@ -533,8 +593,11 @@ def measure_startup() -> float:
     return wall
 
 
-def one(tool: str, name: str, seconds: float, startup_s: float, workdir: str, repetition: int) -> dict:
-    """One repetition of one tool on one A/B: a row (``error`` set when it failed or cannot run)."""
+def one(tool: str, name: str, seconds: float, startup_s: float, workdir: str, repetition: int,
+        benchctl_costs: BenchctlCosts | None = None) -> dict:
+    """One repetition of one tool on one A/B: a row (``error`` set when it failed or cannot run). ``startup_s``: a
+    fresh interpreter's import of torch (pyperf's sizing); ``benchctl_costs``: this A/B's
+    (benchctl's sizing; measured now where None)."""
     row = {"tool": tool, "ab": name, "repetition": repetition, "ratio": None, "ci95": None, "df": None,
            "wall_s": None, "method": METHODS[tool], "error": None, "detail": {}}
     if tool == "pyperf" and not pyperf_installed():
@@ -546,14 +609,16 @@ def one(tool: str, name: str, seconds: float, startup_s: float, workdir: str, re
         elif tool == "pyperf":
             got = run_pyperf(name, seconds, startup_s, workdir, tag)
         else:
-            got = run_benchctl(name, seconds, startup_s, workdir, tag)
+            costs = benchctl_costs if benchctl_costs is not None else measure_benchctl_costs(name, workdir)
+            got = run_benchctl(name, seconds, costs, workdir, tag)
     except (ToolError, ValueError, KeyError, IndexError, OSError) as e:
         return {**row, "error": f"failed: {e}"}
     return {**row, **got, "ci95": None if got["ci95"] is None else list(got["ci95"])}
 
 
 def build_document(opts: argparse.Namespace, names: list[str], tools: list[str], rows: list[dict],
-                   startup_s: float | None, background: str | None, complete: bool) -> dict:
+                   startup_s: float | None, background: str | None, complete: bool,
+                   benchctl_costs: dict[str, BenchctlCosts] | None = None) -> dict:
     import vs_peers_workloads as w
 
     return {
@@ -562,7 +627,9 @@ def build_document(opts: argparse.Namespace, names: list[str], tools: list[str],
         "command": [os.path.basename(sys.argv[0]), *sys.argv[1:]],
         "options": {"seconds": opts.seconds, "repeats": opts.repeats, "abs": names, "tools": tools,
                     "background": opts.background},
-        "confidence": CONFIDENCE, "startup_s": startup_s, "background_report": background,
+        "confidence": CONFIDENCE, "startup_s": startup_s,
+        "benchctl_costs": {name: c.to_json() for name, c in (benchctl_costs or {}).items()},
+        "background_report": background,
         "methods": {tool: METHODS[tool] for tool in tools},
         "abs": {name: {"what": w.ABS[name].what, "matrix": w.ABS[name].matrix,
                        **analyse([r for r in rows if r["ab"] == name], tools)} for name in names},
@@ -628,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     background = Background(bound_s=2 * runs * (opts.seconds + 30) + 600) if opts.background else None
     rows: list[dict] = []
-    startup_s = None
+    startup_s, benchctl_costs = None, {}
     started = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="benchctl-vs-peers-")
     complete = False
@@ -639,13 +706,19 @@ def main(argv: list[str] | None = None) -> int:
              f"about {runs * opts.seconds / 60:.1f} min")
         startup_s = measure_startup()
         _say(f"a fresh interpreter imports torch in {startup_s:.1f} s here")
+        if "benchctl" in tools:
+            for name in names:
+                benchctl_costs[name] = measure_benchctl_costs(name, workdir)
+            _say("benchctl beyond its workers' time targets (each A/B's first round, run once): "
+                 + ", ".join(f"{name} {c.worker_s:.1f} s a worker and {c.outside_s:.1f} s outside its budget"
+                             for name, c in benchctl_costs.items()))
         done = 0
         for repetition in range(1, opts.repeats + 1):
             shift = (repetition - 1) % len(tools)
             order = tools[shift:] + tools[:shift]  # each tool first in turn: drift hits them alike
             for name in names:
                 for tool in order:
-                    row = one(tool, name, opts.seconds, startup_s, workdir, repetition)
+                    row = one(tool, name, opts.seconds, startup_s, workdir, repetition, benchctl_costs.get(name))
                     rows.append(row)
                     done += 1
                     said = row["error"] or (f"B/A {row['ratio']:.4g} {_interval(row['ci95'])} in "
@@ -653,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
                     _say(f"[{done}/{runs}] rep {repetition} {name} {TOOL_TITLES[tool]}: {said}")
                     if opts.json_path:
                         preflight.write_json(opts.json_path, build_document(opts, names, tools, rows, startup_s,
-                                                                            None, False))
+                                                                            None, False, benchctl_costs))
         complete = True
     finally:
         report = background.stop() if background else None
@@ -661,11 +734,11 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"background load: {report}")
         if opts.json_path and (rows or complete):
             preflight.write_json(opts.json_path, build_document(opts, names, tools, rows, startup_s, report,
-                                                                complete))
+                                                                complete, benchctl_costs))
         for entry in os.listdir(workdir):
             os.unlink(os.path.join(workdir, entry))
         os.rmdir(workdir)
-    doc = build_document(opts, names, tools, rows, startup_s, report, True)
+    doc = build_document(opts, names, tools, rows, startup_s, report, True, benchctl_costs)
     import vs_peers_workloads as w
 
     print(format_table({name: doc["abs"][name] for name in names}, {name: w.ABS[name].what for name in names}), end="")

@@ -21,6 +21,7 @@ SCRIPT = os.path.join(ROOT, "bench", "vs_peers.py")
 def _load():
     spec = importlib.util.spec_from_file_location("vs_peers_under_test", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -149,10 +150,40 @@ def test_without_pyperf_its_rows_say_so(monkeypatch):
 def test_sizes_follow_the_time():
     assert vp.pyperf_processes(2.0, 3.0) == 2  # never under two: one process gives no interval
     assert vp.pyperf_processes(60.0, 1.0) > vp.pyperf_processes(20.0, 1.0) >= 2
-    assert vp.benchctl_seconds_per_process(2.0, 3.0, (9, 9.0)) == 0.05
-    assert vp.benchctl_seconds_per_process(90.0, 1.0, (9, 9.0)) == pytest.approx(9.0)
-    # 3 workers, each carrying the control (1.5x the timed work): (20 - 3 x 3) / 4.5.
-    assert vp.benchctl_seconds_per_process(20.0, 3.0, (3, 4.5)) == pytest.approx(11.0 / 4.5)
+    assert vp.BenchctlCosts(3.0, 0.0).seconds_per_process(2.0, (9, 9.0)) == 0.05
+    assert vp.BenchctlCosts(1.0, 0.0).seconds_per_process(90.0, (9, 9.0)) == pytest.approx(8.0)  # (81 - 9) / 9
+    # 3 workers, each carrying the control (1.5x the timed work), in 90% of the 20 s: (18 - 3 x 3) / 4.5 ...
+    assert vp.BenchctlCosts(3.0, 0.0).seconds_per_process(20.0, (3, 4.5)) == pytest.approx(9.0 / 4.5)
+    # ... and of the 16 s the budget leaves where the command's start and report take 4 s: (14.4 - 9) / 4.5.
+    costs = vp.BenchctlCosts(3.0, 4.0)
+    assert costs.budget_s(20.0) == 16.0 and costs.seconds_per_process(20.0, (3, 4.5)) == pytest.approx(5.4 / 4.5)
+    assert vp.BenchctlCosts(3.0, 30.0).budget_s(20.0) == vp.CALIBRATION_S
+
+
+def test_benchctl_s_costs_are_its_calibration_runs_less_the_workers_targets(monkeypatch, tmp_path):
+    """One paired worker carrying the control (1.5x the target) in 5 s: 3.5 s a worker; three unpaired workers in
+    9 s: 2 s each; the command run as the repetitions run it, in 4 s more than the same run here: outside its
+    budget. A failed worker fails the calibration."""
+    from benchctl._run import runner
+
+    cell, base = {"threads": 1, "ftz": "process"}, {"threads": 1, "ftz": "off"}
+    paired = {"runs": [{"cell": cell, "status": "ok"}, {"cell": base, "arm": "P", "carried_by": cell, "status": "ok"}]}
+    unpaired = {"runs": [{"cell": {"threads": t}, "status": "ok"} for t in (1, 2, 1)]}
+    for doc, wall, worker in ((paired, 5.0, 3.5), (unpaired, 9.0, 2.0)):
+        clock = iter([100.0, 100.0 + wall])
+        monkeypatch.setattr(vp.time, "perf_counter", lambda: next(clock))
+        asked, commands = {}, []
+        monkeypatch.setattr(runner, "run_matrix", lambda *a, **k: asked.update(k) or doc)
+        monkeypatch.setattr(vp, "run_child", lambda cmd, timeout: commands.append(cmd) or ("", wall + 4.0))
+        costs = vp.measure_benchctl_costs("ftz", str(tmp_path))
+        assert (costs.worker_s, costs.outside_s) == (pytest.approx(worker * vp.CALIBRATION_S), pytest.approx(4.0))
+        assert asked["paired"] and asked["repeat"] == "auto" and asked["budget_s"] == vp.CALIBRATION_S
+        assert commands[0][2:4] == ["benchctl", "run"] and "--budget" in commands[0]
+    failed = {"runs": [{"cell": cell, "status": "failed", "error": "RuntimeError: boom"}]}
+    monkeypatch.setattr(vp.time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(runner, "run_matrix", lambda *a, **k: failed)
+    with pytest.raises(vp.ToolError, match="boom"):
+        vp.measure_benchctl_costs("ftz", str(tmp_path))
 
 
 def test_benchctl_is_sized_for_the_workers_its_first_rounds_run():
@@ -221,6 +252,8 @@ def test_a_tiny_run_writes_every_tool_s_rows(tmp_path):
     assert doc["schema"] == "benchctl.vs_peers" and doc["complete"] is True
     assert doc["options"]["abs"] == ["ftz"] and doc["options"]["tools"] == ["torch", "pyperf", "benchctl"]
     assert set(doc["methods"]) == {"torch", "pyperf", "benchctl"} and doc["startup_s"] > 0
+    costs = doc["benchctl_costs"]["ftz"]
+    assert set(doc["benchctl_costs"]) == {"ftz"} and costs["worker_s"] > 0 and costs["outside_s"] >= 0
     ab = doc["abs"]["ftz"]
     assert ab["matrix"] == {"threads": [1], "ftz": ["off", "process"]}
     rows = {r["tool"]: r for r in ab["rows"]}
