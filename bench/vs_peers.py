@@ -460,9 +460,10 @@ BENCHCTL_FILL = 0.9
 class BenchctlCosts:
     """What benchctl's command costs an A/B beyond its workers' time targets, measured before the repetitions (as
     explain sizes its workers from its probe worker): ``worker_s``, each worker of the first round, with the
-    runner's work around it; ``outside_s``, the command's own start and its report, outside its --budget (a
-    fresh interpreter's import of torch alone, the other tools' start, left ~0.4 s of each worker and ~4 s of
-    the command out: sized by it, benchctl's command took 24-25 s of a 20 s A/B)."""
+    runner's work around it; ``outside_s``, the command's own start and its report, outside its --budget.
+    A fresh interpreter's import of torch (the other tools' start, 1.7-1.8 s here) taken as a worker's cost left
+    ~0.4 s of each out (measured: 2.0-2.2 s); with the workers' costs measured and the whole 20 s as its budget,
+    the command took 24.5-25.2 s."""
 
     worker_s: float
     outside_s: float
