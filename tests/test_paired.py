@@ -653,6 +653,16 @@ def test_a_process_ratio_is_taken_between_neighbouring_blocks_not_between_the_ar
     assert b[0] / a[0] == pytest.approx(1.5)
 
 
+def test_each_run_of_blocks_is_its_iterations_median():
+    """Each run of one arm's kept iterations gives its median (of an even count: the mean of the middle two, as
+    numpy's), the settling iterations after a switch (lower case) parting runs and each arm's warm-up left out."""
+    a_ns, b_ns = [9.0, 1.0, 4.0, 2.0, 7.0, 5.0], [3.0, 8.0, 6.0, 10.0, 30.0]
+    runs = queries._runs_of_blocks("aAAAbBBBaAAAbBB", a_ns, b_ns, 1, 0)
+    assert runs == [("A", 2.5), ("B", 6.0), ("A", 5.0), ("B", 20.0)]  # A's first iteration (9.0): its warm-up
+    kept = ([1.0, 4.0], [3.0, 8.0, 6.0], [2.0, 7.0, 5.0], [10.0, 30.0])
+    assert [v for _, v in runs] == [float(np.median(x)) for x in kept]
+
+
 def test_a_paired_process_whose_arm_b_got_no_iteration_is_left_out_not_fatal():
     """A worker too short to reach arm B (before blocks were capped by count: 30 iterations of 8 us) gives no
     paired ratio; the analysis and every cause's rule go on without it."""
