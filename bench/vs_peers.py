@@ -709,7 +709,10 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"a fresh interpreter imports torch in {startup_s:.1f} s here")
         if "benchctl" in tools:
             for name in names:
-                benchctl_costs[name] = measure_benchctl_costs(name, workdir)
+                try:
+                    benchctl_costs[name] = measure_benchctl_costs(name, workdir)
+                except ToolError as e:  # its rows try again, each saying why where it fails again
+                    _say(f"benchctl's calibration of {name} failed: {e}")
             _say("benchctl beyond its workers' time targets (each A/B's first round, run once): "
                  + ", ".join(f"{name} {c.worker_s:.1f} s a worker and {c.outside_s:.1f} s outside its budget"
                              for name, c in benchctl_costs.items()))
