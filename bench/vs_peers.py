@@ -496,6 +496,7 @@ def measure_benchctl_costs(name: str, workdir: str) -> BenchctlCosts:
     never run has no estimate: the first round runs, no other) and a target of :data:`CALIBRATION_S` each, once
     in this process (its wall time less the workers' targets, per worker) and once as the command
     :func:`run_benchctl` runs (the difference of the two walls: the command's start and report)."""
+    from benchctl._results.document import cell_id
     from benchctl._run import runner
     from benchctl._run.paired import CARRIER_SCALE
 
@@ -508,9 +509,8 @@ def measure_benchctl_costs(name: str, workdir: str) -> BenchctlCosts:
     if not workers or any(r["status"] != "ok" for r in workers):
         raise ToolError(f"benchctl's calibration worker of {name} failed: "
                         f"{next((r.get('error') for r in workers if r['status'] != 'ok'), 'no worker ran')}")
-    carriers = {json.dumps(r["carried_by"], sort_keys=True) for r in doc["runs"] if "carried_by" in r}
-    targets = sum(CALIBRATION_S * (CARRIER_SCALE if json.dumps(r["cell"], sort_keys=True) in carriers else 1.0)
-                  for r in workers)
+    carriers = {cell_id(r["carried_by"]) for r in doc["runs"] if "carried_by" in r}
+    targets = sum(CALIBRATION_S * (CARRIER_SCALE if cell_id(r["cell"]) in carriers else 1.0) for r in workers)
     worker_s = max(0.0, (wall - targets) / len(workers))
     cmd = _benchctl_cmd(name, CALIBRATION_S, CALIBRATION_S, os.path.join(workdir, f"benchctl_{name}_calibration.json"))
     _, command_wall = run_child(cmd, _child_timeout(60.0))
