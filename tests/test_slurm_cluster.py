@@ -9,6 +9,7 @@ fake-sbatch tests in test_slurm.py stay for what one node cannot make
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -76,9 +77,11 @@ def test_two_hosts_run_as_two_slurm_jobs_and_are_compared(tmp_path, clean_queue)
 
 def test_a_job_requeued_by_scontrol_resumes_its_file_and_loses_nothing(tmp_path, clean_queue):
     out = tmp_path / "out"
+    # The requeue SIGKILLs the host job's runner, which cannot remove its benchctl-run-* work folder: its TMPDIR
+    # (the job's environment is the command's) is this test's, not /tmp (two were left there by each CI run).
     proc = subprocess.Popen(COMMAND + ["--set", "ms=20,40", "--arg", "iterations=10", "--repeat", "3",
                                        "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
     try:
         host1 = out / "host-1.json"
         deadline = time.monotonic() + 300
