@@ -129,13 +129,9 @@ class AutoRounds:
         return (bool(self.paired) and not self.control_slots
                 and all(s.index == 0 or s.index in self.paired for s in self.slots))
 
-    def _own_baseline_rounds(self) -> int:
-        """First rounds that run the baseline's own fresh process: none where every cell is paired."""
-        return 0 if self.every_cell_paired else AUTO_START
-
     def planned(self) -> int:
         per_round = len(carry_control(self.slots, self.paired))
-        return per_round * AUTO_START - (AUTO_START - self._own_baseline_rounds())
+        return (per_round - (1 if self.every_cell_paired else 0)) * AUTO_START  # the baseline's own: see next_round
 
     def extra(self, round_index: int) -> bool:
         return round_index >= AUTO_START
@@ -144,7 +140,7 @@ class AutoRounds:
         """Slots of round ``round_index``; ``unresolved()`` gives the cell indices still unsettled."""
         if round_index < AUTO_START:
             # Every cell paired: each paired worker times the baseline as its arm A, for its row and counters.
-            slots = [s for s in self.slots if s != Slot(0) or round_index < self._own_baseline_rounds()]
+            slots = [s for s in self.slots if not (self.every_cell_paired and s == Slot(0))]
             return _order(slots, round_index, self.shuffle_seed)
         if round_index >= AUTO_MAX_PROCESSES:
             self.stopped = f"{AUTO_MAX_PROCESSES} processes per cell, the most --repeat auto runs"
