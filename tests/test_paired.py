@@ -80,10 +80,23 @@ def test_plan_matrix_pairs_only_when_asked():
     crossed = runner.plan_matrix("sleep", {}, {"ms": [1.0, 2.0], "ftz": ["off", "process"]}, paired=True)
     assert crossed.cells[1] == {"ms": 1.0, "ftz": "process"}
     assert crossed.pairs == {1: Pair(a={"ftz": "off"}, b={"ftz": "process"})}
-    # A baseline value set in the environment at start (threads=2 sizes the pools there) cannot be switched
-    # away from in a worker that starts as the baseline's: not paired.
+    # A baseline's thread count sizes the pools at start too, but the switch resizes them whatever they were
+    # sized to: paired, from a worker that starts with the baseline's count in its environment.
     sized = runner.plan_matrix("sleep", {}, {"threads": [2, 1]}, paired=True)
-    assert sized.pairs == {}
+    assert sized.pairs == {1: Pair(a={"threads": 2}, b={"threads": 1})}
+    assert sized.environments[0]["OMP_NUM_THREADS"] == "2"
+    # Unless another baseline setting's start reads that count: pin=compact places as many threads as it names.
+    placed = runner.plan_matrix("sleep", {}, {"threads": [2, 1], "pin": ["compact"]}, paired=True)
+    assert placed.pairs == {}
+
+
+def test_only_the_thread_count_switches_away_from_what_its_environment_set_at_start():
+    undoing = sorted(name for name, s in settings.SETTINGS.items() if s.switch_undoes_environment)
+    assert undoing == ["threads"]
+    assert all(settings.SETTINGS[name].in_process for name in undoing)
+    # pin's environment binds the team at start, which no switch undoes.
+    assert pair_for({"pin": "compact"}, {"pin": "off"}) is None
+    assert pair_for({"threads": 1}, {"threads": 2}) == Pair(a={"threads": 1}, b={"threads": 2})
 
 
 def test_a_placed_baseline_is_not_timed_paired_from_its_placed_environment():
@@ -853,6 +866,23 @@ def test_an_auto_run_of_paired_cells_starts_the_paired_cells_workers_only(fake_w
     assert f"arm A of {paired_runs} paired process(es) (the baseline's settings timed there), none of its own" in text
     assert "process(es) of its own and" not in text
     assert queries.summary_entry(doc, "sleep", THREADS_CELL)["from_paired_processes"] == 0
+
+
+@pytest.mark.slow
+def test_a_real_paired_worker_started_with_one_thread_runs_arm_b_on_two(tmp_path):
+    # The worker starts in the baseline's environment (OMP_NUM_THREADS=1, MKL_NUM_THREADS=1); arm B's switch
+    # resizes every pool to 2, read back after the switch and checked after each of its iterations.
+    doc = runner.run_matrix("sleep", {"iterations": 24, "ms": 1.0}, {"threads": [1, 2]}, repeat=1,
+                            json_path=str(tmp_path / "r.json"), progress=False, paired=True)
+    assert [r for r in doc["runs"] if r["status"] != "ok"] == []
+    (run,) = queries.ok_runs(doc, {"threads": 2})
+    assert run["pair"]["values"]["A"] == {"threads": 1} and run["pair"]["values"]["B"] == {"threads": 2}
+    assert run["pair"]["not_held"] == [] and run["pair"]["during_a"]["threads"]["held"] is True
+    applied = run["readback"]["threads"]["applied"]
+    assert applied["torch"] == applied["omp_team"] == 2 and {p["num_threads"] for p in applied["pools"]} == {2}
+    assert run["readback"]["threads"]["during"] == {"held": True, "seen": 2, "samples": run["pair"]["schedule"]
+                                                    ["sleep"].count("B")}
+    assert run["pair"]["applied_a"]["threads"]["omp_team"] == 1
 
 
 def test_a_file_started_unpaired_is_resumed_unpaired(fake_workers, tmp_path):

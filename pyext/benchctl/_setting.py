@@ -22,9 +22,10 @@ A setting is a small class with these duties:
 
 It also declares ``in_process``: whether it can be applied and undone inside a running process
 (FTZ/DAZ, a thread count) or needs a fresh one (an allocator preloaded, a variable read once at
-start); and ``carries_over``: whether its effect outlasts a switch by more than a few milliseconds
+start); ``carries_over``: whether its effect outlasts a switch by more than a few milliseconds
 (another pool's threads that spin on after their last call), so that a paired cell's blocks would
-mix the two arms. An ``in_process`` setting has ``switch(value)``:
+mix the two arms; and ``switch_undoes_environment``: whether a switch also sets what its environment set at
+start (a thread count), so that a baseline value given there can still be switched away from. An ``in_process`` setting has ``switch(value)``:
 worker side, between timed iterations of a paired cell, move the running process to ``value`` from
 whichever value it holds, undoing what that one changed, and return what was observed right after
 (as ``apply`` does); a switch that fails midway puts back what it changed and raises. For a ``code``
@@ -67,6 +68,11 @@ class Setting(abc.ABC):
     in_process = False
     #: Whether its effect outlasts a switch by more than a few ms: an ``in_process`` setting that is never paired.
     carries_over = False
+    #: Whether :meth:`switch` also sets all that :meth:`environment` set when the process started, so that a
+    #: paired worker, which starts in the baseline's environment, may start with this setting's baseline value
+    #: there and switch away from it (``threads``: every pool resized whatever it was sized to at start; not
+    #: ``pin``: the team bound at start, which no switch undoes).
+    switch_undoes_environment = False
     #: An ``in_process`` setting's value that stands for "never applied": what a paired cell's baseline arm
     #: switches back to where the baseline cell does not name the setting. A property where it must be read
     #: of the running process (``threads``: torch's count as the workload's code left it).

@@ -130,9 +130,8 @@ def carrier_args(args: dict) -> dict:
 def pair_for(baseline: dict, cell: dict) -> Pair | None:
     """How ``cell`` is timed paired with ``baseline`` in one process, or None where it cannot be: a workload
     parameter differs, a setting that differs cannot be switched in a running process or its effect outlasts a
-    switch (``pools``: the other pool's threads spin on), or the baseline's value
-    of one is set in the environment the process starts with (``pin=compact``: the team bound at start, which
-    no switch undoes; ``threads=2``: pools sized at start), since a paired worker starts as the baseline's."""
+    switch (``pools``: the other pool's threads spin on), or a paired worker, which starts as the baseline's,
+    would start with something no switch undoes (:func:`_start_stays`: ``pin=compact``'s team bound at start)."""
     base_settings, base_params = settings.split_cell(baseline)
     cell_settings, cell_params = settings.split_cell(cell)
     if base_params != cell_params:
@@ -142,11 +141,29 @@ def pair_for(baseline: dict, cell: dict) -> Pair | None:
     if not differ or not all(settings.SETTINGS[name].in_process and not settings.SETTINGS[name].carries_over
                              for name in differ):
         return None
-    if any(settings.SETTINGS[name].environment(base_settings[name], {}, base_settings)
-           or settings.SETTINGS[name].owns(base_settings[name]) for name in differ if name in base_settings):
+    if any(_start_stays(name, base_settings, cell_settings) for name in differ if name in base_settings):
         return None
     return Pair({n: base_settings[n] for n in differ if n in base_settings},
                 {n: cell_settings[n] for n in differ if n in cell_settings})
+
+
+def _start_stays(name: str, base_settings: dict, cell_settings: dict) -> bool:
+    """Whether the baseline's value of setting ``name`` leaves in the paired worker's starting environment what
+    switching to the cell's value would not undo: its own variables, unless its switch sets all they set
+    (:attr:`~benchctl._setting.Setting.switch_undoes_environment`: ``threads``), and those of any other
+    baseline setting that reads it (``pin=compact`` places as many threads as ``threads`` names)."""
+    setting, value = settings.SETTINGS[name], base_settings[name]
+    if not setting.switch_undoes_environment and (setting.environment(value, {}, base_settings) or setting.owns(value)):
+        return True
+    switched = {k: v for k, v in base_settings.items() if k != name}
+    if name in cell_settings:
+        switched[name] = cell_settings[name]
+    try:
+        return any(settings.SETTINGS[other].environment(v, {}, base_settings)
+                   != settings.SETTINGS[other].environment(v, {}, switched)
+                   for other, v in base_settings.items() if other != name)
+    except settings.SettingError:  # another setting cannot start with the cell's value (fewer CPUs than threads)
+        return True
 
 
 class PairedRecorder(CountedRecorder):
