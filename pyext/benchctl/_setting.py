@@ -25,7 +25,8 @@ It also declares ``in_process``: whether it can be applied and undone inside a r
 start); ``carries_over``: whether its effect outlasts a switch by more than a few milliseconds
 (another pool's threads that spin on after their last call), so that a paired cell's blocks would
 mix the two arms; and ``switch_undoes_environment``: whether a switch also sets what its environment set at
-start (a thread count), so that a baseline value given there can still be switched away from. An ``in_process`` setting has ``switch(value)``:
+start (a thread count), so that a baseline value given there can still be switched away from.
+An ``in_process`` setting has ``switch(value)``:
 worker side, between timed iterations of a paired cell, move the running process to ``value`` from
 whichever value it holds, undoing what that one changed, and return what was observed right after
 (as ``apply`` does); a switch that fails midway puts back what it changed and raises. For a ``code``
