@@ -4,17 +4,20 @@ These tests change the masks and thread counts of the pytest process itself;
 the ``restore`` fixture puts every thread back whatever happens.
 """
 
+import importlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 import torch
 
-from benchctl import _native, omp, threads
+from benchctl import _loaded_objects, _native, omp, threads
 from benchctl.placement import placement
 from benchctl.topology import cpu_topology
 
@@ -196,6 +199,9 @@ def test_set_num_threads_one_then_restore(restore):
     assert threads.get_num_threads() == one
 
     def cpu_time_during_op():
+        # libgomp's idle worker spins ~8 ms after the team's last region before it sleeps (its spin count):
+        # the count is what is checked here, so the op starts after that spin.
+        time.sleep(0.05)
         start = schedstat_ns(main), schedstat_ns(worker)
         parallel_op()
         return schedstat_ns(main) - start[0], schedstat_ns(worker) - start[1]
@@ -473,3 +479,38 @@ def test_pinning_benchmark_runs_at_a_tiny_size(tmp_path):
         assert mode in done.stdout
         assert (summary["migrations_per_iter"] is None) == result["migrations_source"].startswith("unavailable")
     assert result["threads"]["torch"] == n and result["threads"]["mismatches"] == []
+
+
+def _an_extension_not_yet_loaded() -> str | None:
+    """A compiled module of the standard library this process has not imported: importing it loads a library."""
+    for name in ("_bz2", "_lzma", "_decimal", "_sqlite3", "_curses", "_dbm", "_gdbm", "audioop", "_tkinter"):
+        spec = importlib.util.find_spec(name) if name not in sys.modules else None
+        if spec is not None and (spec.origin or "").endswith(".so"):
+            return name
+    return None
+
+
+def test_pool_controllers_are_built_again_only_when_a_library_was_loaded(monkeypatch):
+    import threadpoolctl
+
+    built = []
+
+    class Counting(threadpoolctl.ThreadpoolController):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", Counting)
+    threads._POOLS_CACHE.clear()
+    first, again = threads._pools(), threads._pools()
+    assert len(built) == 1 and [id(c) for c in first] == [id(c) for c in again]
+    name = _an_extension_not_yet_loaded()
+    if name is None:
+        pytest.skip("every candidate extension module is already loaded")
+    loaded, unloaded = _loaded_objects.generation()
+    importlib.import_module(name)
+    now = _loaded_objects.generation()
+    assert now[0] > loaded and now[1] == unloaded  # the module, and any library it needs
+    threads._pools()
+    assert len(built) == 2, "a library loaded since the last call: its pools are looked for again"
+    assert threads.set_num_threads(1)["mismatches"] == []

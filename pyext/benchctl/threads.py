@@ -27,7 +27,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
-from . import _native, _procfs, _validate, omp
+from . import _loaded_objects, _native, _procfs, _validate, omp
 from .placement import placement
 from .topology import cpu_topology
 
@@ -50,11 +50,22 @@ def _torch():
 # ---------------------------------------------------------------- thread counts
 
 
+_POOLS_CACHE: dict[tuple[int, int], list] = {}  # the loaded objects' generation -> threadpoolctl's controllers
+
+
 def _pools() -> list:
+    """threadpoolctl's controller of every BLAS/OpenMP pool loaded now. Built afresh (~0.8 ms) only where a
+    library was loaded or unloaded since the last call (:func:`benchctl._loaded_objects.generation`): a paired
+    worker switches the count every few milliseconds, and two builds a switch took ~40% of its blocks' time."""
     from threadpoolctl import ThreadpoolController
 
-    # A fresh controller each time: libraries loaded since the last call count too.
-    return ThreadpoolController().lib_controllers
+    key = _loaded_objects.generation()
+    if key is None:
+        return ThreadpoolController().lib_controllers
+    if key not in _POOLS_CACHE:
+        _POOLS_CACHE.clear()
+        _POOLS_CACHE[key] = ThreadpoolController().lib_controllers
+    return list(_POOLS_CACHE[key])
 
 
 def get_num_threads() -> dict:
