@@ -3,7 +3,7 @@
 glibc's ``dl_iterate_phdr`` hands its callback, with each object, ``dlpi_adds`` and ``dlpi_subs``: how many
 objects the linker has loaded and unloaded since the process started. Their pair changes whenever a library
 comes or goes, so a list built from the loaded libraries (threadpoolctl's pool controllers, ~0.8 ms to build)
-can be kept until it does. Read through ctypes with a callback that stops at the first object: ~10 us.
+can be kept until it does. Read through ctypes with a callback that stops at the first object: ~1.5 us here.
 """
 
 from __future__ import annotations
