@@ -244,3 +244,29 @@ def test_a_process_the_workload_starts_is_its_own_load_not_a_neighbour():
     assert beside["own_cpus"] >= 0.5, beside
     if beside["other_cpus"] is not None:  # /proc/stat readable
         assert beside["other_cpus"] < beside["own_cpus"], beside
+
+
+def test_a_paired_worker_that_switches_the_thread_count_is_the_gates(tmp_path, monkeypatch):
+    """A neighbour that holds a CPU falls on the arm that uses it: a paired worker switching the thread count goes
+    through the gate as a fresh one does; one switching FTZ/DAZ (both arms on the same CPU) runs as it comes."""
+    from test_control import FakeWorkers
+
+    class PairedBeside(FakeWorkers):
+        """Every paired worker ran beside 1.5 CPUs of other load on a 2-CPU machine, every fresh one beside none."""
+
+        def __call__(self, *args, **kwargs):
+            record = super().__call__(*args, **kwargs)
+            other = 1.5 if kwargs.get("pair") is not None else 0.0
+            record["beside"] = {"cpus": 2, "busy_cpus": 2.0, "other_cpus": other, "steal_cpus": 0.0}
+            return record
+
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
+    for switched, aside in (({"threads": 1}, 2), ({"ftz": "process"}, 0)):
+        PairedBeside(monkeypatch, lambda c: 1.0)
+        doc = runner.run_matrix("sleep", {"iterations": 1}, {"with": [{}, switched]}, repeat=2, progress=False,
+                                paired=True, json_path=str(tmp_path / f"{aside}.json"))
+        assert doc["paired"]["cells"] == [{"with": switched}]
+        # Gated, the first paired worker is set aside against the baseline's usual 0 CPUs, and its slot's second
+        # attempt against their median 0.75; the third, against 1.5, is kept, and so is the next round's.
+        assert [r["cell"] for r in doc.get(gate.KEY) or []] == [{"with": switched}] * aside
+        assert len([r for r in doc["runs"] if r["cell"] == {"with": switched}]) == 2

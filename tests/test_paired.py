@@ -99,6 +99,13 @@ def test_only_the_thread_count_switches_away_from_what_its_environment_set_at_st
     assert pair_for({"threads": 1}, {"threads": 2}) == Pair(a={"threads": 1}, b={"threads": 2})
 
 
+def test_only_a_pair_that_switches_the_thread_count_is_gated():
+    # Its arms use different numbers of CPUs, so a neighbour that holds one falls on one arm (the contention gate).
+    assert sorted(name for name, s in settings.SETTINGS.items() if s.changes_cpus_used) == ["threads"]
+    assert Pair(a={}, b={"threads": 1}).gated and Pair(a={"ftz": "off"}, b={"ftz": "process", "threads": 2}).gated
+    assert not Pair(a={}, b={"ftz": "process"}).gated and not Pair().gated
+
+
 def test_a_placed_baseline_is_not_timed_paired_from_its_placed_environment():
     plan = runner.plan_matrix("sleep", {"iterations": 1}, {"pin": ["compact", "off"]}, paired=True)
     placed = sorted(k for k in plan.environments[0] if k in ("OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY"))

@@ -74,6 +74,10 @@ class Setting(abc.ABC):
     #: there and switch away from it (``threads``: every pool resized whatever it was sized to at start; not
     #: ``pin``: the team bound at start, which no switch undoes).
     switch_undoes_environment = False
+    #: Whether its values run the workload on different numbers of CPUs (a thread count): a paired worker that
+    #: switches it goes through the contention gate as a fresh one does, since a neighbour that takes a CPU
+    #: falls on the arm that uses it, not on both arms alike.
+    changes_cpus_used = False
     #: An ``in_process`` setting's value that stands for "never applied": what a paired cell's baseline arm
     #: switches back to where the baseline cell does not name the setting. A property where it must be read
     #: of the running process (``threads``: torch's count as the workload's code left it).

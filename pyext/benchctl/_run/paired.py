@@ -100,6 +100,13 @@ class Pair:
     def is_control(self) -> bool:
         return not self.names
 
+    @property
+    def gated(self) -> bool:
+        """Whether a worker switching this pair goes through the contention gate: one of its settings runs the
+        arms on different numbers of CPUs (:attr:`~benchctl._setting.Setting.changes_cpus_used`), so other
+        load does not fall on both arms alike."""
+        return any(settings.SETTINGS[name].changes_cpus_used for name in self.names)
+
     def to_json(self) -> dict:
         return {"a": dict(self.a), "b": dict(self.b)}
 

@@ -319,7 +319,7 @@ class _Run:
         """Run ``slot``'s worker of round ``index`` through the contention gate (:mod:`.._results.contention_gate`):
         wait a bounded time for a quiet moment first; a worker set aside is kept in the document's set-aside list
         and its slot runs again, at most ``RETRIES`` times and while the budget still fits one. A probe worker
-        and a paired one run as they come."""
+        and a paired one whose arms use the same CPUs run as they come."""
         cell, env = self.plan.cells[slot.index], self.plan.environments[slot.index]
         # A paired worker (a paired cell, or the paired A/A control) starts as the baseline's would.
         pair = Pair() if slot.arm == document.PAIRED_ARM else self.plan.pairs.get(slot.index)
@@ -329,9 +329,10 @@ class _Run:
             env = self.plan.environments[0]
         runner = self.log.doc["metadata"]["runner"]
         # A probe worker gathers evidence (what the code does, its ops, its counters), compared with no other
-        # cell: it is not the gate's, and explain needs it whatever the load. Nor is a paired worker: its
-        # ratio is taken inside it, between blocks of 4 ms, which a neighbour's load falls on alike.
-        gated = not self.probe and pair is None
+        # cell: it is not the gate's, and explain needs it whatever the load. Nor is a paired worker whose arms
+        # use the same CPUs: its ratio is taken inside it, between blocks of 4 ms, which a neighbour's load falls
+        # on alike; one that switches the thread count is (Pair.gated).
+        gated = not self.probe and (pair is None or pair.gated)
         attempts = 1 + gate.RETRIES if gated else 1
         for attempt in range(attempts):
             if attempt and not self.budget.fits(self._expected(slot)):

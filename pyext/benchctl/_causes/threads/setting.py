@@ -21,6 +21,9 @@ class ThreadCount(Setting):
     # Whatever OMP_NUM_THREADS/MKL_NUM_THREADS sized at start: a 384x384 matmul switched to 1 and 2 threads
     # took 1.09 and 0.58 ms in processes started with either count (AMD EPYC Zen 4, 3 processes each).
     switch_undoes_environment = True
+    # Beside a neighbour that held one of 2 CPUs for a whole paired worker, its 2-thread arm took 15.9 ms a
+    # 384x384 matmul (0.57-0.61 ms in the others) while its 1-thread arm kept 1.10 ms (AMD EPYC Zen 4).
+    changes_cpus_used = True
 
     def canonical(self, value: Any) -> int:
         text_count = isinstance(value, str) and value.strip().isdecimal()  # isdigit() admits "²", int() does not
