@@ -46,9 +46,10 @@ def team(records):
     return [r for r in records if r["omp_thread"] is not None]
 
 
-def parallel_op():
-    # Elementwise work over far more than torch's grain size: split across the team.
-    x = torch.rand(1 << 22)
+def parallel_op(x=None):
+    # Elementwise work over far more than torch's grain size: split across the team (a test that weighs the
+    # threads' shares makes x first, so that only the split ops fall in what it weighs).
+    x = torch.rand(1 << 22) if x is None else x
     for _ in range(5):
         torch.exp(x, out=x).mul_(1e-3)
 
@@ -201,9 +202,13 @@ def test_set_num_threads_one_then_restore(restore):
     def cpu_time_during_op():
         # libgomp's idle worker spins ~8 ms after the team's last region before it sleeps (its spin count):
         # the count is what is checked here, so the op starts after that spin.
+        x = torch.rand(1 << 22)
         time.sleep(0.05)
         start = schedstat_ns(main), schedstat_ns(worker)
-        parallel_op()
+        # Tens of ms: on an Intel Xeon one op took 4 ms on two threads, and the two threads' schedstat times over
+        # one op split anywhere from 0.4x to 2.4x (the worker 9% and 18% of the caller's in two failed runs).
+        for _ in range(10):
+            parallel_op(x)
         return schedstat_ns(main) - start[0], schedstat_ns(worker) - start[1]
 
     main_ns, worker_ns = cpu_time_during_op()
