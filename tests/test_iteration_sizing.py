@@ -79,6 +79,20 @@ def test_the_probe_aims_at_a_share_of_the_budget_and_the_matrix_gets_the_iterati
     assert "5 iterations per worker: 1 s an iteration in the probe, 6 workers planned" in "\n".join(said)
 
 
+def test_explain_runs_the_first_rounds_its_sizing_chose(monkeypatch, tmp_path):
+    """Every probe paired under --repeat auto, the budget limiting 1 s iterations: five first rounds, in the file and
+    in the header."""
+    target = write(tmp_path, "slow.py", "def step():\n    pass\n") + ":step"
+    workers = FakeWorkers(monkeypatch, lambda c: 1000.0, seconds=5.0)  # 1 s an iteration
+    said = []
+    study = _study(tmp_path, [Probe({"threads": 1})], workload=target, args=explain.check_target(target, None),
+                   matrix=None, census=None, budget_s=40.0, repeat=rounds.AUTO, paired=True)
+    doc = pipeline.run_study(study, say=said.append)
+    assert doc["evidence"]["sizing"]["first_rounds"] == 5 == doc["metadata"]["runner"]["first_rounds"]
+    assert [r["workers"] for r in doc["rounds"]][:5] == [1] * 5 and len(workers.calls) >= 1 + 5
+    assert "5 processes per cell, then more for unresolved comparisons" in "\n".join(said)
+
+
 @pytest.mark.slow
 def test_explain_keeps_its_budget_for_an_iteration_of_a_second(tmp_path):
     target = write(tmp_path, "second.py", """
@@ -124,3 +138,31 @@ def test_the_sizing_and_the_header_count_the_controls_a_run_will_have(tmp_path, 
     assert pipeline._sizing(study, record, matrix, 100.0)["processes"] == processes
     text = pipeline._header(study, matrix, 100.0)
     assert header in text and (("timed paired with the baseline" in text) == paired)
+
+
+def test_a_paired_probe_sized_by_the_budget_gets_five_first_rounds_in_the_same_time(tmp_path):
+    """Every probe paired and the budget, not ``iterations``, limiting the workers: five shorter workers in the time
+    three longer ones would take; where ``iterations`` limits them, or a probe needs fresh processes, three."""
+    paired_matrix = {"with": [{}, {"ftz": "process"}]}
+    record = {"duration_s": 2.0, "phases": {"call": {"ns": [1e8] * 10}}, "notes": {"probe": {"probe_s": 0.0}}}
+
+    def sizing(iterations, matrix=paired_matrix, left=100.0):
+        study = _study(tmp_path, [], args={"iterations": iterations}, paired=True, budget_s=120.0,
+                       repeat=rounds.AUTO)
+        return study, pipeline._sizing(study, record, matrix, left)
+
+    study, bound = sizing(10_000)  # 0.1 s an iteration: the budget buys far fewer than 10,000
+    start = bound["start_s"]
+    assert (bound["first_rounds"], bound["processes"]) == (5, 5)
+    assert bound["iterations"] == rounds.iterations_for(100.0, 5, 0.1, start, 10_000, 5 * 1.5)
+    three = rounds.iterations_for(100.0, 3, 0.1, start, 10_000, 3 * 1.5)
+    assert bound["iterations"] < three < 10_000
+    # The same timed work and starts in the same budget, split five ways instead of three.
+    assert 5 * (start + 1.5 * bound["iterations"] * 0.1) == pytest.approx(3 * (start + 1.5 * three * 0.1), rel=0.02)
+    assert "5 processes per cell" in pipeline._header(study, paired_matrix, 100.0, bound["first_rounds"])
+    assert sizing(30)[1]["first_rounds"] == rounds.AUTO_START  # 30 iterations fit: the count limits them
+    mixed = {"with": [{}, {"ftz": "process"}, {"alloc": "retain"}]}  # alloc needs fresh processes
+    assert sizing(10_000, mixed)[1]["first_rounds"] == rounds.AUTO_START
+    # Where five would each be cut to the floor, three stay (the budget then runs fewer, not shorter, workers).
+    tight = sizing(10_000, left=5 * start + 5 * 1.5 * MIN_ITERATIONS * 0.1)[1]
+    assert tight["first_rounds"] == rounds.AUTO_START

@@ -26,6 +26,7 @@ from benchctl._run.paired import Pair, PairedRecorder, pair_for
 from benchctl._run.recorder import Recorder
 from benchctl._run.worker import _phases
 from benchctl._setting import Setting
+from benchctl._validate import ArgumentError
 
 BASE = {"with": {}}
 THREADS_CELL = {"with": {"threads": 1}}
@@ -955,3 +956,48 @@ def test_a_real_paired_run_and_its_resume(tmp_path):
         (document.cell_id(BASE), None, False), (document.cell_id(THREADS_CELL), None, True),
         (document.cell_id(BASE), "P", True)}
     assert document.load(path)["paired"] == doc["paired"]
+
+
+# ------------------------------------------------------------------ the first rounds of an all-paired run
+
+
+def test_the_first_rounds_are_five_only_where_every_cell_is_paired_and_the_budget_sizes_the_workers():
+    assert rounds.first_rounds(every_cell_paired=True, sized_to_budget=True) == rounds.PAIRED_AUTO_START == 5
+    assert rounds.first_rounds(every_cell_paired=True, sized_to_budget=False) == rounds.AUTO_START
+    assert rounds.first_rounds(every_cell_paired=False, sized_to_budget=True) == rounds.AUTO_START
+    for bad, why in ((2, ">= 3"), (rounds.AUTO_MAX_PROCESSES + 1, "at most 20"), (True, "integer"), (4.0, "integer")):
+        with pytest.raises(ArgumentError, match=why):
+            rounds.check_first_rounds(bad)
+
+
+def test_auto_rounds_run_the_first_rounds_they_are_given_before_judging():
+    policy, slots = _policy(3, pairs={1, 2}, control=False)
+    five = rounds.AutoRounds(slots, [], None, paired=frozenset({1, 2}), paired_control=(S(0, "P"),), first=5)
+    for r in range(5):
+        assert five.next_round(r, lambda: pytest.fail("the first rounds judge nothing")) == [S(1), S(2), S(0, "P")]
+        assert not five.extra(r)
+    assert five.extra(5) and five.next_round(5, lambda: set()) == [] and five.stopped == "every comparison resolved"
+    # 2 cells x 5 rounds, the control carried in one of each round's workers (1.5x its timed work).
+    assert five.planned() == 10 == rounds.planned_processes(3, rounds.AUTO, False, 2, first=5)
+    assert rounds.planned_timed_shares(3, rounds.AUTO, False, 2, first=5) == pytest.approx(10 + 0.5 * 5)
+    assert policy.planned() == 2 * rounds.AUTO_START  # the default is still three
+
+
+def test_an_auto_run_keeps_its_first_rounds_in_the_file_and_a_resume_keeps_them(fake_workers, tmp_path):
+    workers = fake_workers()
+    path = str(tmp_path / "r.json")
+    doc = _run_matrix(repeat="auto", json_path=path, paired=True, first_rounds=5)
+    assert [r["workers"] for r in doc["rounds"]][:5] == [1] * 5 and len(workers.calls) >= 5
+    assert doc["metadata"]["runner"]["first_rounds"] == 5
+    with pytest.raises(document.ResultsError, match="started with 5"):
+        _run_matrix(repeat="auto", json_path=path, resume=True, paired=True, first_rounds=3)
+    resumed = _run_matrix(repeat="auto", json_path=path, resume=True, paired=True)
+    assert resumed["metadata"]["runner"]["first_rounds"] == 5
+    # Without asking, three; a file from before the choice resumes with the three it began with.
+    fresh = _run_matrix(repeat="auto", json_path=str(tmp_path / "three.json"), paired=True)
+    assert fresh["metadata"]["runner"]["first_rounds"] == rounds.AUTO_START
+    old = document.load(path)
+    del old["metadata"]["runner"]["first_rounds"]
+    document.save(old, path)
+    assert _run_matrix(repeat="auto", json_path=path, resume=True,
+                       paired=True)["metadata"]["runner"]["first_rounds"] == rounds.AUTO_START

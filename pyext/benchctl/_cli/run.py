@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 from ..errors import ExitCode, UserError
-from .._run import slurm
+from .._run import rounds, slurm
 from .._workloads import TARGET_FORMS
 from . import document_status, preflight
 from .options import (add_answer_argument, add_fork_argument, add_matrix_arguments, check_focus, duration, warn_matrix,
@@ -53,6 +53,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arg", dest="args", action="append", default=[], metavar="NAME=VALUE",
                         help="a fixed workload parameter (repeatable)")
     add_matrix_arguments(parser, repeat=1, budget_s=None)
+    parser.add_argument(
+        "--first-rounds", type=int, default=None, metavar="N",
+        help=f"with --repeat auto: the rounds of every cell before the first judgement (default "
+             f"{rounds.AUTO_START}; a resumed file keeps its own). Where every cell is timed paired and the workers "
+             f"are sized (--arg) so that these rounds fill --budget, {rounds.PAIRED_AUTO_START} give a narrower "
+             f"interval in the same time than {rounds.AUTO_START} longer workers, as explain chooses: a paired "
+             f"ratio moves between processes more than with a worker's length")
     add_fork_argument(parser)
     slurm.add_executor_arguments(parser)
     parser.add_argument("--shuffle", type=int, default=None, metavar="SEED",
@@ -108,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
     if both:
         raise UserError(f"{', '.join(both)}: both a matrix axis (--set) and a fixed parameter (--arg): give each "
                         f"once, in one of them")
+    if args.first_rounds is not None and args.repeat != rounds.AUTO:
+        raise UserError(f"--first-rounds {args.first_rounds}: only with --repeat auto (its rounds before the "
+                        f"first judgement); --repeat {args.repeat} runs that many rounds")
+    if args.first_rounds is not None:
+        rounds.check_first_rounds(args.first_rounds)  # a bad count fails here, not on every host
     # A bad target or matrix fails here, before any worker (and not on every host).
     plan = runner.plan_matrix(args.workload, fixed, matrix, paired=args.paired)
     check_focus(args.focus, plan.matrix)
@@ -121,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
                                 resume=args.resume, shuffle_seed=args.shuffle,
                                 progress=not args.no_progress, worker_timeout_s=args.timeout,
                                 focus=args.focus, control=args.control, budget_s=args.budget, fork=args.fork,
-                                paired=args.paired)
+                                paired=args.paired, first_rounds=args.first_rounds)
     except KeyboardInterrupt:
         if args.json_path:
             print(f"interrupted: finished cells are in {args.json_path}; continue with --resume",

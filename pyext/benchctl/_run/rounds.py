@@ -5,7 +5,8 @@ of the matrix, or the A/A control's second arm (the baseline cell again).
 Repetition ``r`` of a slot is the worker it ran in round ``r``.
 
 * :class:`FixedRounds`: ``--repeat R``: R rounds of every slot.
-* :class:`AutoRounds`: ``--repeat auto``: three rounds of every slot, then
+* :class:`AutoRounds`: ``--repeat auto``: three rounds of every slot (five where
+  every cell is paired and the workers are sized to a budget: :func:`first_rounds`), then
   rounds of only the cells whose comparisons are still unresolved (the
   control's two arms with them when its cell, the baseline, is one of them
   for an unpaired cell; the paired A/A control with an open paired cell),
@@ -41,13 +42,21 @@ from .._results.document import PAIRED_ARM
 from .._workloads.user import MIN_ITERATIONS
 from .paired import CARRIER_SCALE
 
-__all__ = ["AUTO", "AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds", "Budget",
-           "check_repeat", "carry_control", "planned_processes", "planned_timed_shares", "iterations_for"]
+__all__ = ["AUTO", "AUTO_START", "PAIRED_AUTO_START", "AUTO_MAX_PROCESSES", "Slot", "FixedRounds", "AutoRounds",
+           "Budget", "check_repeat", "check_first_rounds", "first_rounds", "carry_control", "planned_processes",
+           "planned_timed_shares", "iterations_for"]
 
 AUTO = "auto"
 #: Processes per cell before the first judgement: the fewest for which a t interval over processes
 #: is worth anything (two give one degree of freedom and intervals of ±12 standard deviations).
 AUTO_START = 3
+#: Processes before the first judgement where every cell is timed paired and the workers are sized to fill a
+#: budget (:func:`first_rounds`): a paired ratio's spread between processes shrinks little with a longer worker
+#: (sd of the log ratio over 8 processes with 2.9 s and 1.0 s targets, bench/vs_peers_workloads.py: 0.0117 and
+#: 0.0084 for 2 threads against 1, 0.0072 and 0.0098 for inference mode, 0.022 and 0.036 for FTZ/DAZ; Intel
+#: Xeon, 2 vCPUs, quiet), and t's 97.5% quantile is 4.30 at 2 degrees of freedom and 2.78 at 4: the same time as
+#: five shorter workers gives an interval 1.2-2.8x narrower by those figures.
+PAIRED_AUTO_START = 5
 #: Most processes ``--repeat auto`` gives one cell, whatever the budget.
 AUTO_MAX_PROCESSES = 20
 
@@ -81,6 +90,24 @@ def check_repeat(repeat) -> int | str:
             raise _validate.ArgumentError(f"repeat must be a positive integer or 'auto', got {repeat!r}")
         return AUTO
     return _validate.count("repeat", repeat, 1)
+
+
+def first_rounds(every_cell_paired: bool, sized_to_budget: bool) -> int:
+    """The rounds of every slot before ``--repeat auto`` first judges: :data:`PAIRED_AUTO_START` where every cell is
+    timed paired and the workers are sized so that these rounds fill a budget (the same time in more, shorter
+    workers), :data:`AUTO_START` otherwise (where the workload's iteration count, not a budget, sizes the workers,
+    two more would each cost a start and their iterations; unpaired cells keep three: only paired ratios were
+    measured so)."""
+    return PAIRED_AUTO_START if every_cell_paired and sized_to_budget else AUTO_START
+
+
+def check_first_rounds(first: int) -> int:
+    """``first`` as the rounds before ``--repeat auto`` first judges: at least :data:`AUTO_START`, at most
+    :data:`AUTO_MAX_PROCESSES`."""
+    first = _validate.count("first_rounds", first, AUTO_START)
+    if first > AUTO_MAX_PROCESSES:
+        raise _validate.ArgumentError(f"first_rounds must be at most {AUTO_MAX_PROCESSES}, got {first}")
+    return first
 
 
 def _order(slots: list[Slot], round_index: int, shuffle_seed: int | None) -> list[Slot]:
@@ -118,9 +145,10 @@ class AutoRounds:
     """Rounds until every comparison is resolved (see the module doc)."""
 
     def __init__(self, slots: list[Slot], control_slots: list[Slot], shuffle_seed: int | None = None,
-                 paired: frozenset[int] = frozenset(), paired_control: tuple[Slot, ...] = ()) -> None:
+                 paired: frozenset[int] = frozenset(), paired_control: tuple[Slot, ...] = (),
+                 first: int = AUTO_START) -> None:
         self.slots, self.control_slots, self.shuffle_seed = slots, control_slots, shuffle_seed
-        self.paired, self.paired_control = paired, paired_control
+        self.paired, self.paired_control, self.first = paired, paired_control, check_first_rounds(first)
         self.stopped = None
 
     @property
@@ -131,14 +159,14 @@ class AutoRounds:
 
     def planned(self) -> int:
         per_round = len(carry_control(self.slots, self.paired))
-        return (per_round - (1 if self.every_cell_paired else 0)) * AUTO_START  # the baseline's own: see next_round
+        return (per_round - (1 if self.every_cell_paired else 0)) * self.first  # the baseline's own: see next_round
 
     def extra(self, round_index: int) -> bool:
-        return round_index >= AUTO_START
+        return round_index >= self.first
 
     def next_round(self, round_index: int, unresolved: Callable[[], set[int]]) -> list[Slot]:
         """Slots of round ``round_index``; ``unresolved()`` gives the cell indices still unsettled."""
-        if round_index < AUTO_START:
+        if round_index < self.first:
             # Every cell paired: each paired worker times the baseline as its arm A, for its row and counters.
             slots = [s for s in self.slots if not (self.every_cell_paired and s == Slot(0))]
             return _order(slots, round_index, self.shuffle_seed)
@@ -223,24 +251,25 @@ class Budget:
         return False
 
 
-def planned_processes(cells: int, repeat: int | str, control: bool, paired: int = 0) -> int:
+def planned_processes(cells: int, repeat: int | str, control: bool, paired: int = 0, first: int = AUTO_START) -> int:
     """The workers of a run's first rounds: every one of ``cells`` (the baseline's included; and the control's
-    second arm) ``repeat`` times, or :data:`AUTO_START` times under ``--repeat auto`` (later rounds fit what the
+    second arm) ``repeat`` times, or ``first`` times under ``--repeat auto`` (later rounds fit what the
     budget leaves). The paired A/A control of ``paired`` cells is carried in their workers; where they are every
     cell but the baseline, ``--repeat auto`` runs no process of the baseline's own (:class:`AutoRounds`)."""
-    per_slot = AUTO_START if repeat == AUTO else int(repeat)
+    per_slot = first if repeat == AUTO else int(repeat)
     if repeat == AUTO and paired and paired == cells - 1 and not control:
         return paired * per_slot
     return (cells + (1 if control else 0)) * per_slot
 
 
-def planned_timed_shares(cells: int, repeat: int | str, control: bool, paired: int = 0) -> float:
+def planned_timed_shares(cells: int, repeat: int | str, control: bool, paired: int = 0,
+                         first: int = AUTO_START) -> float:
     """The timed work of :func:`planned_processes`' workers, in workers' worth: where a cell is paired, each
     round's worker that carries the paired A/A control times :data:`~.paired.CARRIER_SCALE` as much."""
-    workers = planned_processes(cells, repeat, control, paired)
+    workers = planned_processes(cells, repeat, control, paired, first)
     if not paired:
         return float(workers)
-    return workers + (CARRIER_SCALE - 1.0) * (AUTO_START if repeat == AUTO else int(repeat))
+    return workers + (CARRIER_SCALE - 1.0) * (first if repeat == AUTO else int(repeat))
 
 
 def iterations_for(seconds: float, processes: int, iteration_s: float, start_s: float, most: int,

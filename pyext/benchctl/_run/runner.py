@@ -208,6 +208,23 @@ def _open_log(plan: MatrixPlan, repeat: int | str, json_path: str | None, resume
     return _Log(doc, json_path), repeat, shuffle_seed
 
 
+def _first_rounds(doc: dict, requested: int | None, path: str | None) -> int:
+    """The rounds before ``--repeat auto`` first judges, kept in ``doc``: a resumed file's own (another asked for is
+    refused), or ``requested`` (three where None) in a new one."""
+    runner_meta = doc["metadata"].setdefault("runner", {})
+    stored = runner_meta.get("first_rounds")
+    if stored is None and doc["metadata"].get("resumed"):
+        stored = _rounds.AUTO_START  # a file from before the choice: it began with three
+    if requested is not None:
+        requested = _rounds.check_first_rounds(requested)
+    if stored is not None and requested is not None and requested != stored:
+        raise document.ResultsError(f"{path}: cannot resume with {requested} first rounds: the file was started "
+                                    f"with {stored}; resume without asking (the file's are kept)")
+    first = stored if stored is not None else requested if requested is not None else _rounds.AUTO_START
+    runner_meta["first_rounds"] = first
+    return first
+
+
 def _slots(plan: MatrixPlan, doc: dict) -> tuple[list[_rounds.Slot], list[_rounds.Slot]]:
     """(every slot of a round, the control's two slots) for ``doc``'s control, if it has one; with paired
     cells, the paired A/A control's slot last."""
@@ -402,7 +419,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
                repeat: int | str = 1, json_path: str | None = None, resume: bool = False,
                shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
                focus: str | None = None, control: bool = True, budget_s: float | None = None,
-               probe: bool = False, judge: Judge | None = None, fork: bool = True, paired: bool = False) -> dict:
+               probe: bool = False, judge: Judge | None = None, fork: bool = True, paired: bool = False,
+               first_rounds: int | None = None) -> dict:
     """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
@@ -425,7 +443,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     running process can switch paired with it, both in one worker in balanced blocks (:mod:`.paired`),
     with a paired A/A control as a third arm of one paired worker a round (under ``"auto"``, where every cell
     is paired, the baseline runs in no process of its own: arm A of the paired processes is its row); the other
-    cells as before.
+    cells as before. ``first_rounds``: under ``"auto"``, the rounds of every cell before the first judgement
+    (:func:`benchctl._run.rounds.first_rounds`; None: a resumed file's, or three).
     """
     plan = plan_matrix(workload, args, matrix, _validate.flag("paired", paired))
     if focus is not None and focus not in plan.matrix:
@@ -443,10 +462,12 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     fork = _validate.flag("fork", fork)
     log, repeat, shuffle_seed = _open_log(plan, repeat, json_path, resume, shuffle_seed, worker_timeout_s,
                                           budget.seconds, control, focus, fork and bool(plan.workload.preload))
+    first_rounds = _first_rounds(log.doc, first_rounds, json_path)
     plan = _paired_plan(plan, log.doc, resume)
     slots, control_slots = _slots(plan, log.doc)
     policy = (_rounds.AutoRounds(slots, control_slots, shuffle_seed, paired=frozenset(plan.pairs),
-                                 paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM))
+                                 paired_control=tuple(s for s in slots if s.arm == document.PAIRED_ARM),
+                                 first=first_rounds)
               if repeat == _rounds.AUTO
               else _rounds.FixedRounds(slots, repeat, shuffle_seed, paired=frozenset(plan.pairs)))
     log.save()  # a bad path fails now, not after the first cell

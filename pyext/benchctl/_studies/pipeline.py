@@ -119,11 +119,23 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
     # The paired A/A control rides in a paired probe's workers; no fresh-process control where every probe is paired.
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     control = study.control and not plan.every_cell_paired
-    processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs))
-    shares = rounds.planned_timed_shares(cells, study.repeat, control, len(plan.pairs))
-    iterations = rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"], shares)
+
+    def fit(first: int) -> tuple[int, int, float]:
+        processes = rounds.planned_processes(cells, study.repeat, control, len(plan.pairs), first)
+        shares = rounds.planned_timed_shares(cells, study.repeat, control, len(plan.pairs), first)
+        return (rounds.iterations_for(left, processes, iteration_s, start_s, study.args["iterations"], shares),
+                processes, shares)
+
+    first = rounds.AUTO_START
+    iterations, processes, shares = fit(first)
+    # Where the budget, not the workload's iteration count, sizes the workers, a paired run's first rounds take
+    # the same time as more, shorter workers (rounds.first_rounds), as long as each still gets more than the floor.
+    more = rounds.first_rounds(plan.every_cell_paired and study.repeat == rounds.AUTO,
+                               iterations < study.args["iterations"])
+    if more != first and (wider := fit(more))[0] > user.MIN_ITERATIONS:
+        first, (iterations, processes, shares) = more, wider
     return {"iterations": iterations, "iteration_s": iteration_s, "start_s": start_s, "processes": processes,
-            "timed_shares": shares, "left_s": left}
+            "timed_shares": shares, "left_s": left, "first_rounds": first}
 
 
 def measure_penalty(ops: tuple[str, ...], say: Callable[[str], None] = _quiet) -> dict[str, Any]:
@@ -210,11 +222,11 @@ def _control_text(study: Study, every_cell_paired: bool) -> str:
     return "no fresh-process A/A control and no process of the baseline's own (every probe is paired)"
 
 
-def _header(study: Study, matrix: dict[str, list], left: float | None) -> str:
+def _header(study: Study, matrix: dict[str, list], left: float | None, first: int = rounds.AUTO_START) -> str:
     cells = 1
     for values in matrix.values():
         cells *= len(values)
-    repeat = (f"{rounds.AUTO_START} processes per cell, then more for unresolved comparisons"
+    repeat = (f"{first} processes per cell, then more for unresolved comparisons"
               if study.repeat == rounds.AUTO else f"{study.repeat} process(es) per cell")
     plan = runner.plan_matrix(study.workload, study.args, matrix, paired=study.paired)
     pairs = (f"; {len(plan.pairs)} of them timed paired with the baseline in its processes (switched between "
@@ -232,6 +244,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     started = time.perf_counter()
     budget_s = None if study.budget_s is None else _validate.seconds("budget_s", study.budget_s)
     probe = None  # the probe worker's record, when one ran
+    first = None  # the rounds before --repeat auto first judges: a resumed file's, the sizing's, or three
     if study.resume and not study.json_path:
         raise _validate.ArgumentError("--resume needs --json FILE: the results file to continue")
     if study.resume:
@@ -241,6 +254,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
         ruled = [Finding.from_json(f) for f in evidence.get("ruled_out", [])]
         out = {f.rule for f in ruled}
         active, matrix, args = [r for r in study.rules if r.rule_name not in out], saved["matrix"], saved["args"]
+        first = saved["metadata"].get("runner", {}).get("first_rounds")
     else:
         if study.census is not None:
             facts = Facts.from_census(study.census())
@@ -260,9 +274,10 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
         evidence["sizing"] = _sizing(study, probe, matrix, left)
         args = {**args, "iterations": evidence["sizing"]["iterations"]}
         sizing = evidence["sizing"]
+        first = sizing["first_rounds"]
         say(f"{sizing['iterations']} iterations per worker: {sizing['iteration_s']:.3g} s an iteration in the "
             f"probe, {sizing['processes']} workers planned in {left:.0f} s")
-    say(_header(study, matrix, left))
+    say(_header(study, matrix, left, first or rounds.AUTO_START))
     if study.json_path:
         os.makedirs(os.path.dirname(os.path.abspath(study.json_path)), exist_ok=True)
         say(f"results: {study.json_path} (rewritten after every worker; after an interruption "
@@ -271,7 +286,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     doc = runner.run_matrix(study.workload, args, matrix, repeat=study.repeat, json_path=study.json_path,
                             focus=study.focus, resume=study.resume, control=study.control,
                             budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge,
-                            fork=study.fork, paired=study.paired)
+                            fork=study.fork, paired=study.paired, first_rounds=first)
     doc["evidence"] = {**evidence, "study": study.name, "facts": facts.to_json(),
                        "ruled_out": [f.to_json() for f in ruled], **study.extra}
     doc["verdict"] = [f.to_json() for f in ruled] + doc["verdict"]
