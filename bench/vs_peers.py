@@ -26,16 +26,16 @@ repetition):
             --warmups 1 --values 3 --min-time 0.1, P sized so that both fit the time; one value per process
             (the mean of its values): the ratio of the geometric means over processes, with a Welch t interval
             on the logs. pyperf itself reports mean +- stdev per benchmark.
-  benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --budget SECONDS, each process timing
-            its share of 90% of SECONDS over the workers of the first three rounds, less a worker's cost beyond
-            its timing, measured once per A/B before the repetitions from one worker of its first round, as
-            explain sizes its workers from its probe worker (--arg seconds=...); the interval is benchctl's own
-            comparison of B's cell against A's. An A/B that switches in a running process is timed paired: B
-            alternating with A in blocks of iterations in the same processes, each of them also timing the
-            paired A/A control as a third arm, and no process of the baseline's own (3 workers in 3 rounds);
-            its interval is over the ratio inside each process, processes as the units (--unpaired would
-            compare per-process medians instead). Otherwise A, B and the A/A control's second arm run 3 fresh
-            processes each. Each comparison's method is kept in --json.
+  benchctl  python -m benchctl run FILE:TARGET --set ... --repeat auto --first-rounds N --budget SECONDS, each
+            process timing its share of 90% of SECONDS over the workers of the first N rounds, less a worker's
+            cost beyond its timing, measured per A/B before the repetitions from its first round (the median of
+            a few runs), as explain sizes its workers from its probe worker (--arg seconds=...); the interval is
+            benchctl's own comparison of B's cell against A's. An A/B that switches in a running process is timed
+            paired: B alternating with A in blocks of iterations in the same processes, each of them also timing
+            the paired A/A control as a third arm, and no process of the baseline's own (5 workers in 5 rounds, as
+            explain runs a paired probe its budget sizes); its interval is over the ratio inside each process,
+            processes as the units (--unpaired would compare per-process medians instead). Otherwise A, B and the
+            A/A control's second arm run 3 fresh processes each. Each comparison's method is kept in --json.
 
 Printed per A/B and tool: each repetition's ratio B/A, its 95% interval and width (hi - lo), its wall time,
 whether it holds the median of all repetitions' ratios of that A/B (every tool's); then whether the tool's
@@ -435,21 +435,36 @@ def _ab(name: str):
     return vs_peers_workloads.ABS[name]
 
 
-def benchctl_planned(name: str) -> tuple[int, float]:
-    """(the workers benchctl's first rounds run for A/B ``name``, their timed work in workers' worth), as
-    ``benchctl explain`` plans them: A and B in fresh processes and the A/A control's second arm, 3 each; where
-    B is timed paired with A, 3 paired processes, each also timing the paired A/A control (half as many iterations
-    again), and none of the baseline's own."""
+def benchctl_first_rounds(name: str) -> int:
+    """The rounds benchctl runs for A/B ``name`` before it first judges, as explain chooses them where its budget
+    sizes the workers (as here: :meth:`BenchctlCosts.seconds_per_process`): 5 where B is timed paired with A, 3
+    otherwise (:func:`benchctl._run.rounds.first_rounds`)."""
     from benchctl._run import rounds, runner
 
     ab = _ab(name)
     plan = runner.plan_matrix(f"{WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
-    counts = (len(plan.cells), rounds.AUTO, not plan.every_cell_paired, len(plan.pairs))
+    return rounds.first_rounds(plan.every_cell_paired, sized_to_budget=True)
+
+
+def benchctl_planned(name: str) -> tuple[int, float]:
+    """(the workers benchctl's first rounds run for A/B ``name``, their timed work in workers' worth), as
+    ``benchctl explain`` plans them: A and B in fresh processes and the A/A control's second arm, 3 each; where
+    B is timed paired with A, 5 paired processes (:func:`benchctl_first_rounds`), each also timing the paired A/A
+    control (half as many iterations again), and none of the baseline's own."""
+    from benchctl._run import rounds, runner
+
+    ab = _ab(name)
+    plan = runner.plan_matrix(f"{WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
+    counts = (len(plan.cells), rounds.AUTO, not plan.every_cell_paired, len(plan.pairs), benchctl_first_rounds(name))
     return rounds.planned_processes(*counts), rounds.planned_timed_shares(*counts)
 
 
 #: The time target of the benchctl workers per A/B that measure what a worker and the command cost beyond it.
 CALIBRATION_S = 1.0
+#: Samples of benchctl's costs per A/B, whose median sizes its repetitions: one sample beside the neighbour fell on
+#: a burst (5.06 s outside the budget, where the other passes measured 1.77-1.89 s) and left every repetition of
+#: that A/B 15 s of its 20.
+CALIBRATION_SAMPLES = 3
 #: The share of its budget benchctl's first rounds are sized to fill: sized to all of it, the last planned worker
 #: fitted only when no worker ran slower than the others (the budget starts a worker only when it is expected to
 #: fit), and every paired A/B of 20 s ran 2 of its 3 planned processes, quiet and under the neighbour.
@@ -486,16 +501,26 @@ class BenchctlCosts:
 def _benchctl_cmd(name: str, budget_s: float, per_process_s: float, path: str) -> list[str]:
     ab = _ab(name)
     return [sys.executable, "-m", "benchctl", "run", f"{WORKLOADS}:{ab.target}", *_set_args(ab.matrix),
-            "--repeat", "auto", "--budget", f"{budget_s:g}", "--arg", f"seconds={per_process_s:.3g}",
+            "--repeat", "auto", "--first-rounds", str(benchctl_first_rounds(name)), "--budget", f"{budget_s:g}",
+            "--arg", f"seconds={per_process_s:.3g}",
             "--arg", "iterations=1000000", "--json", path, "--no-progress"]
 
 
 def measure_benchctl_costs(name: str, workdir: str) -> BenchctlCosts:
-    """:class:`BenchctlCosts` of A/B ``name``: its first round (a paired A/B's one worker, carrying the paired A/A
-    control; A, B and the control's second arm otherwise) run with a budget shorter than any worker (a worker
-    never run has no estimate: the first round runs, no other) and a target of :data:`CALIBRATION_S` each, once
-    in this process (its wall time less the workers' targets, per worker) and once as the command
-    :func:`run_benchctl` runs (the difference of the two walls: the command's start and report)."""
+    """:class:`BenchctlCosts` of A/B ``name``: the median of each cost over :data:`CALIBRATION_SAMPLES` samples
+    (:func:`_benchctl_costs_once`), so that one sample on a neighbour's burst does not size every repetition."""
+    samples = [_benchctl_costs_once(name, workdir, i) for i in range(CALIBRATION_SAMPLES)]
+    return BenchctlCosts(statistics.median(c.worker_s for c in samples),
+                         statistics.median(c.outside_s for c in samples))
+
+
+def _benchctl_costs_once(name: str, workdir: str, sample: int) -> BenchctlCosts:
+    """One sample of :class:`BenchctlCosts` of A/B ``name``: its first round (a paired A/B's one worker, carrying
+    the paired A/A control; A, B and the control's second arm otherwise) run with a budget shorter than any
+    worker (a worker never run has no estimate: the first round runs, no other) and a target of
+    :data:`CALIBRATION_S` each, once in this process (its wall time less the workers' targets, per worker) and
+    once as the command :func:`run_benchctl` runs (the difference of the two walls: the command's start and
+    report)."""
     from benchctl._results.document import cell_id
     from benchctl._run import runner
     from benchctl._run.paired import CARRIER_SCALE
@@ -512,7 +537,8 @@ def measure_benchctl_costs(name: str, workdir: str) -> BenchctlCosts:
     carriers = {cell_id(r["carried_by"]) for r in doc["runs"] if "carried_by" in r}
     targets = sum(CALIBRATION_S * (CARRIER_SCALE if cell_id(r["cell"]) in carriers else 1.0) for r in workers)
     worker_s = max(0.0, (wall - targets) / len(workers))
-    cmd = _benchctl_cmd(name, CALIBRATION_S, CALIBRATION_S, os.path.join(workdir, f"benchctl_{name}_calibration.json"))
+    path = os.path.join(workdir, f"benchctl_{name}_calibration{sample}.json")
+    cmd = _benchctl_cmd(name, CALIBRATION_S, CALIBRATION_S, path)
     _, command_wall = run_child(cmd, _child_timeout(60.0))
     return BenchctlCosts(worker_s, max(0.0, command_wall - wall))
 
@@ -713,7 +739,8 @@ def main(argv: list[str] | None = None) -> int:
                     benchctl_costs[name] = measure_benchctl_costs(name, workdir)
                 except ToolError as e:  # its rows try again, each saying why where it fails again
                     _say(f"benchctl's calibration of {name} failed: {e}")
-            _say("benchctl beyond its workers' time targets (each A/B's first round, run once): "
+            _say(f"benchctl beyond its workers' time targets (each A/B's first round, the median of "
+                 f"{CALIBRATION_SAMPLES} runs): "
                  + ", ".join(f"{name} {c.worker_s:.1f} s a worker and {c.outside_s:.1f} s outside its budget"
                              for name, c in benchctl_costs.items()))
         done = 0

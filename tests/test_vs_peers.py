@@ -163,21 +163,27 @@ def test_sizes_follow_the_time():
 def test_benchctl_s_costs_are_its_calibration_runs_less_the_workers_targets(monkeypatch, tmp_path):
     """One paired worker carrying the control (1.5x the target) in 5 s: 3.5 s a worker; three unpaired workers in
     9 s: 2 s each; the command run as the repetitions run it, in 4 s more than the same run here: outside its
-    budget. A failed worker fails the calibration."""
+    budget. Each is the median of its samples: one sample on a burst (the run here 6 s slower, the command's
+    outside part 5 s longer) moves neither. A failed worker fails the calibration."""
     from benchctl._run import runner
 
+    assert vp.CALIBRATION_SAMPLES == 3
     cell, base = {"threads": 1, "ftz": "process"}, {"threads": 1, "ftz": "off"}
     paired = {"runs": [{"cell": cell, "status": "ok"}, {"cell": base, "arm": "P", "carried_by": cell, "status": "ok"}]}
     unpaired = {"runs": [{"cell": {"threads": t}, "status": "ok"} for t in (1, 2, 1)]}
     for doc, wall, worker in ((paired, 5.0, 3.5), (unpaired, 9.0, 2.0)):
-        clock = iter([100.0, 100.0 + wall])
+        walls = [wall, wall + 6.0, wall]  # the second sample's run here fell on a burst
+        outside = iter([4.0, 4.0, 9.0])  # the third sample's command did
+        clock = iter([t for w in walls for t in (100.0, 100.0 + w)])
         monkeypatch.setattr(vp.time, "perf_counter", lambda: next(clock))
-        asked, commands = {}, []
+        asked, commands, here = {}, [], iter(walls)
         monkeypatch.setattr(runner, "run_matrix", lambda *a, **k: asked.update(k) or doc)
-        monkeypatch.setattr(vp, "run_child", lambda cmd, timeout: commands.append(cmd) or ("", wall + 4.0))
+        monkeypatch.setattr(vp, "run_child",
+                            lambda cmd, timeout: commands.append(cmd) or ("", next(here) + next(outside)))
         costs = vp.measure_benchctl_costs("ftz", str(tmp_path))
         assert (costs.worker_s, costs.outside_s) == (pytest.approx(worker * vp.CALIBRATION_S), pytest.approx(4.0))
         assert asked["paired"] and asked["repeat"] == "auto" and asked["budget_s"] == vp.CALIBRATION_S
+        assert len(commands) == 3 and len({c[-2] for c in commands}) == 3  # a file of its own each
         assert commands[0][2:4] == ["benchctl", "run"] and "--budget" in commands[0]
     failed = {"runs": [{"cell": cell, "status": "failed", "error": "RuntimeError: boom"}]}
     monkeypatch.setattr(vp.time, "perf_counter", lambda: 0.0)
@@ -187,16 +193,19 @@ def test_benchctl_s_costs_are_its_calibration_runs_less_the_workers_targets(monk
 
 
 def test_benchctl_is_sized_for_the_workers_its_first_rounds_run():
-    """A paired A/B: 3 paired processes carrying the control, none of the baseline's own (3); one that needs
-    fresh processes: A, B and the control's second arm, 3 each (9)."""
+    """A paired A/B: 5 paired processes carrying the control (its first rounds are 5: the command asks for them),
+    none of the baseline's own; one that needs fresh processes: A, B and the control's second arm, 3 each (9)."""
     from benchctl._run import runner
 
     for name in vp.AB_NAMES:
         ab = vp._ab(name)
         plan = runner.plan_matrix(f"{vp.WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
-        assert vp.benchctl_planned(name) == ((3, 4.5) if plan.every_cell_paired else
+        assert vp.benchctl_planned(name) == ((5, 7.5) if plan.every_cell_paired else
                                              (9, 10.5) if plan.pairs else (9, 9.0)), name
-    assert vp.benchctl_planned("ftz") == (3, 4.5)  # FTZ switches on every thread of a running process
+        assert vp.benchctl_first_rounds(name) == (5 if plan.every_cell_paired else 3), name
+    assert vp.benchctl_planned("ftz") == (5, 7.5)  # FTZ switches on every thread of a running process
+    cmd = vp._benchctl_cmd("ftz", 16.0, 1.2, "/x.json")
+    assert cmd[cmd.index("--first-rounds") + 1] == "5" and cmd[cmd.index("--repeat") + 1] == "auto"
 
 
 # --- the command ------------------------------------------------------------------------------------------------
