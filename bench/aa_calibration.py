@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A/A calibration: does the verdict call differences between identical cells, and do its intervals cover?
 
-    python bench/aa_calibration.py [--runs 20] [--repeat auto] [--budget 60] [--no-fork] [--paired] [--json-dir DIR]
+    python bench/aa_calibration.py [--runs 20] [--repeat auto] [--budget 60] [--no-fork] [--paired] [--first-rounds N]
+                                   [--json-dir DIR]
     python bench/aa_calibration.py --from-dir DIR
 
 Each run is a fresh matrix of the built-in conv workload (a few ms per
@@ -49,11 +50,12 @@ CONV = {"channels": 64, "size": 64, "iterations": 30}
 PHASE = "forward"
 
 
-def one_run(index: int, repeat, budget_s: float, json_dir: str, fork: bool, paired: bool = False) -> dict:
+def one_run(index: int, repeat, budget_s: float, json_dir: str, fork: bool, paired: bool = False,
+            first_rounds: int | None = None) -> dict:
     """One A/A matrix; returns the figures this calibration reads from it."""
     path = os.path.join(json_dir, f"aa-{index:02d}.json")
     doc = runner.run_matrix("conv", CONV, PAIRED_CELLS if paired else CELLS, repeat=repeat, budget_s=budget_s,
-                            json_path=path, progress=False, fork=fork, paired=paired)
+                            json_path=path, progress=False, fork=fork, paired=paired, first_rounds=first_rounds)
     return {"path": path, **figures(doc)}
 
 
@@ -149,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--paired", action="store_true",
                    help="the second cell with=[ftz=off], timed paired with the first in its processes (the paired "
                         "rule's A/A; default: two cells differing in an unused variable, each in its own processes)")
+    p.add_argument("--first-rounds", type=int, default=None, metavar="N",
+                   help="under --repeat auto, the rounds before the first judgement (default 3; explain runs 5 "
+                        "where every probe is paired and its budget sizes the workers)")
     p.add_argument("--json-dir", default=None, help="keep each run's results file here (default: a temp dir)")
     p.add_argument("--from-dir", default=None, metavar="DIR",
                    help="run nothing: judge the runs an earlier call saved in DIR (its aa-NN.json) again, "
@@ -170,12 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(json_dir, exist_ok=True)
     cells = PAIRED_CELLS if opts.paired else CELLS
     print(f"{opts.runs} A/A runs of conv {CONV}, cells {cells}{' (paired)' if opts.paired else ''}, "
-          f"repeat {opts.repeat}, "
+          f"repeat {opts.repeat}{'' if opts.first_rounds is None else f', first rounds {opts.first_rounds}'}, "
           f"budget {opts.budget:.0f} s each; results in {json_dir}")
     started = time.perf_counter()
     results = []
     for i in range(opts.runs):
-        results.append(one_run(i, opts.repeat, opts.budget, json_dir, opts.fork, opts.paired))
+        results.append(one_run(i, opts.repeat, opts.budget, json_dir, opts.fork, opts.paired, opts.first_rounds))
         _print_run(i, results[-1])
     _print_totals(results)
     print(f"took {(time.perf_counter() - started) / 60:.1f} min")
