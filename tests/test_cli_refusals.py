@@ -217,8 +217,8 @@ def test_a_key_both_a_matrix_axis_and_a_fixed_argument_is_refused(capsys, worker
 @pytest.mark.parametrize("argv, words", [
     (["--first-rounds", "5"], ("--first-rounds 5: only with --repeat auto", "--repeat 1")),
     (["--first-rounds", "5", "--repeat", "4"], ("only with --repeat auto", "--repeat 4")),
-    (["--first-rounds", "2", "--repeat", "auto"], ("first_rounds must be >= 3", "2")),
-    (["--first-rounds", "21", "--repeat", "auto"], ("first_rounds must be at most 20",)),
+    (["--first-rounds", "2", "--repeat", "auto"], ("--first-rounds must be >= 3", "2")),
+    (["--first-rounds", "21", "--repeat", "auto"], ("--first-rounds must be at most 20",)),
 ])
 def test_first_rounds_is_refused_outside_its_range_or_without_auto(capsys, workers, argv, words):
     _refused(capsys, ["run", "sleep", "--no-progress", "--set", "ms=1,2", *argv], *words)

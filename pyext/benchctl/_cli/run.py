@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--first-rounds {args.first_rounds}: only with --repeat auto (its rounds before the "
                         f"first judgement); --repeat {args.repeat} runs that many rounds")
     if args.first_rounds is not None:
-        rounds.check_first_rounds(args.first_rounds)  # a bad count fails here, not on every host
+        rounds.check_first_rounds(args.first_rounds, "--first-rounds")  # a bad count fails here, not on every host
     # A bad target or matrix fails here, before any worker (and not on every host).
     plan = runner.plan_matrix(args.workload, fixed, matrix, paired=args.paired)
     check_focus(args.focus, plan.matrix)

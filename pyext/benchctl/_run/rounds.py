@@ -101,12 +101,12 @@ def first_rounds(every_cell_paired: bool, sized_to_budget: bool) -> int:
     return PAIRED_AUTO_START if every_cell_paired and sized_to_budget else AUTO_START
 
 
-def check_first_rounds(first: int) -> int:
+def check_first_rounds(first: int, name: str = "first_rounds") -> int:
     """``first`` as the rounds before ``--repeat auto`` first judges: at least :data:`AUTO_START`, at most
-    :data:`AUTO_MAX_PROCESSES`."""
-    first = _validate.count("first_rounds", first, AUTO_START)
+    :data:`AUTO_MAX_PROCESSES` (``name``: what the refusal calls it)."""
+    first = _validate.count(name, first, AUTO_START)
     if first > AUTO_MAX_PROCESSES:
-        raise _validate.ArgumentError(f"first_rounds must be at most {AUTO_MAX_PROCESSES}, got {first}")
+        raise _validate.ArgumentError(f"{name} must be at most {AUTO_MAX_PROCESSES}, got {first}")
     return first
 
 
