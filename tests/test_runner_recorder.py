@@ -1,7 +1,11 @@
 """The worker's recorder: counter deltas around each timed iteration, None kept as None."""
 
+import time
+
 import pytest
 
+from benchctl import clock
+from benchctl._run.paired import Pair, PairedRecorder
 from benchctl._run.recorder import CountedRecorder, Recorder
 
 
@@ -44,3 +48,33 @@ def test_without_a_group_only_ticks():
     with rec.iteration("eval"):
         pass
     assert len(rec.ticks["eval"]) == 1 and rec.counters == {}
+
+
+
+
+class SlowGroup:
+    """A counter group whose every read takes 20 ms."""
+
+    def read(self):
+        time.sleep(0.02)
+        return {"minor_faults": 0}
+
+
+class SlowSwitch(PairedRecorder):
+    """A paired recorder whose every switch of arms takes 20 ms."""
+
+    def switch_to(self, arm):
+        time.sleep(0.02)
+        super().switch_to(arm)
+
+
+def test_a_recorders_own_work_stays_outside_an_iterations_interval():
+    """Counter reads and a paired worker's switches run before the clock's first read or after its last: each made
+    to take 20 ms, every empty iteration still measures well under one of them."""
+    for rec in (CountedRecorder(SlowGroup()), SlowSwitch(SlowGroup(), Pair(a={}, b={}))):
+        for _ in range(6):
+            with rec.iteration("p"):
+                pass
+        assert len(rec.ticks["p"]) == 6 and max(clock.to_ns(t) for t in rec.ticks["p"]) < 5e6, rec.ticks["p"]
+        assert rec.counters == {"p": {"minor_faults": [0] * 6}}
+    assert rec.labels["p"][:2] == ["a", "A"]  # the first iteration settles after the switch to arm A

@@ -41,11 +41,10 @@ resumed file's control round) runs arms A and B with nothing switched, as before
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 
 from .. import counters as _counters
@@ -250,12 +249,13 @@ class PairedRecorder(CountedRecorder):
         if self._block_s >= BLOCK_S or self._block_n >= BLOCK_ITERATIONS:
             self._block, self._block_s, self._block_n = self._block + 1, 0.0, 0
 
-    @contextlib.contextmanager
-    def iteration(self, phase: str) -> Iterator[None]:
-        label = self._next_label()
-        started = time.perf_counter()
-        with super().iteration(phase):
-            yield
+    def _begin(self, phase: str) -> Any:
+        label = self._next_label()  # a switch, where the block's arm changes: before the iteration's clock
+        return label, time.perf_counter(), super()._begin(phase)
+
+    def _end(self, phase: str, ticks: int, begun: Any) -> None:
+        label, started, counted = begun
+        super()._end(phase, ticks, counted)
         self.labels.setdefault(phase, []).append(label)
         self._recorded(label, time.perf_counter() - started)
 
