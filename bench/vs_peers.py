@@ -92,7 +92,8 @@ METHODS = {
                f"(--values {PYPERF_VALUES} --warmups {PYPERF_WARMUPS} --min-time {PYPERF_MIN_TIME}); one value "
                "per process (the mean of its values); ratio of the geometric means over processes, Welch t "
                "interval on the logs; the tool's own mean and stdev per arm are kept"),
-    "benchctl": ("benchctl run --repeat auto --budget SECONDS; its own comparison of B's cell against A's "
+    "benchctl": ("benchctl run --repeat auto --first-rounds N --budget SECONDS (N: 5 where B is timed paired, 3 "
+                 "otherwise); its own comparison of B's cell against A's "
                  "(B timed paired with A inside each process: the ratio inside each process, processes as the "
                  "units; the method of each is kept)"),
 }
