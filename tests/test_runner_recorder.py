@@ -43,6 +43,19 @@ def test_raising_iteration_is_not_recorded():
     assert rec.ticks == {} and rec.counters == {}
 
 
+def test_the_waits_come_before_an_iteration_and_after_it_only_where_it_did_not_raise():
+    calls = []
+    rec = Recorder()
+    rec._waits = [lambda: calls.append("wait")]  # as sync=cuda's, which waits for the GPU
+    with pytest.raises(KeyError):
+        with rec.iteration("eval"):
+            raise KeyError("x")
+    assert calls == ["wait"] and rec.ticks == {}
+    with rec.iteration("eval"):
+        calls.append("body")
+    assert calls == ["wait", "wait", "body", "wait"] and len(rec.ticks["eval"]) == 1
+
+
 def test_without_a_group_only_ticks():
     rec = CountedRecorder(None)
     with rec.iteration("eval"):

@@ -98,7 +98,7 @@ class Iteration:
         self._watch.__enter__()  # the last thing before the body
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        if self._rec._waits:
+        if exc_type is None and self._rec._waits:  # a raising body's error is not to be masked by a wait's
             self._rec._wait()
         self._watch.__exit__(exc_type, exc, tb)
         if exc_type is None:
