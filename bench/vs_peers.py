@@ -436,14 +436,21 @@ def _ab(name: str):
     return vs_peers_workloads.ABS[name]
 
 
-def benchctl_first_rounds(name: str) -> int:
-    """The rounds benchctl runs for A/B ``name`` before it first judges, as explain chooses them where its budget
-    sizes the workers (as here: :meth:`BenchctlCosts.seconds_per_process`): 5 where B is timed paired with A, 3
-    otherwise (:func:`benchctl._run.rounds.first_rounds`)."""
-    from benchctl._run import rounds, runner
+def _benchctl_plan(name: str):
+    """benchctl's matrix plan of A/B ``name``, paired where it can be."""
+    from benchctl._run import runner
 
     ab = _ab(name)
-    plan = runner.plan_matrix(f"{WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
+    return runner.plan_matrix(f"{WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
+
+
+def benchctl_first_rounds(name: str, plan=None) -> int:
+    """The rounds benchctl runs for A/B ``name`` (its ``plan``, where already made) before it first judges, as
+    explain chooses them where its budget sizes the workers (as here: :meth:`BenchctlCosts.seconds_per_process`):
+    5 where B is timed paired with A, 3 otherwise (:func:`benchctl._run.rounds.first_rounds`)."""
+    from benchctl._run import rounds
+
+    plan = _benchctl_plan(name) if plan is None else plan
     return rounds.first_rounds(plan.every_cell_paired, sized_to_budget=True)
 
 
@@ -452,11 +459,11 @@ def benchctl_planned(name: str) -> tuple[int, float]:
     ``benchctl explain`` plans them: A and B in fresh processes and the A/A control's second arm, 3 each; where
     B is timed paired with A, 5 paired processes (:func:`benchctl_first_rounds`), each also timing the paired A/A
     control (half as many iterations again), and none of the baseline's own."""
-    from benchctl._run import rounds, runner
+    from benchctl._run import rounds
 
-    ab = _ab(name)
-    plan = runner.plan_matrix(f"{WORKLOADS}:{ab.target}", {}, ab.matrix, paired=True)
-    counts = (len(plan.cells), rounds.AUTO, not plan.every_cell_paired, len(plan.pairs), benchctl_first_rounds(name))
+    plan = _benchctl_plan(name)
+    counts = (len(plan.cells), rounds.AUTO, not plan.every_cell_paired, len(plan.pairs),
+              benchctl_first_rounds(name, plan))
     return rounds.planned_processes(*counts), rounds.planned_timed_shares(*counts)
 
 
