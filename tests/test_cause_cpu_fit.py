@@ -126,6 +126,14 @@ def test_faster_without_fewer_context_switches_is_unconfirmed():
     assert found.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in found.message
 
 
+def test_the_wait_for_a_cpu_confirms_the_clamp_where_switches_do_not_fall():
+    def waits(c):
+        return {"context_switches": 4.0, "runqueue_wait_ns": 0.0 if c["with"] == {"clamp": "usable"} else 3e6}
+    doc = run_with(lambda p: 0.5 if p == {"clamp": "usable"} else 1.0, counters=waits, readback=clamp_readback)
+    [found] = judge(doc)
+    assert found.status == Status.CAUSE and "ms waiting for a CPU/iter go from 3 to 0" in found.message
+
+
 def test_no_effect_is_not_the_cause():
     [found] = judge(run_with(lambda p: 1.0, counters=switches, readback=clamp_readback))
     assert found.status == Status.NOT_CAUSE and "threads held at the usable CPUs changes nothing" in found.message

@@ -118,6 +118,15 @@ def test_faster_without_fewer_context_switches_is_unconfirmed_and_no_effect_is_n
     assert flat.status == Status.NOT_CAUSE and "capping the other pools changes nothing beyond" in flat.message
 
 
+def test_the_wait_for_a_cpu_confirms_the_capped_pools_where_switches_do_not_fall():
+    def waits(c):
+        return {"context_switches": 4.0, "runqueue_wait_ns": 0.1e6 if c["with"] == {"pools": "capped"} else 4e6}
+    doc = run_with(lambda p: 0.5 if p == {"pools": "capped"} else 1.0, counters=waits, readback=pools_readback)
+    [found] = judge(pools_rule.CompetingPools(), doc)
+    assert found.status == Status.CAUSE and "ms waiting for a CPU/iter go from 4 to 0.1" in found.message
+    assert found.evidence["runqueue_wait_ns_per_iter"] == {"off": 4e6, "capped": 0.1e6}
+
+
 def test_a_cap_the_code_undid_is_reported_not_judged():
     doc = run_with(lambda p: 0.3 if p == {"pools": "capped"} else 1.0, counters=switches,
                    readback=lambda c: pools_readback(c, held=False))

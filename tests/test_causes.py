@@ -100,6 +100,29 @@ def test_threads_oversubscription_with_context_switches():
     assert "other processes kept 1.30 CPUs busy beside it" in found.message
 
 
+def test_threads_oversubscription_shown_by_the_wait_for_a_cpu_where_switches_barely_move():
+    # Few, long slices (EEVDF): 3 context switches an iteration against 2, while the team waited 6 of its 10 ms;
+    # on one thread its idle members still wait 3.5 ms (spinning after the blocks on two): the 2.5 ms it fell by
+    # are over a quarter of the 4 ms saved, though not half of what it was.
+    def counted(c):
+        one = c["with"] == {"threads": 1}
+        return {"context_switches": 2.0 if one else 3.0, "runqueue_wait_ns": 3.5e6 if one else 6e6}
+    faster = lambda p: 0.6 if p == {"threads": 1} else 1.0  # noqa: E731 (saves 4 ms of 10)
+    found = judge(Threads(), run_with(faster, counters=counted))
+    assert status(found) == Status.CAUSE, found.message
+    assert "context switches/iter go from 3 to 2; ms waiting for a CPU/iter go from 6 to 3.5" in found.message
+    assert found.evidence["runqueue_wait_ns_per_iter"] == {"all": 6e6, "1": 3.5e6}
+    # Halved, but by 0.5 ms of the 4 ms saved (under a quarter of it): not what made it faster.
+    found = judge(Threads(), run_with(faster, counters=lambda c: {
+        "context_switches": 2.0 if c["with"] == {"threads": 1} else 3.0,
+        "runqueue_wait_ns": 0.5e6 if c["with"] == {"threads": 1} else 1.0e6}))
+    assert status(found) == Status.UNCONFIRMED
+    assert "yet neither context switches nor the wait for a CPU fall with it" in found.message
+    # Not read (an older results file, or a kernel without schedstat): the switches alone decide, and say so.
+    found = judge(Threads(), run_with(faster, counters=lambda c: {"context_switches": 3.0}))
+    assert status(found) == Status.UNCONFIRMED and "waiting for a CPU/iter" not in found.message
+
+
 def test_threads_that_do_useful_work_are_not_a_cause():
     doc = run_with(lambda p: 1.8 if p == {"threads": 1} else 1.0)
     found = judge(Threads(), doc)

@@ -14,7 +14,8 @@ from collections import namedtuple
 import pytest
 
 from benchctl import _native
-from benchctl.counters import EVENTS, HARDWARE_EVENTS, SCOPES, CounterGroup, delta, perf_event_paranoid
+from benchctl.counters import (EVENTS, HARDWARE_EVENTS, PERF_EVENTS, SCOPES, CounterGroup, delta,
+                               perf_event_paranoid)
 
 PAGE = mmap.PAGESIZE
 PAGES = 2000
@@ -332,10 +333,10 @@ def test_without_perf_every_fallback_counts_and_the_rest_is_none(monkeypatch):
     monkeypatch.setattr(counters._native, "PerfCounterGroup", _NoPerf)
     buf = fresh_pages(PAGES)
     with CounterGroup("inherit") as group:
-        assert set(group.unavailable) == set(EVENTS)
+        assert set(group.unavailable) == set(PERF_EVENTS)  # the run delay is procfs's, not perf's
         assert all(r.startswith("ENOSYS") for r in group.unavailable.values())
         assert {n for n, ok in group.available.items() if ok} == {
-            "minor_faults", "major_faults", "context_switches", "task_clock_ns"}
+            "minor_faults", "major_faults", "context_switches", "task_clock_ns", "runqueue_wait_ns"}
         before = group.read()
         touch(buf, PAGES)
         for _ in range(5):
@@ -350,6 +351,7 @@ def test_without_perf_every_fallback_counts_and_the_rest_is_none(monkeypatch):
     assert PAGES * 0.9 <= counted["minor_faults"] <= PAGES * 1.2, counted
     assert counted["context_switches"] >= 5
     assert counted["task_clock_ns"] >= 0.9 * 20_000_000
+    assert counted["runqueue_wait_ns"] >= 0
     for name in ("cpu_migrations", *HARDWARE_EVENTS):
         assert counted[name] is None
 

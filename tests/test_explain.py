@@ -130,11 +130,11 @@ def _names_the_planted_cause_and_no_other(target, planted):
         assert f"{shared} of {len(doc['runs'])} workers shared the CPUs with other work" in text, text
         pytest.skip(f"other work shared the CPUs with {shared} of {len(doc['runs'])} workers and explain said "
                     f"unresolved: {found[planted].message}")
-    if _status(found[planted]) == Status.UNCONFIRMED:
-        # The effect measured, the counter its mechanism is confirmed by did not move here: the oversubscribed
-        # plant on an Intel Xeon VM, 1 thread 1.8-1.9x faster with 3 context switches/iter against 2 (on d49028b
-        # too, 2 of 2 runs; the AMD EPYC VM confirmed it). "?" with that reason is the right answer there.
-        assert f" ? {found[planted].message}" in text and " do not fall with it" in found[planted].message, text
+    if _status(found[planted]) == Status.UNCONFIRMED and "waiting for a CPU" not in found[planted].message:
+        # The effect measured, and the one counter left to confirm its mechanism by did not move: the
+        # oversubscribed plant where this kernel keeps no schedstat (no wait for a CPU to read), and its context
+        # switches barely move under few, long slices (an Intel Xeon VM: 3 an iteration against 2).
+        assert f" ? {found[planted].message}" in text and " fall with it" in found[planted].message, text
         pytest.skip(f"the planted effect was measured, its mechanism's counter did not move on this machine: "
                     f"{found[planted].message}")
     assert _status(found[planted]) == Status.CAUSE, text

@@ -1,5 +1,5 @@
-"""Per-iteration event counters: page faults, context switches, CPU time, and
-hardware events where the CPU's PMU offers them.
+"""Per-iteration event counters: page faults, context switches, CPU time, the
+time threads waited for a CPU, and hardware events where the CPU's PMU offers them.
 
 A :class:`CounterGroup` is opened once and read around each iteration; a read
 returns cumulative counts and :func:`delta` turns two reads into the counts of
@@ -15,7 +15,10 @@ Counting uses ``perf_event_open``. The software events (``minor_faults``,
 are read with one ``read()`` of a kernel event group; the hardware ones
 (``cycles``, ``instructions``, ``branch_misses``, ``cache_misses``) form a
 second group, because a hardware group may not fit the PMU and must not stop
-the software one from counting.
+the software one from counting. ``runqueue_wait_ns``, the time the process's
+threads were runnable but waited for a CPU, has no perf event: it is read from
+procfs (:class:`benchctl._run_delay.RunDelay`), for every thread of the process
+in either scope.
 
 Scopes (stated in :attr:`CounterGroup.scope` and in every description):
 
@@ -44,16 +47,24 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 
 from . import _native, _procfs, _validate
+from ._run_delay import RunDelay
 
 __all__ = [
-    "SCOPES", "EVENTS", "HARDWARE_EVENTS", "perf_event_paranoid", "CounterGroup", "delta",
+    "SCOPES", "EVENTS", "PERF_EVENTS", "HARDWARE_EVENTS", "PROCFS_EVENTS", "perf_event_paranoid", "CounterGroup",
+    "delta",
 ]
 
 SCOPES = ("inherit", "process")
 
-#: Every event name benchctl can count, software first.
-EVENTS: tuple[str, ...] = tuple(kind.name for kind in _native.perf_event_kinds())
+#: The events perf_event_open counts, software first.
+PERF_EVENTS: tuple[str, ...] = tuple(kind.name for kind in _native.perf_event_kinds())
 HARDWARE_EVENTS: tuple[str, ...] = tuple(kind.name for kind in _native.perf_event_kinds() if kind.hardware)
+#: The events read from procfs, for the whole process: no perf event counts them.
+PROCFS_EVENTS: tuple[str, ...] = ("runqueue_wait_ns",)
+#: Every event name benchctl can count.
+EVENTS: tuple[str, ...] = PERF_EVENTS + PROCFS_EVENTS
+
+_RUN_DELAY_SOURCE = "/proc/self/task/*/schedstat run delay, whole process"
 
 # Events that only ever happen in kernel context: a user-space-only count of
 # them (all that perf_event_paranoid >= 2 allows an unprivileged user) is 0.
@@ -167,9 +178,12 @@ class CounterGroup:
             raise ValueError("events must name at least one event")
         self.scope = scope
         self.events = names
+        self._perf_names = perf_names = tuple(n for n in names if n in PERF_EVENTS)
         tids = [] if scope == "inherit" else _procfs.task_ids(caller_first=True)
-        self._perf, user_only = _open_perf(names, tids)
-        self.threads = len(self._perf.threads())
+        self._perf, user_only = _open_perf(perf_names, tids) if perf_names else (None, frozenset())
+        self.threads = len(self._perf.threads()) if self._perf is not None else 0
+        self._run_delay = RunDelay() if "runqueue_wait_ns" in names else None
+        self._closed = False
 
         self.available: dict[str, bool] = {}
         self.unavailable: dict[str, str] = {}
@@ -177,7 +191,7 @@ class CounterGroup:
         self._perf_index: list[tuple[str, int]] = []
         self._fallbacks: list[tuple[str, Callable]] = []
         self._fallbacks_read_rusage = False
-        for index, status in enumerate(self._perf.status()):
+        for index, status in enumerate(self._perf.status() if self._perf is not None else ()):
             name, opened = status.name, status.opened
             if opened and name in user_only and name in _KERNEL_ONLY:
                 opened = False
@@ -196,6 +210,13 @@ class CounterGroup:
                 self._fallbacks.append((name, getter))
                 self._fallbacks_read_rusage |= reads_rusage
             self.available[name] = name in self.sources
+        if self._run_delay is not None:
+            if self._run_delay.available:
+                self.sources["runqueue_wait_ns"] = _RUN_DELAY_SOURCE
+            else:
+                self.unavailable["runqueue_wait_ns"] = self._run_delay.why
+            self.available["runqueue_wait_ns"] = self._run_delay.available
+        self.available = {name: self.available[name] for name in names}  # in the order asked
 
     def read(self) -> dict[str, Optional[int]]:
         """Cumulative counts of every event (None where unavailable).
@@ -204,10 +225,15 @@ class CounterGroup:
         (PMU busy) reads None; one it multiplexed is extrapolated by the
         kernel's enabled/running times.
         """
-        values = _combine(self._perf.read(), len(self.events))
+        if self._closed:
+            raise RuntimeError("the counter group is closed")
         out: dict[str, Optional[int]] = dict.fromkeys(self.events)
-        for name, index in self._perf_index:
-            out[name] = values[index]
+        if self._perf is not None:
+            values = _combine(self._perf.read(), len(self._perf_names))
+            for name, index in self._perf_index:
+                out[name] = values[index]
+        if self._run_delay is not None:
+            out["runqueue_wait_ns"] = self._run_delay.read()
         if self._fallbacks:
             ru = resource.getrusage(resource.RUSAGE_SELF) if self._fallbacks_read_rusage else None
             for name, getter in self._fallbacks:
@@ -242,11 +268,15 @@ class CounterGroup:
 
     @property
     def closed(self) -> bool:
-        return self._perf.closed
+        return self._closed
 
     def close(self) -> None:
-        """Close the kernel counters (idempotent); :meth:`read` then raises."""
-        self._perf.close()
+        """Close the kernel counters and procfs files (idempotent); :meth:`read` then raises."""
+        if self._perf is not None:
+            self._perf.close()
+        if self._run_delay is not None:
+            self._run_delay.close()
+        self._closed = True
 
     def __enter__(self) -> "CounterGroup":
         return self

@@ -30,7 +30,7 @@ from .document import CONTROL_ARM, PAIRED_ARM, cell_id, matrix_cells
 __all__ = ["phases", "cells", "baseline", "ok_runs", "failed_runs", "steady_start", "steady_ns", "steady_samples",
            "pool_steady", "paired_baseline_series", "steady_runs", "steady_by_run",
            "process_medians", "first_note", "readback_facts", "phase_before",
-           "probe_held", "summary_entry", "per_iter_median", "CellPair", "cell_pairs",
+           "probe_held", "summary_entry", "per_iter_median", "per_iter_mean", "CellPair", "cell_pairs",
            "Control", "control", "comparison_values", "spread", "paired_cell", "paired_medians", "is_paired",
            "paired_control",
            "SHARED_CPUS", "beside_cpus", "shared_cpus", "mostly_shared", "Comparisons"]
@@ -382,6 +382,13 @@ def per_iter_median(values: list | None) -> float | None:
     if not values or any(v is None for v in values):
         return None
     return float(np.median(np.asarray(values, dtype=np.float64)))
+
+
+def per_iter_mean(values: list | None) -> float | None:
+    """Mean of per-iteration counter deltas; None if any iteration could not be counted."""
+    if not values or any(v is None for v in values):
+        return None
+    return float(np.mean(np.asarray(values, dtype=np.float64)))
 
 
 @dataclass(frozen=True)

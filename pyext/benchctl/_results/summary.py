@@ -27,7 +27,8 @@ from .. import settings as _settings
 from .document import CONTROL_ARM, PAIRED_ARM
 from . import document, processes, queries, stats
 
-__all__ = ["COUNTER_FIELDS", "ARM_LABEL", "PAIRED_CONTROL_LABEL", "PAIRED_LABEL", "slots", "label", "summarize"]
+__all__ = ["COUNTER_FIELDS", "MEAN_EVENTS", "ARM_LABEL", "PAIRED_CONTROL_LABEL", "PAIRED_LABEL", "slots", "label",
+           "summarize"]
 
 #: How every view names the A/A control's second arm, after its cell.
 ARM_LABEL = f"[A/A arm {CONTROL_ARM}]"
@@ -36,13 +37,18 @@ PAIRED_CONTROL_LABEL = "[paired A/A]"
 #: After a cell timed paired with the baseline, in every view.
 PAIRED_LABEL = "(paired)"
 
-#: counter event -> summary key holding its per-iteration median.
+#: counter event -> summary key holding its per-iteration median (its mean for those in :data:`MEAN_EVENTS`).
 COUNTER_FIELDS = {
     "minor_faults": "minor_faults_per_iter",
     "major_faults": "major_faults_per_iter",
     "context_switches": "context_switches_per_iter",
     "cpu_migrations": "cpu_migrations_per_iter",
+    "runqueue_wait_ns": "runqueue_wait_ns_per_iter",
 }
+#: The counters summarised by their mean: a wait for a CPU ends where the scheduler's tick lets a waiting thread in,
+#: so an iteration reads 0 or a few ticks (multiples of 4 ms on an Intel Xeon VM at HZ=250) and its median is
+#: either; the mean over iterations is its size.
+MEAN_EVENTS = frozenset({"runqueue_wait_ns"})
 
 
 def _within(by_run: list[np.ndarray]) -> float | None:
@@ -106,7 +112,8 @@ def _entry(doc: dict, phase: str, cell: dict, arm: str | None) -> dict[str, Any]
         "paired": arm == PAIRED_ARM or (arm is None and queries.is_paired(doc, cell)),
     }
     for event, field in COUNTER_FIELDS.items():
-        entry[field] = queries.per_iter_median(counters.get(event))
+        of = queries.per_iter_mean if event in MEAN_EVENTS else queries.per_iter_median
+        entry[field] = of(counters.get(event))
     return entry
 
 

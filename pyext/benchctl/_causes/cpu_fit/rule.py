@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..._results import counter_evidence
-from ..._results.counter_evidence import CONTEXT_SWITCHES
+from ..._results.counter_evidence import CpuWait
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
@@ -51,23 +50,22 @@ class CpuFit(Cause):
         cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
         if cmp is None:
             return None
-        before, after = ctx.counter(ctx.baseline, CONTEXT_SWITCHES), ctx.counter(cell, CONTEXT_SWITCHES)
-        switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
+        wait = CpuWait.of(ctx, ctx.baseline, cell)
+        switches = wait.text()
         fit = ctx.facts.of(PROBE) if ctx.facts else None
         probe = f"; in the probe {fit.text}" if fit else ""
         held = ctx.readback(cell, CLAMP.name) or {}
         phrase = CLAMP.facts_phrase(held)
         ran = f" ({phrase})" if phrase else ""
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={CONTEXT_SWITCHES: {"off": before, "usable": after}, CLAMP.name: held,
+                      evidence={**wait.evidence("off", "usable"), CLAMP.name: held,
                                 "cpu_fit": None if fit is None else asdict(fit)})
         if cmp.faster:
             head = f"with torch's threads held at the CPUs it may use{ran} it is {cmp.effect_text()}; {switches}{probe}"
-            if counter_evidence.moved_down(CONTEXT_SWITCHES, before, after):
+            if wait.fell(ctx.saved_ns(cmp)):
                 return self.finding(ctx, cmp, f"{head}: {mechanism(CLAMP)}; the fix: {FIX}", Status.CAUSE,
                                     **fields)
-            return self.finding(ctx, cmp, f"{head}, yet context switches do not fall with it: the mechanism is "
-                                          "unconfirmed", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.UNCONFIRMED}", Status.UNCONFIRMED, **fields)
         return self.not_found(ctx, cmp, "threads held at the usable CPUs", suffix=f"{ran}; {switches}{probe}",
                               **fields)
 

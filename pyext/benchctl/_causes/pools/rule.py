@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ..._results import counter_evidence, wording
-from ..._results.counter_evidence import CONTEXT_SWITCHES
+from ..._results import wording
+from ..._results.counter_evidence import CpuWait
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
@@ -61,23 +61,22 @@ class CompetingPools(Cause):
         cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
         if cmp is None:
             return None
-        before, after = ctx.counter(ctx.baseline, CONTEXT_SWITCHES), ctx.counter(cell, CONTEXT_SWITCHES)
-        switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
+        wait = CpuWait.of(ctx, ctx.baseline, cell)
+        switches = wait.text()
         use = ctx.facts.of(PROBE) if ctx.facts else None
         busy = (f"; in the probe {_text(use)}" if use else "") + split_quoted(ctx.facts)
         phrase = CAP_OTHER_POOLS.facts_phrase(ctx.readback(cell, CAP_OTHER_POOLS.name) or {})
         held = f" ({phrase})" if phrase else ""
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={CONTEXT_SWITCHES: {"off": before, "capped": after},
+                      evidence={**wait.evidence("off", "capped"),
                                 "thread_cpu": None if use is None else asdict(use)})
         if cmp.faster:
             head = (f"with every pool but torch's own at one thread{held}, torch keeping its count, it is "
                     f"{cmp.effect_text()}; {switches}{busy}")
-            if counter_evidence.moved_down(CONTEXT_SWITCHES, before, after):
+            if wait.fell(ctx.saved_ns(cmp)):
                 return self.finding(ctx, cmp, f"{head}: {mechanism(CAP_OTHER_POOLS)}; the fix: {FIX}", Status.CAUSE,
                                     **fields)
-            return self.finding(ctx, cmp, f"{head}, yet context switches do not fall with it: the mechanism is "
-                                          "unconfirmed", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.UNCONFIRMED}", Status.UNCONFIRMED, **fields)
         return self.not_found(ctx, cmp, "capping the other pools", suffix=f"; {switches}{busy}", **fields)
 
 

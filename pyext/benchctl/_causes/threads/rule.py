@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import settings
-from ..._results import counter_evidence, queries, wording
-from ..._results.counter_evidence import CONTEXT_SWITCHES
+from ..._results import queries
+from ..._results.counter_evidence import CpuWait
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
@@ -91,9 +91,8 @@ class Threads(Cause):
         cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
         if cmp is None or not cmp.slower:
             return ""
-        switches = (f"{wording.count(ctx.counter(ctx.baseline, CONTEXT_SWITCHES))} to "
-                    f"{wording.count(ctx.counter(cell, CONTEXT_SWITCHES))} context switches/iter")
-        return f"; another busy BLAS pool beside it makes it {cmp.effect_text()} ({switches})"
+        wait = CpuWait.of(ctx, ctx.baseline, cell)
+        return f"; another busy BLAS pool beside it makes it {cmp.effect_text()} ({wait.text()})"
 
     def _outside(self, ctx: Context) -> str:
         """Whether other processes shared the CPUs with the unchanged workload: then part of the
@@ -110,21 +109,19 @@ class Threads(Cause):
         cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
         if cmp is None:
             return None
-        before, after = ctx.counter(ctx.baseline, CONTEXT_SWITCHES), ctx.counter(cell, CONTEXT_SWITCHES)
-        switches = counter_evidence.change_text(CONTEXT_SWITCHES, before, after)
-        evidence = {CONTEXT_SWITCHES: {"all": before, "1": after}, "pools": ctx.facts.pools if ctx.facts else []}
+        wait = CpuWait.of(ctx, ctx.baseline, cell)
+        evidence = {**wait.evidence("all", "1"), "pools": ctx.facts.pools if ctx.facts else []}
         neighbour = self._neighbour(ctx)
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.one), evidence=evidence)
         narrower_only, shares = self._beyond_narrower(ctx, cell) if cmp.faster else (None, "")
         if narrower_only is not None:
             return narrower_only
         if cmp.faster:
-            head = f"with 1 thread it is {cmp.effect_text()}; {switches}; pools: {_pools(ctx.facts)}"
-            if counter_evidence.moved_down(CONTEXT_SWITCHES, before, after):
+            head = f"with 1 thread it is {cmp.effect_text()}; {wait.text()}; pools: {_pools(ctx.facts)}"
+            if wait.fell(ctx.saved_ns(cmp)):
                 found = f"{head}: {mechanism(THREADS)}{shares}{self._outside(ctx)}{neighbour}"
                 return self.finding(ctx, cmp, found, Status.CAUSE, **fields)
-            return self.finding(ctx, cmp, f"{head}, yet context switches do not fall with it: the mechanism is "
-                                          f"unconfirmed{neighbour}", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.UNCONFIRMED}{neighbour}", Status.UNCONFIRMED, **fields)
         if cmp.slower:
             return self.finding(ctx, cmp, f"1 thread is {cmp.effect_text()}: its threads do useful work, not "
                                           f"oversubscribed{neighbour}", Status.NOT_CAUSE, **fields)
