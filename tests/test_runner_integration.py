@@ -29,10 +29,10 @@ def test_summary_and_verdict_of_a_real_matrix(tmp_path):
         assert ms <= entry["median_ms"] and entry["ci95_ms"][0] <= entry["median_ms"] <= entry["ci95_ms"][1]
     assert doc["summary"][1]["median_ms"] > doc["summary"][0]["median_ms"]
     for entry in doc["summary"]:
-        # Every iteration read the wait for a CPU; the summary gives its mean (a wait comes in scheduler ticks).
+        # Every iteration has its share of the wait for a CPU; the summary gives its mean (a wait comes in ticks).
         series = [r["phases"]["sleep"] for r in queries.ok_runs(doc, entry["cell"])]
         _, counted = queries.pool_steady(series)
-        assert all(isinstance(w, int) and w >= 0 for w in counted["runqueue_wait_ns"])
+        assert all(w is not None and w >= 0 for w in counted["runqueue_wait_ns"])
         assert entry["runqueue_wait_ns_per_iter"] == pytest.approx(float(np.mean(counted["runqueue_wait_ns"])))
     (effect,) = [f for f in doc["verdict"] if f["rule"] == "setting_effect"]
     assert effect["setting"] == "ms=3.0" and effect["comparison"]["ratio"] > 1

@@ -10,12 +10,14 @@ from benchctl._run.recorder import CountedRecorder, Recorder
 
 
 class ScriptedGroup:
-    """Returns preset cumulative readings in order, as a counter group's read() would."""
+    """Returns preset cumulative readings in order, as a counter group's read() would (no procfs events)."""
+
+    available: dict = {}
 
     def __init__(self, readings):
         self.readings = iter(readings)
 
-    def read(self):
+    def read(self, procfs=True):
         return next(self.readings)
 
 
@@ -66,11 +68,17 @@ def test_without_a_group_only_ticks():
 
 
 class SlowGroup:
-    """A counter group whose every read takes 20 ms."""
+    """A counter group whose every read takes 20 ms, the procfs events' too."""
 
-    def read(self):
+    available = {"runqueue_wait_ns": True}
+
+    def read(self, procfs=True):
         time.sleep(0.02)
-        return {"minor_faults": 0}
+        return {"minor_faults": 0, "runqueue_wait_ns": None}
+
+    def read_procfs(self):
+        time.sleep(0.02)
+        return {"runqueue_wait_ns": 0}
 
 
 class SlowSwitch(PairedRecorder):
@@ -89,5 +97,78 @@ def test_a_recorders_own_work_stays_outside_an_iterations_interval():
             with rec.iteration("p"):
                 pass
         assert len(rec.ticks["p"]) == 6 and max(clock.to_ns(t) for t in rec.ticks["p"]) < 5e6, rec.ticks["p"]
-        assert rec.counters == {"p": {"minor_faults": [0] * 6}}
+        assert rec.counters == {"p": {"minor_faults": [0] * 6, "runqueue_wait_ns": [0.0] * 6}}
     assert rec.labels["p"][:2] == ["a", "A"]  # the first iteration settles after the switch to arm A
+
+
+class WaitGroup:
+    """A counter group with one perf event and the procfs wait, which grows only where an iteration's body adds to
+    ``total``."""
+
+    available = {"context_switches": True, "runqueue_wait_ns": True}
+
+    def __init__(self):
+        self.total, self.procfs_reads = 0, 0
+
+    def read(self, procfs=True):
+        assert not procfs, "the recorder reads the procfs events on their own"
+        return {"context_switches": 0, "runqueue_wait_ns": None}
+
+    def read_procfs(self):
+        self.procfs_reads += 1
+        return {"runqueue_wait_ns": self.total}
+
+
+def test_the_wait_is_read_over_windows_and_each_window_is_spread_over_its_iterations(monkeypatch):
+    from benchctl._run import recorder
+    monkeypatch.setattr(recorder, "PROCFS_WINDOW_NS", 10**12)  # no window closes by time here
+    group = WaitGroup()
+    rec = CountedRecorder(group)
+    for phase, waits in (("p", (0, 300, 0)), ("q", (600, 400)), ("p", (300,))):
+        for wait in waits:
+            with rec.iteration(phase):
+                group.total += wait
+    rec.finish()
+    # A window per run of one phase: opened before its first iteration, closed before the other phase's (or by
+    # finish), its count shared evenly: p's first window counted 300 over 3 iterations, q's 1000 over 2.
+    assert rec.counters["p"]["runqueue_wait_ns"] == [100.0, 100.0, 100.0, 300.0]
+    assert rec.counters["q"]["runqueue_wait_ns"] == [500.0, 500.0]
+    assert rec.counters["p"]["context_switches"] == [0] * 4
+    assert group.procfs_reads == 6  # two a window, not two an iteration
+
+
+def test_an_iteration_as_long_as_a_window_has_its_own(monkeypatch):
+    from benchctl._run import recorder
+    monkeypatch.setattr(recorder, "PROCFS_WINDOW_NS", 0)
+    group = WaitGroup()
+    rec = CountedRecorder(group)
+    for wait in (250, 0, 40):
+        with rec.iteration("p"):
+            group.total += wait
+        group.total += 10_000  # between iterations: in no window
+    rec.finish()
+    assert rec.counters["p"]["runqueue_wait_ns"] == [250.0, 0.0, 40.0] and group.procfs_reads == 6
+
+
+class CountedSwitch(PairedRecorder):
+    """A paired recorder whose switches wait 10 us for a CPU (``group.total``)."""
+
+    def switch_to(self, arm):
+        self._group.total += 10_000
+        super().switch_to(arm)
+
+
+def test_a_paired_workers_window_never_spans_two_letters_nor_a_switch(monkeypatch):
+    from benchctl._run import recorder
+    monkeypatch.setattr(recorder, "PROCFS_WINDOW_NS", 10**12)
+    group = WaitGroup()
+    rec = CountedSwitch(group, Pair(a={}, b={}))
+    for _ in range(40):
+        arm = rec.pattern[rec._block % len(rec.pattern)]  # the arm this iteration runs in
+        with rec.iteration("p"):
+            group.total += 700 if arm == "B" else 0
+    rec.finish()
+    waits, letters = rec.counters["p"]["runqueue_wait_ns"], rec.labels["p"]
+    assert {"A", "B"} <= set(letters)
+    assert {w for w, letter in zip(waits, letters) if letter in "Aa"} == {0.0}
+    assert {w for w, letter in zip(waits, letters) if letter in "Bb"} == {700.0}

@@ -197,6 +197,7 @@ class PairedRecorder(CountedRecorder):
         self._settling = False
         self._settled_s = 0.0  # seconds left out since the last switch
         self._settled_n = 0  # iterations left out since the last switch
+        self._label = ""  # the letter of the iteration running
 
     # --- the schedule ---------------------------------------------------------------------------------------
 
@@ -249,8 +250,13 @@ class PairedRecorder(CountedRecorder):
         if self._block_s >= BLOCK_S or self._block_n >= BLOCK_ITERATIONS:
             self._block, self._block_s, self._block_n = self._block + 1, 0.0, 0
 
+    def _kind(self, phase: str) -> Any:
+        """An iteration's procfs window may not span a change of its phase or its letter (arm, or left out)."""
+        return phase, self._label
+
     def _begin(self, phase: str) -> Any:
-        label = self._next_label()  # a switch, where the block's arm changes: before the iteration's clock
+        # A switch, where the block's arm changes: before the iteration's clock.
+        self._label = label = self._next_label()
         return label, time.perf_counter(), super()._begin(phase)
 
     def _end(self, phase: str, ticks: int, begun: Any) -> None:
@@ -258,6 +264,13 @@ class PairedRecorder(CountedRecorder):
         super()._end(phase, ticks, counted)
         self.labels.setdefault(phase, []).append(label)
         self._recorded(label, time.perf_counter() - started)
+        if self._procfs is not None and self._coming() != label:
+            self._procfs.close()  # now, so that the switch before the next letter is in no window
+
+    def _coming(self) -> str:
+        """The letter of the next iteration, as :meth:`_next_label` will give it (without switching)."""
+        want = self.pattern[self._block % len(self.pattern)]
+        return _SETTLING[want] if want != self.arm or self._settling else want
 
     def timed_enough(self, phase: str, least: int) -> bool:
         """Whether each arm has ``least`` steady iterations in ``phase``: a time target that stopped a worker after

@@ -7,24 +7,31 @@ in-process one (ticks only), used directly by tests and simple scripts;
 the worker's :class:`CountedRecorder` also reads event counters around each
 iteration and, after each, whether the cell's settings still hold
 (:class:`SettingWatch`), and what each setting reads where a phase ends
-(:meth:`benchctl.settings.Setting.phase_ended`: glibc malloc's state).
+(:meth:`benchctl.settings.Setting.phase_ended`: glibc malloc's state). The counters read from procfs
+(the wait for a CPU) are read less often, over windows of iterations (:class:`ProcfsWindow`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Hashable
 
 from .. import clock, counters
 from .. import settings as _settings
 from ..settings import ONLY_PHASE_ENV
 
-__all__ = ["Recorder", "Iteration", "CountedRecorder", "SettingWatch", "COUNTER_SCOPE", "open_counter_group"]
+__all__ = ["Recorder", "Iteration", "CountedRecorder", "SettingWatch", "ProcfsWindow", "COUNTER_SCOPE",
+           "PROCFS_WINDOW_NS", "open_counter_group"]
 
 # All threads of the process: torch's OpenMP team may exist before the group opens.
 COUNTER_SCOPE = "process"
+#: The least time between two reads of the procfs counters. One read costs ~4 us and the next iteration a little
+#: more: read around every iteration it moved a 3.7 us multiply's median by 100-210 ns (an Intel Xeon VM), while
+#: a wait for a CPU comes in scheduler ticks (1-10 ms), which a shorter window cannot resolve anyway.
+PROCFS_WINDOW_NS = 2_000_000
 
 
 class Recorder:
@@ -123,6 +130,57 @@ def open_counter_group() -> tuple[counters.CounterGroup | None, dict]:
     }
 
 
+class ProcfsWindow:
+    """The procfs counters (:data:`benchctl.counters.PROCFS_EVENTS`) read over windows of iterations: a window opens
+    with a read before its first iteration and closes with one after the iteration that ends :data:`PROCFS_WINDOW_NS`
+    after it opened, after the last iteration of a paired worker's letter (the recorder knows the next one), or
+    before an iteration of another phase. What a window counted is spread evenly over its iterations: an
+    iteration's value is its window's mean (an iteration that takes the window's time has a window of its own),
+    and a mean over iterations is exact but for what happened between the iterations of one window (and, for a
+    window of short iterations that a new phase closes, between its last iteration and that phase's first).
+    Reads happen only outside iterations' clocks."""
+
+    def __init__(self, read: Callable[[], dict[str, int | None]]) -> None:
+        self._read = read
+        self._opened: dict[str, int | None] = {}
+        self._at = 0
+        self._kind: Hashable = None
+        self._slots: list[tuple[dict[str, list], int]] = []  # (an iteration's per-event lists, its index there)
+
+    def before(self, kind: Hashable) -> None:
+        """Before an iteration of ``kind``: close the open window where the kind changes; open one where none is."""
+        if kind != self._kind and self._slots:
+            self.close()
+        self._kind = kind
+        if not self._slots:
+            self._opened, self._at = self._read(), time.perf_counter_ns()
+
+    def after(self, per_event: dict[str, list]) -> None:
+        """After a recorded iteration whose other counters went to ``per_event``: a place in each procfs event's list,
+        filled where the window closes (closed here once it has been open long enough)."""
+        index = 0
+        for event in self._opened:
+            values = per_event.setdefault(event, [])
+            values.append(None)
+            index = len(values) - 1
+        self._slots.append((per_event, index))
+        if time.perf_counter_ns() - self._at >= PROCFS_WINDOW_NS:
+            self.close()
+
+    def close(self) -> None:
+        """Read now and spread what was counted since the window opened over its iterations (None where either read
+        had nothing)."""
+        if not self._slots:
+            return
+        now = self._read()
+        for event, opened in self._opened.items():
+            value = now.get(event)
+            share = None if value is None or opened is None else (value - opened) / len(self._slots)
+            for per_event, index in self._slots:
+                per_event[event][index] = share
+        self._slots = []
+
+
 @dataclass
 class SettingWatch:
     """One setting's in-run check (:meth:`benchctl.settings.Setting.during`) over the timed iterations:
@@ -172,6 +230,8 @@ class CountedRecorder(Recorder):
         self.ended_errors: dict[str, dict[str, str]] = {}
         self._phase: str | None = None
         self._phases_ended: set[str] = set()
+        counted = group is not None and any(group.available.get(e) for e in counters.PROCFS_EVENTS)
+        self._procfs = ProcfsWindow(group.read_procfs) if counted else None
 
     def _phase_ended(self, phase: str, last: bool) -> None:
         """Ask every registered setting what it reads where ``phase`` ended."""
@@ -187,24 +247,37 @@ class CountedRecorder(Recorder):
                 self.ended_errors.get(phase, {}).pop(name, None)
 
     def finish(self) -> None:
-        """Ask the settings what they read where the last phase ended (the workload returned)."""
+        """Close the procfs counters' last window; ask the settings what they read where the last phase ended (the
+        workload returned)."""
+        if self._procfs is not None:
+            self._procfs.close()
         if self._phase is not None:
             self._phase_ended(self._phase, last=True)
+
+    def _kind(self, phase: str) -> Hashable:
+        """What an iteration's procfs window may not span a change of: its phase."""
+        return phase
 
     def _begin(self, phase: str) -> Any:
         if self._phase is not None and phase != self._phase and self._phase not in self._phases_ended:
             self._phase_ended(self._phase, last=False)
         self._phase = phase
         super()._begin(phase)
-        return self._group.read() if self._group is not None else None  # the counters before
+        if self._procfs is not None:
+            self._procfs.before(self._kind(phase))
+        return self._group.read(procfs=False) if self._group is not None else None  # the counters before
 
     def _end(self, phase: str, ticks: int, begun: Any) -> None:
-        after = self._group.read() if self._group is not None else None
+        after = self._group.read(procfs=False) if self._group is not None else None
         super()._end(phase, ticks, None)
         for watch in self.during.values():
             watch.sample()
         if begun is None:
             return
         per_event = self.counters.setdefault(phase, {})
+        procfs = self._procfs is not None
         for event, delta in counters.delta(begun, after).items():
-            per_event.setdefault(event, []).append(delta)
+            if not (procfs and event in counters.PROCFS_EVENTS):
+                per_event.setdefault(event, []).append(delta)
+        if procfs:
+            self._procfs.after(per_event)
