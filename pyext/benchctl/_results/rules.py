@@ -103,7 +103,7 @@ class Context:
         return 0.0 if median_ms is None or cmp.ratio >= 1 else median_ms * 1e6 * (1 - cmp.ratio)
 
     def counter(self, cell: dict, field: str) -> float | None:
-        """The per-iteration median of counter ``field`` in ``cell``, or None."""
+        """Counter ``field`` of ``cell`` per iteration (its median; the wait for a CPU's mean), or None."""
         return (self.entry(cell) or {}).get(field)
 
     def readback(self, cell: dict, name: str) -> dict | None:
