@@ -61,25 +61,22 @@ class RunDelay:
         except OSError:
             return None
 
-    def _relist(self) -> None:
-        """Open the threads made since the last listing; forget those gone."""
+    def _relist(self) -> list[int]:
+        """Open the threads made since the last listing and forget those gone; the threads opened."""
         try:
             listed = {int(t) for t in os.listdir(_procfs.TASK_DIR) if t.isdigit()}
         except OSError:
-            return
+            return []
         for tid in [t for t in self._fds if t not in listed]:
             self._drop(tid)
-        for tid in listed - set(self._fds):
-            self._open(tid)
+        return [tid for tid in listed - set(self._fds) if self._open(tid) is not None]
 
-    def _sample(self, count_new: bool) -> bool:
-        """Add what each thread waited since the last read; whether any thread could be read."""
-        if self._threads() != len(self._fds):
-            self._relist()
+    def _add(self, tids: list[int], count_new: bool) -> tuple[bool, bool]:
+        """Add what each of ``tids`` waited since its last read: (whether any could be read, whether any is gone)."""
         read_any = gone = False
-        for tid, fd in list(self._fds.items()):
+        for tid in tids:
             try:
-                waited = int(os.pread(fd, _LINE, 0).split()[1])
+                waited = int(os.pread(self._fds[tid], _LINE, 0).split()[1])
             except (OSError, IndexError, ValueError):  # it exited (a reaped thread's file reads ESRCH)
                 self._drop(tid)
                 gone = True
@@ -92,9 +89,15 @@ class RunDelay:
             else:
                 self._total += waited - last
             self._last[tid] = waited
-        if gone:  # one thread left while another may have come: the count alone cannot tell
+        return read_any, gone
+
+    def _sample(self, count_new: bool) -> bool:
+        """Add what each thread waited since the last read; whether any thread could be read."""
+        if self._threads() != len(self._fds):
             self._relist()
-            return self._sample(count_new) or read_any
+        read_any, gone = self._add(list(self._fds), count_new)
+        if gone:  # one thread left while another may have come (the count alone cannot tell): read only those new
+            read_any |= self._add(self._relist(), count_new)[0]
         return read_any
 
     def read(self) -> int | None:

@@ -96,10 +96,10 @@ class Context:
     def entry(self, cell: dict) -> dict | None:
         return queries.summary_entry(self.doc, self.phase, cell)
 
-    def saved_ns(self, cmp: Comparison, b: dict | None = None) -> float:
-        """Nanoseconds an iteration saves where ``cmp`` (a cell against ``b``, the baseline unless given) is faster:
-        ``b``'s median times (1 - ratio); 0 where it is not faster or ``b`` has no median."""
-        median_ms = (self.entry(self.baseline if b is None else b) or {}).get("median_ms")
+    def saved_ns(self, cmp: Comparison) -> float:
+        """Nanoseconds an iteration saves where ``cmp`` (a cell against the baseline) is faster: the baseline's
+        median times (1 - ratio); 0 where it is not faster or the baseline has no median."""
+        median_ms = (self.entry(self.baseline) or {}).get("median_ms")
         return 0.0 if median_ms is None or cmp.ratio >= 1 else median_ms * 1e6 * (1 - cmp.ratio)
 
     def counter(self, cell: dict, field: str) -> float | None:
