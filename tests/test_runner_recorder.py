@@ -1,4 +1,4 @@
-"""The worker's recorder: counter deltas around each timed iteration, None kept as None."""
+"""The worker's recorder: counter deltas over windows of timed iterations, None kept as None."""
 
 import time
 
@@ -10,18 +10,20 @@ from benchctl._run.recorder import CountedRecorder, Recorder
 
 
 class ScriptedGroup:
-    """Returns preset cumulative readings in order, as a counter group's read() would (no procfs events)."""
+    """Returns preset cumulative readings in order, as a counter group's read() would."""
 
     available: dict = {}
 
     def __init__(self, readings):
         self.readings = iter(readings)
 
-    def read(self, procfs=True):
+    def read(self):
         return next(self.readings)
 
 
-def test_deltas_per_iteration_and_phase():
+def test_deltas_per_iteration_and_phase(monkeypatch):
+    from benchctl._run import recorder
+    monkeypatch.setattr(recorder, "COUNTER_WINDOW_NS", 0)  # every iteration a window of its own, its count exact
     group = ScriptedGroup([
         {"minor_faults": 10, "cycles": None}, {"minor_faults": 15, "cycles": None},
         {"minor_faults": 15, "cycles": None}, {"minor_faults": 40, "cycles": None},
@@ -68,17 +70,13 @@ def test_without_a_group_only_ticks():
 
 
 class SlowGroup:
-    """A counter group whose every read takes 20 ms, the procfs events' too."""
+    """A counter group whose every read takes 20 ms."""
 
-    available = {"runqueue_wait_ns": True}
+    available = {"minor_faults": True, "runqueue_wait_ns": True}
 
-    def read(self, procfs=True):
+    def read(self):
         time.sleep(0.02)
-        return {"minor_faults": 0, "runqueue_wait_ns": None}
-
-    def read_procfs(self):
-        time.sleep(0.02)
-        return {"runqueue_wait_ns": 0}
+        return {"minor_faults": 0, "runqueue_wait_ns": 0}
 
 
 class SlowSwitch(PairedRecorder):
@@ -96,32 +94,29 @@ def test_a_recorders_own_work_stays_outside_an_iterations_interval():
         for _ in range(6):
             with rec.iteration("p"):
                 pass
+        rec.finish()
         assert len(rec.ticks["p"]) == 6 and max(clock.to_ns(t) for t in rec.ticks["p"]) < 5e6, rec.ticks["p"]
         assert rec.counters == {"p": {"minor_faults": [0] * 6, "runqueue_wait_ns": [0.0] * 6}}
     assert rec.labels["p"][:2] == ["a", "A"]  # the first iteration settles after the switch to arm A
 
 
 class WaitGroup:
-    """A counter group with one perf event and the procfs wait, which grows only where an iteration's body adds to
-    ``total``."""
+    """A counter group with a perf event and the procfs wait; the wait grows only where an iteration's body adds to
+    ``total``, the context switches never."""
 
     available = {"context_switches": True, "runqueue_wait_ns": True}
 
     def __init__(self):
-        self.total, self.procfs_reads = 0, 0
+        self.total, self.reads = 0, 0
 
-    def read(self, procfs=True):
-        assert not procfs, "the recorder reads the procfs events on their own"
-        return {"context_switches": 0, "runqueue_wait_ns": None}
-
-    def read_procfs(self):
-        self.procfs_reads += 1
-        return {"runqueue_wait_ns": self.total}
+    def read(self):
+        self.reads += 1
+        return {"context_switches": 0, "runqueue_wait_ns": self.total}
 
 
-def test_the_wait_is_read_over_windows_and_each_window_is_spread_over_its_iterations(monkeypatch):
+def test_the_counters_are_read_over_windows_and_each_window_is_spread_over_its_iterations(monkeypatch):
     from benchctl._run import recorder
-    monkeypatch.setattr(recorder, "PROCFS_WINDOW_NS", 10**12)  # no window closes by time here
+    monkeypatch.setattr(recorder, "COUNTER_WINDOW_NS", 10**12)  # no window closes by time here
     group = WaitGroup()
     rec = CountedRecorder(group)
     for phase, waits in (("p", (0, 300, 0)), ("q", (600, 400)), ("p", (300,))):
@@ -134,12 +129,12 @@ def test_the_wait_is_read_over_windows_and_each_window_is_spread_over_its_iterat
     assert rec.counters["p"]["runqueue_wait_ns"] == [100.0, 100.0, 100.0, 300.0]
     assert rec.counters["q"]["runqueue_wait_ns"] == [500.0, 500.0]
     assert rec.counters["p"]["context_switches"] == [0] * 4
-    assert group.procfs_reads == 6  # two a window, not two an iteration
+    assert group.reads == 6  # two a window, not two an iteration
 
 
 def test_an_iteration_as_long_as_a_window_has_its_own(monkeypatch):
     from benchctl._run import recorder
-    monkeypatch.setattr(recorder, "PROCFS_WINDOW_NS", 0)
+    monkeypatch.setattr(recorder, "COUNTER_WINDOW_NS", 0)
     group = WaitGroup()
     rec = CountedRecorder(group)
     for wait in (250, 0, 40):
@@ -147,7 +142,7 @@ def test_an_iteration_as_long_as_a_window_has_its_own(monkeypatch):
             group.total += wait
         group.total += 10_000  # between iterations: in no window
     rec.finish()
-    assert rec.counters["p"]["runqueue_wait_ns"] == [250.0, 0.0, 40.0] and group.procfs_reads == 6
+    assert rec.counters["p"]["runqueue_wait_ns"] == [250, 0, 40] and group.reads == 6
 
 
 class CountedSwitch(PairedRecorder):
@@ -158,9 +153,9 @@ class CountedSwitch(PairedRecorder):
         super().switch_to(arm)
 
 
-def test_a_paired_workers_window_never_spans_two_letters_nor_a_switch(monkeypatch):
+def test_a_paired_workers_window_holds_one_run_of_an_arm_and_never_a_switch(monkeypatch):
     from benchctl._run import recorder
-    monkeypatch.setattr(recorder, "PROCFS_WINDOW_NS", 10**12)
+    monkeypatch.setattr(recorder, "COUNTER_WINDOW_NS", 10**12)
     group = WaitGroup()
     rec = CountedSwitch(group, Pair(a={}, b={}))
     for _ in range(40):
@@ -172,3 +167,7 @@ def test_a_paired_workers_window_never_spans_two_letters_nor_a_switch(monkeypatc
     assert {"A", "B"} <= set(letters)
     assert {w for w, letter in zip(waits, letters) if letter in "Aa"} == {0.0}
     assert {w for w, letter in zip(waits, letters) if letter in "Bb"} == {700.0}
+    # One window a run of an arm, its iterations left out after the switch and its steady ones together: no read
+    # between them, so that none leaves a gap before the block's first steady iteration.
+    runs = 1 + sum(first.upper() != second.upper() for first, second in zip(letters, letters[1:]))
+    assert group.reads == 2 * runs

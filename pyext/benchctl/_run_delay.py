@@ -12,7 +12,7 @@ against 2 on one thread, while the wait went from ~5 ms to ~0).
 line on every read); threads are listed again where their number changed or one has gone, so a team started
 after opening is counted from its first read. The count is cumulative and never falls: a thread that exits
 takes only what it waited since the last read with it (one made and gone between two reads is never seen;
-the worker reads around every iteration, and a team outlives its iterations).
+the worker reads at least every 2 ms and around every longer iteration, and a team outlives its iterations).
 """
 
 from __future__ import annotations

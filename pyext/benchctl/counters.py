@@ -1,9 +1,10 @@
 """Per-iteration event counters: page faults, context switches, CPU time, the
 time threads waited for a CPU, and hardware events where the CPU's PMU offers them.
 
-A :class:`CounterGroup` is opened once and read around each iteration; a read
+A :class:`CounterGroup` is opened once and read around the work to count; a read
 returns cumulative counts and :func:`delta` turns two reads into the counts of
-what happened between them::
+what happened between them (benchctl's workers read theirs over windows of
+iterations of at least 2 ms: :class:`benchctl._run.recorder.CounterWindow`)::
 
     with CounterGroup(scope="process") as counters:
         before = counters.read()
@@ -218,14 +219,12 @@ class CounterGroup:
             self.available["runqueue_wait_ns"] = self._run_delay.available
         self.available = {name: self.available[name] for name in names}  # in the order asked
 
-    def read(self, procfs: bool = True) -> dict[str, Optional[int]]:
+    def read(self) -> dict[str, Optional[int]]:
         """Cumulative counts of every event (None where unavailable).
 
         A hardware event the kernel never scheduled during the group's life
         (PMU busy) reads None; one it multiplexed is extrapolated by the
-        kernel's enabled/running times. With ``procfs=False`` the events of
-        :data:`PROCFS_EVENTS` are not read (None): a caller that reads them
-        less often than the others (:meth:`read_procfs`).
+        kernel's enabled/running times.
         """
         if self._closed:
             raise RuntimeError("the counter group is closed")
@@ -234,19 +233,13 @@ class CounterGroup:
             values = _combine(self._perf.read(), len(self._perf_names))
             for name, index in self._perf_index:
                 out[name] = values[index]
-        if procfs and self._run_delay is not None:
+        if self._run_delay is not None:
             out["runqueue_wait_ns"] = self._run_delay.read()
         if self._fallbacks:
             ru = resource.getrusage(resource.RUSAGE_SELF) if self._fallbacks_read_rusage else None
             for name, getter in self._fallbacks:
                 out[name] = getter(ru)
         return out
-
-    def read_procfs(self) -> dict[str, Optional[int]]:
-        """Cumulative counts of the events of :data:`PROCFS_EVENTS` this group counts (None where unavailable)."""
-        if self._closed:
-            raise RuntimeError("the counter group is closed")
-        return {} if self._run_delay is None else {"runqueue_wait_ns": self._run_delay.read()}
 
     def read_cost_ns(self, repeats: int = 50) -> dict:
         """What one :meth:`read` costs here: ``{"min_ns", "median_ns", "repeats"}``.

@@ -251,8 +251,12 @@ class PairedRecorder(CountedRecorder):
             self._block, self._block_s, self._block_n = self._block + 1, 0.0, 0
 
     def _kind(self, phase: str) -> Any:
-        """An iteration's procfs window may not span a change of its phase or its letter (arm, or left out)."""
-        return phase, self._label
+        """An iteration's counter window may not span a change of its phase or its arm. It holds the arm's iterations
+        left out after the switch (their share of it is not kept) and its steady ones: a window closed and another
+        opened between them would leave the steady block's first iteration after two reads of the counters (a gap
+        of 20 us, after which a 7 us multiply ran 2x slow on an Intel Xeon VM: :data:`.recorder.COUNTER_WINDOW_NS`),
+        where the left-out iterations are there to take what the switch leaves."""
+        return phase, self._label.upper()
 
     def _begin(self, phase: str) -> Any:
         # A switch, where the block's arm changes: before the iteration's clock.
@@ -264,8 +268,8 @@ class PairedRecorder(CountedRecorder):
         super()._end(phase, ticks, counted)
         self.labels.setdefault(phase, []).append(label)
         self._recorded(label, time.perf_counter() - started)
-        if self._procfs is not None and self._coming() != label:
-            self._procfs.close()  # now, so that the switch before the next letter is in no window
+        if self._window is not None and self._coming().upper() != label.upper():
+            self._window.close()  # now, so that the switch to the next arm is in no window
 
     def _coming(self) -> str:
         """The letter of the next iteration, as :meth:`_next_label` will give it (without switching)."""

@@ -4,11 +4,10 @@ A workload never times itself. It wraps each iteration it wants measured in
 ``with rec.iteration("eval"):`` and reports facts that explain a result with
 ``rec.note("weights_census", {...})``. :class:`Recorder` is the plain
 in-process one (ticks only), used directly by tests and simple scripts;
-the worker's :class:`CountedRecorder` also reads event counters around each
-iteration and, after each, whether the cell's settings still hold
-(:class:`SettingWatch`), and what each setting reads where a phase ends
-(:meth:`benchctl.settings.Setting.phase_ended`: glibc malloc's state). The counters read from procfs
-(the wait for a CPU) are read less often, over windows of iterations (:class:`ProcfsWindow`).
+the worker's :class:`CountedRecorder` also gives each iteration its event counts, read over windows of
+iterations of at least 2 ms (:class:`CounterWindow`: an iteration that long has its own), and checks after
+each whether the cell's settings still hold (:class:`SettingWatch`), and what each setting reads where a phase
+ends (:meth:`benchctl.settings.Setting.phase_ended`: glibc malloc's state).
 """
 
 from __future__ import annotations
@@ -23,15 +22,18 @@ from .. import clock, counters
 from .. import settings as _settings
 from ..settings import ONLY_PHASE_ENV
 
-__all__ = ["Recorder", "Iteration", "CountedRecorder", "SettingWatch", "ProcfsWindow", "COUNTER_SCOPE",
-           "PROCFS_WINDOW_NS", "open_counter_group"]
+__all__ = ["Recorder", "Iteration", "CountedRecorder", "SettingWatch", "CounterWindow", "COUNTER_SCOPE",
+           "COUNTER_WINDOW_NS", "open_counter_group"]
 
 # All threads of the process: torch's OpenMP team may exist before the group opens.
 COUNTER_SCOPE = "process"
-#: The least time between two reads of the procfs counters. One read costs ~4 us and the next iteration a little
-#: more: read around every iteration it moved a 3.7 us multiply's median by 100-210 ns (an Intel Xeon VM), while
-#: a wait for a CPU comes in scheduler ticks (1-10 ms), which a shorter window cannot resolve anyway.
-PROCFS_WINDOW_NS = 2_000_000
+#: The least time between two reads of the counters. A read of the group costs 9-13 us on an Intel Xeon VM (a
+#: ``read`` per thread and per perf group, and the wait's procfs files), and on that CPU a 7 us vectorised multiply
+#: (torch's AVX-512 or AVX2 kernels alike) called after a gap of 10 us or more took 1.7-2.1x as long as called back
+#: to back, after 5 us or less as long: read around every iteration, the counters doubled the median of the very
+#: workloads they were to explain. A wait for a CPU comes in scheduler ticks (1-10 ms), which a shorter window
+#: cannot resolve anyway.
+COUNTER_WINDOW_NS = 2_000_000
 
 
 class Recorder:
@@ -114,7 +116,7 @@ class Iteration:
 
 
 def open_counter_group() -> tuple[counters.CounterGroup | None, dict]:
-    """(group or None, description) for the worker's per-iteration counters.
+    """(group or None, description) for the worker's counters.
 
     A counter never fails a measurement: when the group cannot be opened at
     all, the description says why and iterations are timed without counts.
@@ -130,15 +132,15 @@ def open_counter_group() -> tuple[counters.CounterGroup | None, dict]:
     }
 
 
-class ProcfsWindow:
-    """The procfs counters (:data:`benchctl.counters.PROCFS_EVENTS`) read over windows of iterations: a window opens
-    with a read before its first iteration and closes with one after the iteration that ends :data:`PROCFS_WINDOW_NS`
-    after it opened, after the last iteration of a paired worker's letter (the recorder knows the next one), or
-    before an iteration of another phase. What a window counted is spread evenly over its iterations: an
-    iteration's value is its window's mean (an iteration that takes the window's time has a window of its own),
-    and a mean over iterations is exact but for what happened between the iterations of one window (and, for a
-    window of short iterations that a new phase closes, between its last iteration and that phase's first).
-    Reads happen only outside iterations' clocks."""
+class CounterWindow:
+    """The worker's counters read over windows of iterations: a window opens with a read before its first
+    iteration and closes with one after the iteration that ends :data:`COUNTER_WINDOW_NS` after it opened, after
+    the last iteration of a paired worker's arm (the recorder knows the next one), or before an iteration of
+    another phase. What a window counted is spread evenly over its iterations: an iteration's value is its
+    window's mean (an iteration that takes the window's time has a window of its own, its count exact), so a mean
+    over iterations is exact but for what happened between the iterations of one window (and, for a window of
+    short iterations that a new phase closes, between its last iteration and that phase's first). Reads happen
+    only outside iterations' clocks."""
 
     def __init__(self, read: Callable[[], dict[str, int | None]]) -> None:
         self._read = read
@@ -156,26 +158,25 @@ class ProcfsWindow:
             self._opened, self._at = self._read(), time.perf_counter_ns()
 
     def after(self, per_event: dict[str, list]) -> None:
-        """After a recorded iteration whose other counters went to ``per_event``: a place in each procfs event's list,
-        filled where the window closes (closed here once it has been open long enough)."""
+        """After a recorded iteration: a place in each event's list of ``per_event``, filled where the window closes
+        (closed here once it has been open long enough)."""
         index = 0
         for event in self._opened:
             values = per_event.setdefault(event, [])
             values.append(None)
             index = len(values) - 1
         self._slots.append((per_event, index))
-        if time.perf_counter_ns() - self._at >= PROCFS_WINDOW_NS:
+        if time.perf_counter_ns() - self._at >= COUNTER_WINDOW_NS:
             self.close()
 
     def close(self) -> None:
         """Read now and spread what was counted since the window opened over its iterations (None where either read
-        had nothing)."""
+        had nothing; a window of one iteration keeps its count as counted)."""
         if not self._slots:
             return
-        now = self._read()
-        for event, opened in self._opened.items():
-            value = now.get(event)
-            share = None if value is None or opened is None else (value - opened) / len(self._slots)
+        n = len(self._slots)
+        for event, counted in counters.delta(self._opened, self._read()).items():
+            share = None if counted is None else counted if n == 1 else counted / n
             for per_event, index in self._slots:
                 per_event[event][index] = share
         self._slots = []
@@ -203,10 +204,12 @@ class SettingWatch:
 
 
 class CountedRecorder(Recorder):
-    """Recorder whose ``counters[phase][event]`` holds one delta per recorded iteration.
+    """Recorder whose ``counters[phase][event]`` holds one count per recorded iteration: its window's mean
+    (:class:`CounterWindow`; an iteration of 2 ms or more counted alone).
 
-    The counters are read just outside each timed interval, so the reads cost
-    nothing in the time they bracket. A counter that cannot be read is kept as
+    The counters are read outside the timed intervals, so the reads cost
+    nothing in the time they bracket, and at most every 2 ms, so that they leave
+    no gap between short iterations. A counter that cannot be read is kept as
     ``None`` per iteration, never as a made-up zero. ``plan``: the cell's
     ``(name, setting, value)``; each that has an in-run check is sampled after
     every iteration, outside its time (``during[name]``).
@@ -230,8 +233,7 @@ class CountedRecorder(Recorder):
         self.ended_errors: dict[str, dict[str, str]] = {}
         self._phase: str | None = None
         self._phases_ended: set[str] = set()
-        counted = group is not None and any(group.available.get(e) for e in counters.PROCFS_EVENTS)
-        self._procfs = ProcfsWindow(group.read_procfs) if counted else None
+        self._window = CounterWindow(group.read) if group is not None else None
 
     def _phase_ended(self, phase: str, last: bool) -> None:
         """Ask every registered setting what it reads where ``phase`` ended."""
@@ -247,15 +249,15 @@ class CountedRecorder(Recorder):
                 self.ended_errors.get(phase, {}).pop(name, None)
 
     def finish(self) -> None:
-        """Close the procfs counters' last window; ask the settings what they read where the last phase ended (the
-        workload returned)."""
-        if self._procfs is not None:
-            self._procfs.close()
+        """Close the counters' last window; ask the settings what they read where the last phase ended (the workload
+        returned)."""
+        if self._window is not None:
+            self._window.close()
         if self._phase is not None:
             self._phase_ended(self._phase, last=True)
 
     def _kind(self, phase: str) -> Hashable:
-        """What an iteration's procfs window may not span a change of: its phase."""
+        """What an iteration's counter window may not span a change of: its phase."""
         return phase
 
     def _begin(self, phase: str) -> Any:
@@ -263,21 +265,13 @@ class CountedRecorder(Recorder):
             self._phase_ended(self._phase, last=False)
         self._phase = phase
         super()._begin(phase)
-        if self._procfs is not None:
-            self._procfs.before(self._kind(phase))
-        return self._group.read(procfs=False) if self._group is not None else None  # the counters before
+        if self._window is not None:
+            self._window.before(self._kind(phase))
+        return None
 
     def _end(self, phase: str, ticks: int, begun: Any) -> None:
-        after = self._group.read(procfs=False) if self._group is not None else None
         super()._end(phase, ticks, None)
         for watch in self.during.values():
             watch.sample()
-        if begun is None:
-            return
-        per_event = self.counters.setdefault(phase, {})
-        procfs = self._procfs is not None
-        for event, delta in counters.delta(begun, after).items():
-            if not (procfs and event in counters.PROCFS_EVENTS):
-                per_event.setdefault(event, []).append(delta)
-        if procfs:
-            self._procfs.after(per_event)
+        if self._window is not None:
+            self._window.after(self.counters.setdefault(phase, {}))
