@@ -249,7 +249,8 @@ def test_worker_runs_each_timed_call_with_the_hooks_detached(tmp_path):
                             control=False)
     off, code = doc["runs"] if doc["runs"][0]["cell"] == OFF else doc["runs"][::-1]
     assert off["status"] == "ok", off.get("error")
-    assert off["readback"]["hooks"]["during"] == {"held": True, "seen": "off", "samples": 3}
+    during = off["readback"]["hooks"]["during"]
+    assert (during["held"], during["seen"]) == (True, "off") and 1 <= during["samples"] <= 3
     assert off["readback"]["hooks"]["observed"] == {"detached": True, "calls": 3, "held": 3}
     assert code["status"] == "failed" and "the hook ran" in code["error"]
 

@@ -198,7 +198,8 @@ def test_worker_runs_each_timed_call_cached_and_the_probe_worker_notes_the_censu
                             control=False)
     [run] = doc["runs"]
     assert run["status"] == "ok", run.get("error")
-    assert run["readback"]["parametrize"]["during"] == {"held": True, "seen": "cached", "samples": 3}
+    during = run["readback"]["parametrize"]["during"]
+    assert (during["held"], during["seen"]) == (True, "cached") and 1 <= during["samples"] <= 3
     assert run["readback"]["parametrize"]["observed"] == {"cached": True, "calls": 3, "held": 3}
     doc = runner.run_matrix(f"{path}:steps", {"iterations": 2}, {}, progress=False, control=False, probe=True)
     seen = Facts.from_probe(doc).of(PROBE)

@@ -34,7 +34,8 @@ def test_a_thread_count_the_setup_replaces_is_recorded_as_not_held(tmp_path):
     doc = runner.run_matrix(f"{path}", {"iterations": 3}, {"threads": [1]}, progress=False, control=False)
     [run] = doc["runs"]
     assert run["status"] == "ok", run.get("error")
-    assert run["readback"]["threads"]["during"] == {"held": False, "seen": 2, "samples": 3}
+    during = run["readback"]["threads"]["during"]
+    assert (during["held"], during["seen"]) == (False, 2) and 1 <= during["samples"] <= 3  # once a window at least
     assert queries.probe_held(doc, {"threads": 1}, "threads") == (False, 2)
 
 
@@ -43,7 +44,8 @@ def test_a_thread_count_left_alone_holds(tmp_path):
     path.write_text("def work():\n    return sum(range(1000))\n")
     doc = runner.run_matrix(f"{path}:work", {"iterations": 2}, {"threads": [1]}, progress=False, control=False)
     [run] = doc["runs"]
-    assert run["readback"]["threads"]["during"] == {"held": True, "seen": 1, "samples": 2}
+    during = run["readback"]["threads"]["during"]
+    assert (during["held"], during["seen"]) == (True, 1) and 1 <= during["samples"] <= 2
     assert queries.probe_held(doc, {"threads": 1}, "threads") == (True, None)
 
 
@@ -86,7 +88,8 @@ def test_a_flush_mode_the_code_clears_is_recorded_as_not_held(tmp_path):
     """))
     doc = runner.run_matrix(f"{path}:work", {"iterations": 2}, {"ftz": ["process"]}, progress=False, control=False)
     [run] = doc["runs"]
-    assert run["readback"]["ftz"]["during"] == {"held": False, "seen": "off", "samples": 2}
+    during = run["readback"]["ftz"]["during"]
+    assert (during["held"], during["seen"]) == (False, "off") and 1 <= during["samples"] <= 2
 
 
 def test_a_focus_gap_whose_cell_was_undone_is_not_measured():

@@ -12,7 +12,7 @@ A setting is a small class with these duties:
   state and return what was observed right after the change;
 * ``readback(value)``: worker side, after the workload: the state the
   workload actually ran under (threads created during the run included);
-* ``during(value)``: worker side, at the end of every timed iteration: a cheap
+* ``during(value)``: worker side, between timed iterations (at least every 2 ms): a cheap
   check of what the process runs under now, in the setting's own values, so that
   a probe the workload's own code undoes (``torch.set_num_threads(2)`` in its
   ``setup()``) is seen and never judged;
@@ -116,7 +116,7 @@ class Setting(abc.ABC):
         return None
 
     def during(self, value: Any) -> Any:
-        """This setting's value as the process runs now (cheap: sampled after every timed iteration), or
+        """This setting's value as the process runs now (cheap: sampled between timed iterations, at least every 2 ms), or
         None where it has no in-run check; a value other than ``value`` means the workload changed it."""
         return None
 
@@ -252,7 +252,7 @@ class KeptOff(Setting):
         return f"kept off against {refused} {noun}{'s' * (refused != 1)} {rest}"
 
     def during(self, value: str) -> str | None:
-        # Sampled after every timed iteration: "on" if the code switched it on by a way around the guard.
+        # Sampled during the timed iterations: "on" if the code switched it on by a way around the guard.
         if value == "code":
             return None
         return "on" if self.control.is_on() else "off"

@@ -237,11 +237,10 @@ class Stopwatch:
     suppressed.
     """
 
-    __slots__ = ("ticks", "ns", "_start")
+    __slots__ = ("ticks", "_start")
 
     def __init__(self) -> None:
         self.ticks: int | None = None
-        self.ns: float | None = None
 
     def __enter__(self) -> "Stopwatch":
         check()
@@ -251,8 +250,13 @@ class Stopwatch:
     def __exit__(self, *exc) -> bool:
         end = _native.cycles_end()
         self.ticks = max(0, end - self._start - _state["read_overhead_cycles"])
-        self.ns = to_ns(self.ticks)
         return False
+
+    @property
+    def ns(self) -> float | None:
+        """The interval in nanoseconds (None before the block ran). Converted where asked, not at the block's end:
+        a worker times microsecond iterations back to back, and any work between them is a gap before the next."""
+        return None if self.ticks is None else to_ns(self.ticks)
 
     def __repr__(self) -> str:
         if self.ticks is None:

@@ -20,7 +20,8 @@ between processes, where the processes' interval sees it, instead of biasing eve
   :data:`BLOCK_ITERATIONS`), so a long iteration alternates every iteration, each arm gets the same
   time, and a worker of a few dozen iterations of microseconds still holds blocks of both arms;
 * every switch is read back (each setting's ``during``, where it has one) and timed, and each
-  arm's settings are checked after each of its iterations, as an unpaired worker's are.
+  arm's settings are checked where each window of its iterations closes, as an unpaired worker's are
+  (:class:`~benchctl._run.recorder.IterationWindow`: a window holds one run of an arm, never a switch).
 
 The worker's result keeps arm B's iterations as the cell's phases (what every reader of a run reads)
 and arm A's, the settling iterations and the schedule under ``pair``; the process gives one
@@ -243,15 +244,20 @@ class PairedRecorder(CountedRecorder):
             self._settled_n += 1
             self._settling = self._settled_s < SETTLE_S and self._settled_n < SETTLE_ITERATIONS
             return
-        for watch in self.watches[label].values():
-            watch.sample()
         self._block_s += seconds
         self._block_n += 1
         if self._block_s >= BLOCK_S or self._block_n >= BLOCK_ITERATIONS:
             self._block, self._block_s, self._block_n = self._block + 1, 0.0, 0
 
+    def _check_settings(self) -> None:
+        """The cell's other settings' in-run checks and those of the arm the window ran, where it closes (before any
+        switch to the next arm)."""
+        super()._check_settings()
+        for watch in self.watches.get(self.arm, {}).values():
+            watch.sample()
+
     def _kind(self, phase: str) -> Any:
-        """An iteration's counter window may not span a change of its phase or its arm. It holds the arm's iterations
+        """A window of iterations may not span a change of their phase or their arm. It holds the arm's iterations
         left out after the switch (their share of it is not kept) and its steady ones: a window closed and another
         opened between them would leave the steady block's first iteration after two reads of the counters (a gap
         of 20 us, after which a 7 us multiply ran 2x slow on an Intel Xeon VM: :data:`.recorder.COUNTER_WINDOW_NS`),
@@ -268,7 +274,7 @@ class PairedRecorder(CountedRecorder):
         super()._end(phase, ticks, counted)
         self.labels.setdefault(phase, []).append(label)
         self._recorded(label, time.perf_counter() - started)
-        if self._window is not None and self._coming().upper() != label.upper():
+        if self._coming().upper() != label.upper():
             self._window.close()  # now, so that the switch to the next arm is in no window
 
     def _coming(self) -> str:

@@ -4,9 +4,9 @@ A workload never times itself. It wraps each iteration it wants measured in
 ``with rec.iteration("eval"):`` and reports facts that explain a result with
 ``rec.note("weights_census", {...})``. :class:`Recorder` is the plain
 in-process one (ticks only), used directly by tests and simple scripts;
-the worker's :class:`CountedRecorder` also gives each iteration its event counts, read over windows of
-iterations of at least 2 ms (:class:`CounterWindow`: an iteration that long has its own), and checks after
-each whether the cell's settings still hold (:class:`SettingWatch`), and what each setting reads where a phase
+the worker's :class:`CountedRecorder` also gives each iteration its event counts and checks whether the cell's
+settings still hold (:class:`SettingWatch`), both over windows of iterations of at least 2 ms
+(:class:`IterationWindow`: an iteration that long has its own), and asks what each setting reads where a phase
 ends (:meth:`benchctl.settings.Setting.phase_ended`: glibc malloc's state).
 """
 
@@ -22,7 +22,7 @@ from .. import clock, counters
 from .. import settings as _settings
 from ..settings import ONLY_PHASE_ENV
 
-__all__ = ["Recorder", "Iteration", "CountedRecorder", "SettingWatch", "CounterWindow", "COUNTER_SCOPE",
+__all__ = ["Recorder", "Iteration", "CountedRecorder", "SettingWatch", "IterationWindow", "COUNTER_SCOPE",
            "COUNTER_WINDOW_NS", "open_counter_group"]
 
 # All threads of the process: torch's OpenMP team may exist before the group opens.
@@ -132,54 +132,57 @@ def open_counter_group() -> tuple[counters.CounterGroup | None, dict]:
     }
 
 
-class CounterWindow:
-    """The worker's counters read over windows of iterations: a window opens with a read before its first
-    iteration and closes with one after the iteration that ends :data:`COUNTER_WINDOW_NS` after it opened, after
-    the last iteration of a paired worker's arm (the recorder knows the next one), or before an iteration of
-    another phase. What a window counted is spread evenly over its iterations: an iteration's value is its
+class IterationWindow:
+    """The worker's bookkeeping over windows of iterations: its counters read and its settings checked. A window
+    opens with a read before its first iteration and closes after the iteration that ends :data:`COUNTER_WINDOW_NS`
+    after it opened, after the last iteration of a paired worker's arm (the recorder knows the next one), or before
+    an iteration of another phase; where it closes, ``check()`` runs (the settings' in-run checks) and the counters
+    are read again. What a window counted is spread evenly over its iterations: an iteration's value is its
     window's mean (an iteration that takes the window's time has a window of its own, its count exact), so a mean
     over iterations is exact but for what happened between the iterations of one window (and, for a window of
-    short iterations that a new phase closes, between its last iteration and that phase's first). Reads happen
-    only outside iterations' clocks."""
+    short iterations that a new phase closes, between its last iteration and that phase's first). Nothing runs
+    inside an iteration's clock, and between two iterations of one window only a count and a clock read: the
+    next short iteration starts as if called back to back."""
 
-    def __init__(self, read: Callable[[], dict[str, int | None]]) -> None:
-        self._read = read
+    def __init__(self, read: Callable[[], dict[str, int | None]], check: Callable[[], None],
+                 sink: dict[str, dict[str, list]]) -> None:
+        self._read, self._check, self._sink = read, check, sink  # sink[phase][event]: one value per iteration
         self._opened: dict[str, int | None] = {}
         self._at = 0
         self._kind: Hashable = None
-        self._slots: list[tuple[dict[str, list], int]] = []  # (an iteration's per-event lists, its index there)
+        self._phase = ""
+        self._n = 0  # iterations recorded in the open window
 
-    def before(self, kind: Hashable) -> None:
-        """Before an iteration of ``kind``: close the open window where the kind changes; open one where none is."""
-        if kind != self._kind and self._slots:
+    def before(self, kind: Hashable, phase: str) -> None:
+        """Before an iteration of ``kind`` in ``phase``: close the open window where the kind changes; open one where
+        none is."""
+        if kind != self._kind and self._n:
             self.close()
         self._kind = kind
-        if not self._slots:
+        if not self._n:
+            self._phase = phase
             self._opened, self._at = self._read(), time.perf_counter_ns()
 
-    def after(self, per_event: dict[str, list]) -> None:
-        """After a recorded iteration: a place in each event's list of ``per_event``, filled where the window closes
-        (closed here once it has been open long enough)."""
-        index = 0
-        for event in self._opened:
-            values = per_event.setdefault(event, [])
-            values.append(None)
-            index = len(values) - 1
-        self._slots.append((per_event, index))
+    def after(self) -> None:
+        """After a recorded iteration (one that raised is not): counted in the window, closed here once it has been
+        open long enough."""
+        self._n += 1
         if time.perf_counter_ns() - self._at >= COUNTER_WINDOW_NS:
             self.close()
 
     def close(self) -> None:
-        """Read now and spread what was counted since the window opened over its iterations (None where either read
-        had nothing; a window of one iteration keeps its count as counted)."""
-        if not self._slots:
+        """Check the settings, read the counters and spread what they counted since the window opened over its
+        iterations (None where either read had nothing; a window of one iteration keeps its count as counted)."""
+        if not self._n:
             return
-        n = len(self._slots)
-        for event, counted in counters.delta(self._opened, self._read()).items():
-            share = None if counted is None else counted if n == 1 else counted / n
-            for per_event, index in self._slots:
-                per_event[event][index] = share
-        self._slots = []
+        n, self._n = self._n, 0
+        self._check()
+        counted = counters.delta(self._opened, self._read())
+        if counted:
+            lists = self._sink.setdefault(self._phase, {})
+            for event, count in counted.items():
+                share = None if count is None else count if n == 1 else count / n
+                lists.setdefault(event, []).extend([share] * n)
 
 
 @dataclass
@@ -205,14 +208,14 @@ class SettingWatch:
 
 class CountedRecorder(Recorder):
     """Recorder whose ``counters[phase][event]`` holds one count per recorded iteration: its window's mean
-    (:class:`CounterWindow`; an iteration of 2 ms or more counted alone).
+    (:class:`IterationWindow`; an iteration of 2 ms or more counted alone).
 
     The counters are read outside the timed intervals, so the reads cost
     nothing in the time they bracket, and at most every 2 ms, so that they leave
     no gap between short iterations. A counter that cannot be read is kept as
     ``None`` per iteration, never as a made-up zero. ``plan``: the cell's
-    ``(name, setting, value)``; each that has an in-run check is sampled after
-    every iteration, outside its time (``during[name]``).
+    ``(name, setting, value)``; each that has an in-run check is sampled where a
+    window of iterations closes, outside their time (``during[name]``).
 
     ``ended[phase][name]``: what setting ``name`` read where ``phase`` ended
     (:meth:`~benchctl.settings.Setting.phase_ended`, asked of every registered setting; those that
@@ -233,7 +236,7 @@ class CountedRecorder(Recorder):
         self.ended_errors: dict[str, dict[str, str]] = {}
         self._phase: str | None = None
         self._phases_ended: set[str] = set()
-        self._window = CounterWindow(group.read) if group is not None else None
+        self._window = IterationWindow(group.read if group is not None else dict, self._check_settings, self.counters)
 
     def _phase_ended(self, phase: str, last: bool) -> None:
         """Ask every registered setting what it reads where ``phase`` ended."""
@@ -248,30 +251,32 @@ class CountedRecorder(Recorder):
                 self.ended.setdefault(phase, {})[name] = value
                 self.ended_errors.get(phase, {}).pop(name, None)
 
+    def _check_settings(self) -> None:
+        """The in-run checks of the cell's settings, where a window of iterations closes."""
+        for watch in self.during.values():
+            watch.sample()
+
     def finish(self) -> None:
-        """Close the counters' last window; ask the settings what they read where the last phase ended (the workload
-        returned)."""
-        if self._window is not None:
-            self._window.close()
+        """Close the last window of iterations; ask the settings what they read where the last phase ended (the
+        workload returned)."""
+        self._window.close()
         if self._phase is not None:
             self._phase_ended(self._phase, last=True)
 
     def _kind(self, phase: str) -> Hashable:
-        """What an iteration's counter window may not span a change of: its phase."""
+        """What a window of iterations may not span a change of: their phase."""
         return phase
 
     def _begin(self, phase: str) -> Any:
-        if self._phase is not None and phase != self._phase and self._phase not in self._phases_ended:
-            self._phase_ended(self._phase, last=False)
+        if self._phase is not None and phase != self._phase:
+            self._window.close()  # the phase's last window, before what its end reads (in no window)
+            if self._phase not in self._phases_ended:
+                self._phase_ended(self._phase, last=False)
         self._phase = phase
         super()._begin(phase)
-        if self._window is not None:
-            self._window.before(self._kind(phase))
+        self._window.before(self._kind(phase), phase)
         return None
 
     def _end(self, phase: str, ticks: int, begun: Any) -> None:
         super()._end(phase, ticks, None)
-        for watch in self.during.values():
-            watch.sample()
-        if self._window is not None:
-            self._window.after(self.counters.setdefault(phase, {}))
+        self._window.after()

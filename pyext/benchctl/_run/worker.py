@@ -3,8 +3,8 @@
 The runner writes the job (workload, its arguments, the cell's settings and
 where to put the result) to a JSON file and starts this module with its own
 interpreter, no shell. The worker applies the settings, runs the workload
-under a :class:`~benchctl._run.recorder.CountedRecorder` (which checks after
-every timed iteration that the settings still hold, and asks every setting what it
+under a :class:`~benchctl._run.recorder.CountedRecorder` (which checks between
+timed iterations, at least every 2 ms, that the settings still hold, and asks every setting what it
 reads where each phase ends: ``phases[phase][setting.phase_key]``, e.g. glibc malloc's
 state under ``"malloc"``), reads every setting back,
 (a paired cell's worker, whose job holds a ``pair``: under a

@@ -27,7 +27,7 @@ class CapOtherPools(Setting):
     carries_over = True
 
     def __init__(self) -> None:
-        self._capped: list = []  # the controllers capped at apply: read cheaply after every iteration
+        self._capped: list = []  # the controllers capped at apply: read cheaply during the iterations
         self._sizes: dict[str, int] = {}  # each pool's size (by library path) from before it was first capped
 
     def canonical(self, value: Any) -> str:
