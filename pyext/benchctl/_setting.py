@@ -116,8 +116,8 @@ class Setting(abc.ABC):
         return None
 
     def during(self, value: Any) -> Any:
-        """This setting's value as the process runs now (cheap: sampled between timed iterations, at least every 2 ms), or
-        None where it has no in-run check; a value other than ``value`` means the workload changed it."""
+        """This setting's value as the process runs now (cheap: sampled between timed iterations, at least every
+        2 ms), or None where it has no in-run check; a value other than ``value`` means the workload changed it."""
         return None
 
     #: The key under which :meth:`phase_ended`'s reading is kept in each phase of a worker's result (its
