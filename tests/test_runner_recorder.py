@@ -108,28 +108,31 @@ class WaitGroup:
 
     def __init__(self):
         self.total, self.reads = 0, 0
+        self.rec, self.at = None, []
 
     def read(self):
         self.reads += 1
+        if self.rec is not None:  # where the read falls: after how many recorded iterations
+            self.at.append(len(self.rec.ticks.get("p", [])))
         return {"context_switches": 0, "runqueue_wait_ns": self.total}
 
 
-def test_the_counters_are_read_over_windows_and_each_window_is_spread_over_its_iterations(monkeypatch):
+def test_the_counters_are_read_over_windows_that_double_and_each_is_spread_over_its_iterations(monkeypatch):
     from benchctl._run import recorder
     monkeypatch.setattr(recorder, "COUNTER_WINDOW_NS", 10**12)  # no window closes by time here
     group = WaitGroup()
     rec = CountedRecorder(group)
-    for phase, waits in (("p", (0, 300, 0)), ("q", (600, 400)), ("p", (300,))):
+    for phase, waits in (("p", (70, 0, 300, 0, 0, 0, 40)), ("q", (600, 400)), ("p", (300,))):
         for wait in waits:
             with rec.iteration(phase):
                 group.total += wait
     rec.finish()
-    # A window per run of one phase: opened before its first iteration, closed before the other phase's (or by
-    # finish), its count shared evenly: p's first window counted 300 over 3 iterations, q's 1000 over 2.
-    assert rec.counters["p"]["runqueue_wait_ns"] == [100.0, 100.0, 100.0, 300.0]
-    assert rec.counters["q"]["runqueue_wait_ns"] == [500.0, 500.0]
-    assert rec.counters["p"]["context_switches"] == [0] * 4
-    assert group.reads == 6  # two a window, not two an iteration
+    # A phase's windows hold 1, 2, 4... iterations, none across a change of phase, each count shared evenly: p's
+    # first iteration alone (where a warm-up's cost is), the next two sharing 300, the four after sharing 40.
+    assert rec.counters["p"]["runqueue_wait_ns"] == [70, 150.0, 150.0, 10.0, 10.0, 10.0, 10.0, 300]
+    assert rec.counters["q"]["runqueue_wait_ns"] == [600, 400]
+    assert rec.counters["p"]["context_switches"] == [0] * 8
+    assert group.reads == 2 * 6  # two a window (p 3, q 2, p 1), not two an iteration
 
 
 def test_an_iteration_as_long_as_a_window_has_its_own(monkeypatch):
@@ -157,7 +160,7 @@ def test_a_paired_workers_window_holds_one_run_of_an_arm_and_never_a_switch(monk
     from benchctl._run import recorder
     monkeypatch.setattr(recorder, "COUNTER_WINDOW_NS", 10**12)
     group = WaitGroup()
-    rec = CountedSwitch(group, Pair(a={}, b={}))
+    rec = group.rec = CountedSwitch(group, Pair(a={}, b={}))
     for _ in range(40):
         arm = rec.pattern[rec._block % len(rec.pattern)]  # the arm this iteration runs in
         with rec.iteration("p"):
@@ -167,7 +170,40 @@ def test_a_paired_workers_window_holds_one_run_of_an_arm_and_never_a_switch(monk
     assert {"A", "B"} <= set(letters)
     assert {w for w, letter in zip(waits, letters) if letter in "Aa"} == {0.0}
     assert {w for w, letter in zip(waits, letters) if letter in "Bb"} == {700.0}
-    # One window a run of an arm, its iterations left out after the switch and its steady ones together: no read
-    # between them, so that none leaves a gap before the block's first steady iteration.
-    runs = 1 + sum(first.upper() != second.upper() for first, second in zip(letters, letters[1:]))
-    assert group.reads == 2 * runs
+    # Once the phase's windows have doubled past a run of an arm, one window a run, its iterations left out after
+    # the switch and its steady ones together: no read between them, so that none leaves a gap before the block's
+    # first steady iteration.
+    changes = {i for i in range(1, len(letters)) if letters[i - 1].upper() != letters[i].upper()}
+    assert set(group.at[10:]) <= changes | {len(letters)}, (letters, group.at)  # from the sixth window on
+    assert len(group.at) <= 2 * (len(changes) + 1 + 4)
+
+
+def test_work_after_the_iterations_is_in_no_window(monkeypatch):
+    from benchctl._run import recorder
+    monkeypatch.setattr(recorder, "COUNTER_WINDOW_NS", 10**12)
+    group = WaitGroup()
+    rec = CountedRecorder(group)
+    for _ in range(5):  # windows of 1, 2 and 4 iterations, the third still open after the last
+        with rec.iteration("p"):
+            pass
+    rec.untimed()
+    group.total += 5000  # a probe's profiled call after the timed iterations
+    rec.finish()
+    assert rec.counters["p"]["runqueue_wait_ns"] == [0, 0.0, 0.0, 0.0, 0.0]  # without untimed(): 2500.0 the last two
+
+
+def test_a_user_workloads_timed_loop_says_where_its_iterations_end():
+    from benchctl._workloads import user
+
+    class Untimed(Recorder):
+        def __init__(self):
+            super().__init__()
+            self.said = []
+
+        def untimed(self):
+            self.said.append(len(self.ticks.get("run", [])))
+
+    for args in ({"iterations": 3, "seconds": 0}, {"iterations": 10**6, "seconds": 1e-9}):
+        rec = Untimed()
+        user._timed(rec, "run", lambda: None, args)
+        assert rec.said == [len(rec.ticks["run"])], args  # once, after the last iteration

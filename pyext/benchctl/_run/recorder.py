@@ -82,6 +82,10 @@ class Recorder:
         workload (a paired recorder counts each arm's steady ones)."""
         return len(self.ticks.get(phase, ())) >= least
 
+    def untimed(self) -> None:
+        """Say that work other than the timed iterations follows (a probe's profiled call after them): nothing here;
+        a :class:`CountedRecorder` closes its window of iterations, so that the work is counted in none."""
+
     def note(self, key: str, value: Any) -> None:
         """Attach a JSON-serialisable fact to the result (checked now, not at save time)."""
         json.dumps(value)
@@ -135,9 +139,12 @@ def open_counter_group() -> tuple[counters.CounterGroup | None, dict]:
 class IterationWindow:
     """The worker's bookkeeping over windows of iterations: its counters read and its settings checked. A window
     opens with a read before its first iteration and closes after the iteration that ends :data:`COUNTER_WINDOW_NS`
-    after it opened, after the last iteration of a paired worker's arm (the recorder knows the next one), or before
-    an iteration of another phase; where it closes, ``check()`` runs (the settings' in-run checks) and the counters
-    are read again. What a window counted is spread evenly over its iterations: an iteration's value is its
+    after it opened, after the last iteration of a paired worker's arm (the recorder knows the next one), before
+    an iteration of another phase, or where it holds twice the iterations of the phase's window before it (a
+    phase's first window one iteration): a phase's first iterations, where its warm-up is, keep their own counts
+    (a lazy start's page faults stay with the call that paid them, not spread over thirty of 8 us), and the windows
+    then double up to the time. Where a window closes, ``check()`` runs (the settings' in-run checks) and the
+    counters are read again. What a window counted is spread evenly over its iterations: an iteration's value is its
     window's mean (an iteration that takes the window's time has a window of its own, its count exact), so a mean
     over iterations is exact but for what happened between the iterations of one window (and, for a window of
     short iterations that a new phase closes, between its last iteration and that phase's first). Nothing runs
@@ -150,8 +157,9 @@ class IterationWindow:
         self._opened: dict[str, int | None] = {}
         self._at = 0
         self._kind: Hashable = None
-        self._phase = ""
+        self._phase: str | None = None
         self._n = 0  # iterations recorded in the open window
+        self._most = 1  # iterations the open window may hold: twice the phase's last window's
 
     def before(self, kind: Hashable, phase: str) -> None:
         """Before an iteration of ``kind`` in ``phase``: close the open window where the kind changes; open one where
@@ -160,14 +168,15 @@ class IterationWindow:
             self.close()
         self._kind = kind
         if not self._n:
-            self._phase = phase
+            if phase != self._phase:
+                self._phase, self._most = phase, 1
             self._opened, self._at = self._read(), time.perf_counter_ns()
 
     def after(self) -> None:
         """After a recorded iteration (one that raised is not): counted in the window, closed here once it has been
-        open long enough."""
+        open long enough or holds as many as it may."""
         self._n += 1
-        if time.perf_counter_ns() - self._at >= COUNTER_WINDOW_NS:
+        if self._n >= self._most or time.perf_counter_ns() - self._at >= COUNTER_WINDOW_NS:
             self.close()
 
     def close(self) -> None:
@@ -176,6 +185,7 @@ class IterationWindow:
         if not self._n:
             return
         n, self._n = self._n, 0
+        self._most = max(self._most, 2 * n)  # never less: a paired worker's arm change closes windows early
         self._check()
         counted = counters.delta(self._opened, self._read())
         if counted:
@@ -255,6 +265,9 @@ class CountedRecorder(Recorder):
         """The in-run checks of the cell's settings, where a window of iterations closes."""
         for watch in self.during.values():
             watch.sample()
+
+    def untimed(self) -> None:
+        self._window.close()
 
     def finish(self) -> None:
         """Close the last window of iterations; ask the settings what they read where the last phase ended (the

@@ -226,7 +226,8 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
         if watch is not None:
             watch.after_iteration(took)
         if args["seconds"] and spent >= args["seconds"] and rec.timed_enough(phase, MIN_ITERATIONS):
-            return
+            break
+    rec.untimed()  # what follows (the probe's profiled call) is in no window of the counters
 
 
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
