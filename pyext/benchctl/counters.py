@@ -4,7 +4,7 @@ time threads waited for a CPU, and hardware events where the CPU's PMU offers th
 A :class:`CounterGroup` is opened once and read around the work to count; a read
 returns cumulative counts and :func:`delta` turns two reads into the counts of
 what happened between them (benchctl's workers read theirs over windows of
-iterations of at least 2 ms: :class:`benchctl._run.recorder.CounterWindow`)::
+iterations: :class:`benchctl._run.recorder.IterationWindow`)::
 
     with CounterGroup(scope="process") as counters:
         before = counters.read()

@@ -143,8 +143,8 @@ class IterationWindow:
     an iteration of another phase, or where it holds twice the iterations of the phase's window before it (a
     phase's first window one iteration): a phase's first iterations, where its warm-up is, keep their own counts
     (a lazy start's page faults stay with the call that paid them, not spread over thirty of 8 us), and the windows
-    then double up to the time. Where a window closes, ``check()`` runs (the settings' in-run checks) and the
-    counters are read again. What a window counted is spread evenly over its iterations: an iteration's value is its
+    then double up to the time. Where a window closes, the counters are read again and ``check()`` runs (the
+    settings' in-run checks). What a window counted is spread evenly over its iterations: an iteration's value is its
     window's mean (an iteration that takes the window's time has a window of its own, its count exact), so a mean
     over iterations is exact but for what happened between the iterations of one window (and, for a window of
     short iterations that a new phase closes, between its last iteration and that phase's first). Nothing runs
@@ -180,19 +180,19 @@ class IterationWindow:
             self.close()
 
     def close(self) -> None:
-        """Check the settings, read the counters and spread what they counted since the window opened over its
-        iterations (None where either read had nothing; a window of one iteration keeps its count as counted)."""
+        """Read the counters, spread what they counted since the window opened over its iterations (None where either
+        read had nothing; a window of one iteration keeps its count as counted), then check the settings."""
         if not self._n:
             return
         n, self._n = self._n, 0
         self._most = max(self._most, 2 * n)  # never less: a paired worker's arm change closes windows early
-        self._check()
         counted = counters.delta(self._opened, self._read())
         if counted:
             lists = self._sink.setdefault(self._phase, {})
             for event, count in counted.items():
                 share = None if count is None else count if n == 1 else count / n
                 lists.setdefault(event, []).extend([share] * n)
+        self._check()  # after the read: the checks' own work is in no window
 
 
 @dataclass
