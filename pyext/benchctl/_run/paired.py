@@ -267,11 +267,13 @@ class PairedRecorder(CountedRecorder):
     def _begin(self, phase: str) -> Any:
         # A switch, where the block's arm changes: before the iteration's clock.
         self._label = label = self._next_label()
-        return label, time.perf_counter(), super()._begin(phase)
+        started = time.perf_counter()
+        super()._begin(phase)
+        return label, started
 
     def _end(self, phase: str, ticks: int, begun: Any) -> None:
-        label, started, counted = begun
-        super()._end(phase, ticks, counted)
+        label, started = begun
+        super()._end(phase, ticks, None)
         self.labels.setdefault(phase, []).append(label)
         self._recorded(label, time.perf_counter() - started)
         if self._coming().upper() != label.upper():
