@@ -3,15 +3,21 @@
 Each worker measures what ran beside it (:class:`benchctl._cpustat.BusySampler`: the CPUs other
 processes and the hypervisor's steal kept busy over its run, a counter of the machine, never the
 worker's own time). A worker is set aside when other load took more than :data:`GATE_CPUS` CPUs beside
-it beyond the run's usual load (the median beside its earlier gated workers, set-aside ones included;
-none before the first) while fewer than :data:`GATE_CPUS` stayed idle: the neighbour then took CPU time
-the workload could have used, and took it from this worker more than from the others. A neighbour on
-CPUs the workload leaves idle (one thread on a 16-CPU machine) sets nothing aside; nor does a steady
-one after the first worker: it falls on every cell alike (their rounds interleave, and the A/A control
-runs beside it too), where setting every worker aside would leave nothing to compare (a 2-CPU VM beside
-two 50%-duty neighbours set aside 28 of 29 workers in two runs, and answered nothing). The rule reads no
-timing, so setting a worker aside cannot lean towards an outcome; the A/A control's arms follow it as
-every cell does.
+it beyond the run's usual load (:func:`usual_load`) while fewer than :data:`GATE_CPUS` stayed idle: the
+neighbour then took CPU time the workload could have used, and took it from this worker more than from
+the others. A neighbour on CPUs the workload leaves idle (one thread on a 16-CPU machine) sets nothing
+aside; nor does a steady one after the first worker: it falls on every cell alike (their rounds
+interleave, and the A/A control runs beside it too), where setting every worker aside would leave nothing
+to compare (a 2-CPU VM beside two 50%-duty neighbours set aside 28 of 29 workers in two runs, and answered
+nothing). The rule reads no timing, so setting a worker aside cannot lean towards an outcome; the A/A
+control's arms follow it as every cell does.
+
+The usual load is the median beside the run's earlier kept workers and beside those set aside whose load
+outlasted the wait for a quiet moment that followed them (:data:`OUTLASTED`): a load that does not drop
+within a bounded wait is the machine's state; one that drops was a burst, and counting it made the next
+worker in the same burst usual (a 1-second worker beside 30% bursts of 0.5-3 s: set aside at 0.99 CPUs,
+the next kept at 0.02, the one after kept at 0.98 against their median 0.51, its paired ratio 10.9 where
+the others gave 0.52).
 
 The runner waits (at most :data:`QUIET_WAIT_S`) for the load to drop to what the gate admits before each
 worker, runs a set-aside slot again in the budget left (at most :data:`RETRIES` times), and keeps every
@@ -29,7 +35,8 @@ from typing import Sequence
 from .. import _validate, settings as _settings
 from .document import CONTROL_ARM
 
-__all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "Beside", "usual_load",
+__all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "OUTLASTED", "Beside",
+           "usual_load", "loads_of_the_usual",
            "described", "reason", "set_aside", "report_lines", "too_busy"]
 
 #: The environment variable that sets :data:`GATE_CPUS` for a process and the workers it starts (``inf``: no
@@ -63,6 +70,8 @@ QUIET_SAMPLE_S = 0.25
 RETRIES = 2
 #: The document's list of set-aside workers.
 KEY = "set_aside"
+#: Marks a set-aside worker whose load outlasted the runner's next wait for a quiet moment: part of the usual load.
+OUTLASTED = "load_outlasted_wait"
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,15 @@ class Beside:
 
 
 def usual_load(earlier: Sequence[float]) -> float:
-    """The run's usual other load: the median beside its earlier gated workers (0 before the first)."""
+    """The run's usual other load: the median of ``earlier`` (:func:`loads_of_the_usual`; 0 before any)."""
     return statistics.median(earlier) if earlier else 0.0
+
+
+def loads_of_the_usual(kept: Sequence[dict], aside: Sequence[dict]) -> list[float]:
+    """The loads the usual load is the median of: beside each kept worker of ``kept`` and each of ``aside`` marked
+    :data:`OUTLASTED` (where recorded)."""
+    chosen = [*kept, *(r for r in aside if r.get(OUTLASTED))]
+    return [b for b in (Beside.of(r).other_cpus for r in chosen) if b is not None]
 
 
 def described() -> dict:
@@ -108,14 +124,14 @@ def _rule() -> str:
 
 def reason(record: dict, earlier: Sequence[float] = ()) -> str | None:
     """Why the gate sets this worker aside, or None: it is kept (a failed worker is not the gate's). ``earlier``:
-    the other load beside the run's earlier gated workers (:func:`usual_load`)."""
+    the loads of the run's usual load so far (:func:`loads_of_the_usual`)."""
     if record.get("status") != "ok":
         return None
     beside, usual = Beside.of(record), usual_load(earlier)
     if not beside.contended(usual):
         return None
     return (f"other load kept {beside.other_cpus:.2f} CPUs busy beside it with {beside.idle_cpus:.2f} idle, "
-            f"where the run's earlier workers had {usual:.2f} ({_rule()})")
+            f"where the run's usual load was {usual:.2f} ({_rule()})")
 
 
 def set_aside(doc: dict) -> list[dict]:
@@ -138,9 +154,12 @@ def report_lines(doc: dict) -> list[str]:
     if aside:
         loads = [Beside.of(r).other_cpus or 0.0 for r in aside]
         cells = sorted({_cell_text(r) for r in aside})
+        outlasted = sum(bool(r.get(OUTLASTED)) for r in aside)
+        usual = (f"; the load beside {outlasted} of them outlasted the wait for a quiet moment that followed, and "
+                 "counts in the usual load since" if outlasted else "")
         lines.append(f"contention gate: {len(aside)} worker(s) set aside, other load beside them "
                      f"{min(loads):.2f}-{max(loads):.2f} CPUs ({_rule()}; decided before any timing); their cells "
-                     f"ran again in the budget left: {', '.join(cells)}")
+                     f"ran again in the budget left: {', '.join(cells)}{usual}")
     if waited >= QUIET_SAMPLE_S * 4:
         lines.append(f"the runner waited {waited:.0f} s in all for other load to drop to what the gate admits "
                      f"before starting workers (at most {QUIET_WAIT_S:.0f} s each)")
