@@ -28,10 +28,6 @@ def test_the_gate_share_comes_from_the_environment(monkeypatch):
             gate._from_environment(0.5)
 
 
-#: A wait for a quiet moment that the load outlasted.
-_OUTLASTED = _cpustat.QuietWait(0.0, False)
-
-
 def _record(other, busy, cpus=2, status="ok", steal=0.0, cell=None):
     return {"cell": cell or {}, "repetition": 0, "status": status,
             "beside": {"cpus": cpus, "busy_cpus": busy, "other_cpus": other, "steal_cpus": steal}}
@@ -113,19 +109,19 @@ def test_a_set_aside_worker_runs_again_and_stays_out_of_the_comparisons(tmp_path
 
     waits = []
     monkeypatch.setattr(runner, "run_worker", neighbour_on_first_attempts)
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, max_s, sample_s, since: waits.append((most, since))
-                        or _cpustat.QuietWait(0.5, True))
+    monkeypatch.setattr(runner, "wait_for_quiet",
+                        lambda most, max_s, sample_s, since: waits.append((most, since)) or 0.5)
     path = str(tmp_path / "r.json")
     doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {"ms": [0.1, 0.2]}, json_path=path,
                             repeat=2, progress=False, control=False)
     assert len(attempts) == 8 and len(waits) == 8
-    # each wait is for the load the gate admits: the usual load (the kept workers', 0 here: the neighbour's load
-    # dropped in every wait after it) plus the share
+    # each wait is for the load the gate admits: the usual load (the kept workers', 0 here: no worker was set
+    # aside right after another) plus the share
     assert [most for most, _ in waits] == pytest.approx([gate.GATE_CPUS] * 8)
     assert waits[0][1] is None and all(since is not None for _, since in waits[1:])  # the gap since the last worker
     saved = results.load(path)
     assert len(saved[gate.KEY]) == 4 and all("set_aside" in r for r in saved[gate.KEY])
-    assert not any(r.get(gate.OUTLASTED) for r in saved[gate.KEY])
+    assert not any(r.get(gate.PERSISTED) for r in saved[gate.KEY])
     assert len(saved["runs"]) == 4 and all(r["beside"]["other_cpus"] == 0.0 for r in saved["runs"])
     assert saved["metadata"]["runner"]["gate"]["cpus"] == gate.GATE_CPUS
     assert saved["metadata"]["runner"]["quiet_wait_s"] == pytest.approx(4.0)
@@ -146,7 +142,7 @@ def test_a_slot_set_aside_each_time_is_left_unfilled_within_its_retries(tmp_path
         return record
 
     monkeypatch.setattr(runner, "run_worker", busier_each_time)
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: _cpustat.QuietWait(0.0, True))
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
     doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, json_path=str(tmp_path / "r.json"),
                             progress=False, control=False)
     assert len(calls) == 1 + gate.RETRIES
@@ -168,20 +164,21 @@ def _workers_beside(monkeypatch, other_cpus):
     monkeypatch.setattr(runner, "run_worker", beside)
 
 
-def test_a_steady_neighbour_costs_the_first_worker_only(tmp_path, monkeypatch):
-    """Every worker ran beside the same 0.75 CPUs: the first is set aside (nothing earlier to call it usual), its
-    slot runs again and every later worker is kept; the answer says first how busy the machine was."""
+def test_a_steady_neighbour_costs_the_first_two_workers(tmp_path, monkeypatch):
+    """Every worker ran beside the same 0.75 CPUs: the first is set aside (nothing earlier to call it usual), and
+    so is its slot's second attempt (against the usual load without the first, which a burst would leave); beside
+    two workers in a row the load is the usual one, and every later worker is kept; the answer says first how busy
+    the machine was."""
     _workers_beside(monkeypatch, 0.75)
     waits = []
-    # every wait for a quiet moment runs out: the load outlasts it
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or _OUTLASTED)
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or 0.0)
     doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {"ms": [0.1, 0.2]},
                             json_path=str(tmp_path / "r.json"), repeat=2, progress=False, control=False)
-    assert len(doc[gate.KEY]) == 1 and len(doc["runs"]) == 4 and doc[gate.KEY][0][gate.OUTLASTED]
-    # the retry waits for the usual load without the set-aside one (a burst would have dropped); the load outlasts
-    # that wait, and is the usual load from then on
-    assert waits == pytest.approx([gate.GATE_CPUS] * 2 + [0.75 + gate.GATE_CPUS] * 3)
-    assert "the load beside 1 of them outlasted the wait" in render.render(doc)
+    assert len(doc[gate.KEY]) == 2 and len(doc["runs"]) == 4 and all(r[gate.PERSISTED] for r in doc[gate.KEY])
+    # the second is judged, and waited for, against the usual load without the first (a burst the next worker does
+    # not see); beside both, the load is the usual one from then on
+    assert waits == pytest.approx([gate.GATE_CPUS] * 2 + [0.75 + gate.GATE_CPUS] * 4)
+    assert "2 of them were set aside two in a row" in render.render(doc)
     first = render.render(doc).split("Answer for")[1].splitlines()[1]
     assert first.startswith(" the machine was") and "4 of 4 workers ran beside other load (a median 0.75 CPUs" in first
 
@@ -202,53 +199,51 @@ def _workers_beside_in_turn(monkeypatch, loads):
 def test_a_burst_that_dropped_before_the_next_worker_is_not_the_usual_load(tmp_path, monkeypatch):
     """A 1-second worker beside 30% bursts of 0.5-3 s: set aside at 0.99 CPUs, the next kept at 0.02; the one
     after, in a burst again at 0.98, was kept against the median of both (0.51) and gave a paired ratio of 10.9
-    where the others gave 0.52. The first load dropped within the wait after it: a burst, not the usual load."""
+    where the others gave 0.52. The next worker did not see the first one's load: a burst, not the usual load."""
     _workers_beside_in_turn(monkeypatch, [0.99, 0.02, 0.98, 0.01])
     waits = []
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or _cpustat.QuietWait(
-        0.3, True))
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or 0.3)
     doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, repeat=2, progress=False, control=False,
                             json_path=str(tmp_path / "r.json"))
     assert [gate.Beside.of(r).other_cpus for r in doc[gate.KEY]] == [0.99, 0.98]
     assert [gate.Beside.of(r).other_cpus for r in doc["runs"]] == [0.02, 0.01]
     assert waits == pytest.approx([gate.GATE_CPUS, gate.GATE_CPUS, 0.02 + gate.GATE_CPUS, 0.02 + gate.GATE_CPUS])
-    assert not any(r.get(gate.OUTLASTED) for r in doc[gate.KEY])
+    assert not any(r.get(gate.PERSISTED) for r in doc[gate.KEY])
 
 
-def test_a_resumed_run_counts_the_set_aside_loads_that_outlasted_a_wait(tmp_path, monkeypatch):
-    """A load that outlasted the wait after it is marked in the file and stays the usual load on --resume; one
-    that dropped stays out of it."""
-    _workers_beside_in_turn(monkeypatch, [0.9, 0.9, 1.3])  # the first run's two workers, then the resumed one's
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: _OUTLASTED)
+def test_a_resumed_run_counts_the_loads_set_aside_two_in_a_row(tmp_path, monkeypatch):
+    """Two workers set aside in a row are marked in the file and their loads stay the usual load on --resume; a
+    set-aside one without the mark stays out of it."""
+    _workers_beside_in_turn(monkeypatch, [0.9, 0.9, 0.9, 1.3])  # the first run's three workers, the resumed one's
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
     path = str(tmp_path / "r.json")
     first = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, json_path=path, repeat=1,
                               progress=False, control=False)
-    assert len(first[gate.KEY]) == 1 and len(first["runs"]) == 1
-    assert results.load(path)[gate.KEY][0][gate.OUTLASTED]  # saved with the worker after it
+    assert len(first[gate.KEY]) == 2 and len(first["runs"]) == 1
+    assert all(r[gate.PERSISTED] for r in results.load(path)[gate.KEY])  # the first too, saved with the second
     waits = []
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or _cpustat.QuietWait(
-        0.0, True))
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda most, *a, **k: waits.append(most) or 0.0)
     doc = runner.run_matrix("sleep", {"iterations": 2, "ms": 0.1}, {}, json_path=path, repeat=2, resume=True,
                             progress=False, control=False)
     assert waits == pytest.approx([0.9 + gate.GATE_CPUS]) and len(doc["runs"]) == 2  # 1.3 is not 0.5 over 0.9
-    assert gate.loads_of_the_usual(doc["runs"], doc[gate.KEY]) == pytest.approx([0.9, 1.3, 0.9])
-    undecided = {**doc[gate.KEY][0]}
-    undecided.pop(gate.OUTLASTED)
-    assert gate.loads_of_the_usual(doc["runs"], [undecided]) == pytest.approx([0.9, 1.3])
+    assert gate.loads_of_the_usual(doc["runs"], doc[gate.KEY]) == pytest.approx([0.9, 1.3, 0.9, 0.9])
+    unmarked = {**doc[gate.KEY][0]}
+    unmarked.pop(gate.PERSISTED)
+    assert gate.loads_of_the_usual(doc["runs"], [unmarked]) == pytest.approx([0.9, 1.3])
 
 
 def test_a_resumed_run_keeps_its_usual_load(tmp_path, monkeypatch):
     """--resume reads the usual load from the file's workers: the steady neighbour sets none of the new ones
     aside."""
     _workers_beside(monkeypatch, 0.75)
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: _OUTLASTED)
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
     path = str(tmp_path / "r.json")
     first = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {}, json_path=path, repeat=2,
                               progress=False, control=False)
-    assert len(first[gate.KEY]) == 1 and len(first["runs"]) == 2
+    assert len(first[gate.KEY]) == 2 and len(first["runs"]) == 2
     doc = runner.run_matrix("sleep", {"iterations": 3, "ms": 0.1}, {}, json_path=path, repeat=4, resume=True,
                             progress=False, control=False)
-    assert len(doc[gate.KEY]) == 1 and len(doc["runs"]) == 4
+    assert len(doc[gate.KEY]) == 2 and len(doc["runs"]) == 4
 
 
 def test_waiting_for_quiet_is_bounded(monkeypatch):
@@ -258,23 +253,21 @@ def test_waiting_for_quiet_is_bounded(monkeypatch):
 
     monkeypatch.setattr(_cpustat, "BusySampler", Busy)
     waited = _cpustat.wait_for_quiet(0.5, 0.3, 0.05)
-    assert 0.2 <= waited.seconds <= 0.6 and not waited.quiet
+    assert 0.2 <= waited <= 0.6
 
     class Quiet:
         def finish(self):
             return {"other_cpus": 0.1, "steal_cpus": 0.1, "wall_s": 0.01}
 
     monkeypatch.setattr(_cpustat, "BusySampler", Quiet)
-    waited = _cpustat.wait_for_quiet(0.5, 10.0, 0.01)
-    assert waited.seconds < 1.0 and waited.quiet
-    assert _cpustat.wait_for_quiet(0.5, 0.0, 0.01).quiet  # a last look that is quiet: found, not run out
+    assert _cpustat.wait_for_quiet(0.5, 10.0, 0.01) < 1.0
 
     class QuietSinceTheLastWorker(Quiet):
         def finish(self):
             return {**super().finish(), "wall_s": 6.0}
 
     started = _cpustat.time.monotonic()
-    assert _cpustat.wait_for_quiet(0.5, 10.0, 5.0, since=QuietSinceTheLastWorker()).seconds < 0.1
+    assert _cpustat.wait_for_quiet(0.5, 10.0, 5.0, since=QuietSinceTheLastWorker()) < 0.1
     assert _cpustat.time.monotonic() - started < 1.0  # the gap since the last worker was the look: no sleep
 
 
@@ -321,13 +314,13 @@ def test_a_paired_worker_that_switches_the_thread_count_is_the_gates(tmp_path, m
             record["beside"] = {"cpus": 2, "busy_cpus": 2.0, "other_cpus": other, "steal_cpus": 0.0}
             return record
 
-    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: _OUTLASTED)  # the neighbour holds its 1.5 CPUs
+    monkeypatch.setattr(runner, "wait_for_quiet", lambda *a, **k: 0.0)
     for switched, aside in (({"threads": 1}, 2), ({"ftz": "process"}, 0)):
         PairedBeside(monkeypatch, lambda c: 1.0)
         doc = runner.run_matrix("sleep", {"iterations": 1}, {"with": [{}, switched]}, repeat=2, progress=False,
                                 paired=True, json_path=str(tmp_path / f"{aside}.json"))
         assert doc["paired"]["cells"] == [{"with": switched}]
-        # Gated, the first paired worker is set aside against the baseline's usual 0 CPUs, and its slot's second
-        # attempt against their median 0.75; the third, against 1.5, is kept, and so is the next round's.
+        # Gated, the first paired worker is set aside against the baseline's usual 0 CPUs, and so is its slot's
+        # second attempt; the third, against their median 1.5 (two in a row), is kept, and so is the next round's.
         assert [r["cell"] for r in doc.get(gate.KEY) or []] == [{"with": switched}] * aside
         assert len([r for r in doc["runs"] if r["cell"] == {"with": switched}]) == 2

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ._procfs import read_text
 
-__all__ = ["CpuTimes", "cpu_times", "BusySampler", "QuietWait", "wait_for_quiet"]
+__all__ = ["CpuTimes", "cpu_times", "BusySampler", "wait_for_quiet"]
 
 
 @dataclass(frozen=True)
@@ -111,23 +111,13 @@ class BusySampler:
         return out
 
 
-@dataclass(frozen=True)
-class QuietWait:
-    """One wait for a quiet moment: how long it took, and whether it found one (False: the load outlasted it)."""
-
-    seconds: float
-    quiet: bool
-
-
-def wait_for_quiet(most_cpus: float, max_wait_s: float, sample_s: float,
-                   since: BusySampler | None = None) -> QuietWait:
+def wait_for_quiet(most_cpus: float, max_wait_s: float, sample_s: float, since: BusySampler | None = None) -> float:
     """Wait until other load (other processes and steal, over one look of at least ``sample_s``) is at most
-    ``most_cpus``, for at most ``max_wait_s``. ``since``: a sampler started earlier (when the last worker
-    ended), whose span is the first look when it lasted a fifth of ``sample_s`` or more: a quiet machine then
-    costs no wait at all. Where /proc/stat cannot be read nothing is waited for (and the machine counts as
-    quiet)."""
+    ``most_cpus``, for at most ``max_wait_s``; the seconds waited. ``since``: a sampler started earlier (when
+    the last worker ended), whose span is the first look when it lasted a fifth of ``sample_s`` or more: a
+    quiet machine then costs no wait at all. Where /proc/stat cannot be read nothing is waited for."""
     if most_cpus == float("inf"):  # no gate: nothing to wait for
-        return QuietWait(0.0, True)
+        return 0.0
     started = time.monotonic()
     sampler = since
     while True:
@@ -137,9 +127,9 @@ def wait_for_quiet(most_cpus: float, max_wait_s: float, sample_s: float,
         beside = sampler.finish()
         sampler = None
         waited = time.monotonic() - started
-        # too short a look tells nothing (the kernel counts CPU time in 10 ms ticks)
-        if beside["wall_s"] >= sample_s / 5 and (
-                beside["other_cpus"] is None or beside["other_cpus"] + beside["steal_cpus"] <= most_cpus):
-            return QuietWait(waited, True)
         if waited + sample_s > max_wait_s:
-            return QuietWait(waited, False)
+            return waited
+        if beside["wall_s"] < sample_s / 5:
+            continue  # too short a look to tell (the kernel counts CPU time in 10 ms ticks)
+        if beside["other_cpus"] is None or beside["other_cpus"] + beside["steal_cpus"] <= most_cpus:
+            return waited

@@ -12,12 +12,13 @@ to compare (a 2-CPU VM beside two 50%-duty neighbours set aside 28 of 29 workers
 nothing). The rule reads no timing, so setting a worker aside cannot lean towards an outcome; the A/A
 control's arms follow it as every cell does.
 
-The usual load is the median beside the run's earlier kept workers and beside those set aside whose load
-outlasted the wait for a quiet moment that followed them (:data:`OUTLASTED`): a load that does not drop
-within a bounded wait is the machine's state; one that drops was a burst, and counting it made the next
-worker in the same burst usual (a 1-second worker beside 30% bursts of 0.5-3 s: set aside at 0.99 CPUs,
-the next kept at 0.02, the one after kept at 0.98 against their median 0.51, its paired ratio 10.9 where
-the others gave 0.52).
+The usual load is the median beside the run's earlier kept workers and beside those set aside two in a row
+(:data:`PERSISTED`): a load beside two gated workers in a row, each judged against the usual load without
+the other, is the machine's state (each worker's load is an average over its run, so the next worker
+tells it at the same time scale); one the next worker did not see was a burst, and counting it, as the
+rule did before, made the next worker in the same burst usual (a 1-second worker beside 30% bursts of
+0.5-3 s: set aside at 0.99 CPUs, the next kept at 0.02, the one after kept at 0.98 against their median
+0.51, its paired ratio 10.9 where the others gave 0.52). A steady neighbour costs the first two workers.
 
 The runner waits (at most :data:`QUIET_WAIT_S`) for the load to drop to what the gate admits before each
 worker, runs a set-aside slot again in the budget left (at most :data:`RETRIES` times), and keeps every
@@ -35,9 +36,8 @@ from typing import Sequence
 from .. import _validate, settings as _settings
 from .document import CONTROL_ARM
 
-__all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "OUTLASTED", "Beside",
-           "usual_load", "loads_of_the_usual",
-           "described", "reason", "set_aside", "report_lines", "too_busy"]
+__all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "PERSISTED", "Beside",
+           "usual_load", "loads_of_the_usual", "described", "reason", "set_aside", "report_lines", "too_busy"]
 
 #: The environment variable that sets :data:`GATE_CPUS` for a process and the workers it starts (``inf``: no
 #: gate; the test suite sets it so that its verdicts do not depend on how busy the machine is).
@@ -70,8 +70,8 @@ QUIET_SAMPLE_S = 0.25
 RETRIES = 2
 #: The document's list of set-aside workers.
 KEY = "set_aside"
-#: Marks a set-aside worker whose load outlasted the runner's next wait for a quiet moment: part of the usual load.
-OUTLASTED = "load_outlasted_wait"
+#: Marks a set-aside worker whose load was beside the gated worker before or after it too: part of the usual load.
+PERSISTED = "load_persisted"
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,8 @@ def usual_load(earlier: Sequence[float]) -> float:
 
 def loads_of_the_usual(kept: Sequence[dict], aside: Sequence[dict]) -> list[float]:
     """The loads the usual load is the median of: beside each kept worker of ``kept`` and each of ``aside`` marked
-    :data:`OUTLASTED` (where recorded)."""
-    chosen = [*kept, *(r for r in aside if r.get(OUTLASTED))]
+    :data:`PERSISTED` (where recorded)."""
+    chosen = [*kept, *(r for r in aside if r.get(PERSISTED))]
     return [b for b in (Beside.of(r).other_cpus for r in chosen) if b is not None]
 
 
@@ -154,9 +154,9 @@ def report_lines(doc: dict) -> list[str]:
     if aside:
         loads = [Beside.of(r).other_cpus or 0.0 for r in aside]
         cells = sorted({_cell_text(r) for r in aside})
-        outlasted = sum(bool(r.get(OUTLASTED)) for r in aside)
-        usual = (f"; the load beside {outlasted} of them outlasted the wait for a quiet moment that followed, and "
-                 "counts in the usual load since" if outlasted else "")
+        persisted = sum(bool(r.get(PERSISTED)) for r in aside)
+        usual = (f"; {persisted} of them were set aside two in a row, and the load beside them counts in the usual "
+                 "load since" if persisted else "")
         lines.append(f"contention gate: {len(aside)} worker(s) set aside, other load beside them "
                      f"{min(loads):.2f}-{max(loads):.2f} CPUs ({_rule()}; decided before any timing); their cells "
                      f"ran again in the budget left: {', '.join(cells)}{usual}")

@@ -292,13 +292,13 @@ class _Run:
         self.worker_timeout_s, self.probe = worker_timeout_s, probe
         self.open_cells: set[int] | None = None
         self._since_last: BusySampler | None = None
-        # The loads the gate's usual load is the median of (a resumed file's too), and the set-aside workers not
-        # yet known to be a burst or the machine's state: the next wait for a quiet moment tells which.
+        # The loads the gate's usual load is the median of (a resumed file's too), and the worker set aside last, not
+        # yet known to be a burst or the machine's state: the next gated worker tells which.
         unpaired = [r for r in log.doc.get("runs", []) + gate.set_aside(log.doc)
                     if r.get("pair") is None and r.get("arm") != document.PAIRED_ARM]
         self._usual_loads = gate.loads_of_the_usual([r for r in unpaired if gate.KEY not in r],
                                                     [r for r in unpaired if gate.KEY in r])
-        self._undecided: list[dict] = []
+        self._undecided: dict | None = None
 
     def _expected(self, slot: _rounds.Slot) -> float | None:
         """The slot's cell's mean worker duration; before its first worker, that of any worker so far."""
@@ -359,10 +359,9 @@ class _Run:
             left = self.budget.left()
             most = gate.QUIET_WAIT_S if left is None else max(0.0, min(gate.QUIET_WAIT_S, left / 10))
             if gated:  # a steady load is the machine's state: waiting for less than it would not end
-                wait = wait_for_quiet(gate.usual_load(self._usual_loads) + gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S,
-                                      since=self._since_last)
-                runner["quiet_wait_s"] = runner.get("quiet_wait_s", 0.0) + wait.seconds
-                self._decide_set_aside(outlasted=not wait.quiet)
+                runner["quiet_wait_s"] = runner.get("quiet_wait_s", 0.0) + wait_for_quiet(
+                    gate.usual_load(self._usual_loads) + gate.GATE_CPUS, most, gate.QUIET_SAMPLE_S,
+                    since=self._since_last)
             args = self.plan.cell_args[slot.index]
             carrier = {"carrier_args": carrier_args(args)} if slot.carries_control else {}
             record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}), **carrier,
@@ -374,20 +373,18 @@ class _Run:
             if why is None:
                 if gated and record.get("status") == "ok" and load is not None:
                     self._usual_loads.append(load)
+                    self._undecided = None  # the load beside the worker set aside before this one was a burst
                 self.log.add(*_with_carried_control(record, self.plan.cells[0]))
                 return
             aside = {**record, gate.KEY: why}
-            self._undecided.append(aside)
+            if self._undecided is None:
+                self._undecided = aside
+            else:  # beside two gated workers in a row: the machine's state (both marked, saved with this one)
+                for persisted in (self._undecided, aside):
+                    persisted[gate.PERSISTED] = True
+                    self._usual_loads.append(gate.Beside.of(persisted).other_cpus)
+                self._undecided = None
             self.log.set_aside(aside)
-
-    def _decide_set_aside(self, outlasted: bool) -> None:
-        """The set-aside workers since the last wait for a quiet moment join the usual load where their load
-        outlasted that wait (marked in the file, saved with the next worker), and stay out of it where it dropped."""
-        for record in self._undecided:
-            if outlasted:
-                record[gate.OUTLASTED] = True
-                self._usual_loads.append(gate.Beside.of(record).other_cpus)
-        self._undecided = []
 
     def execute(self, workdir: str, bar) -> None:
         index = 0
