@@ -33,6 +33,14 @@ def allocator_story():
                         "large_block_mapping": "[heap]" if c["alloc"] == "retain" else "anonymous"}}})
 
 
+def test_a_counter_that_moved_with_the_gap_is_said_in_its_own_unit():
+    """The wait for a CPU is kept in nanoseconds and said in milliseconds, as its words say (the gap's closing
+    sentence said "ms waiting for a CPU/iter go from 225.1M to 5.7M" for 225 ms)."""
+    from benchctl._results import counter_evidence as ce
+    assert ce.change_text(ce.RUNQUEUE_WAIT, 225.1e6, 5.7e6) == "ms waiting for a CPU/iter go from 225 to 5.7"
+    assert ce.change_text(ce.MINOR_FAULTS, 340_000, 20_000) == "minor page faults/iter go from 340k to 20k"
+
+
 def test_allocator_closes_the_gap_and_faults_move_with_it():
     doc = analyse(allocator_story(), focus="order")
     found = doc["verdict"]

@@ -67,8 +67,9 @@ def moved_down(field: str, before: float | None, after: float | None) -> bool:
 
 
 def change_text(field: str, before: float | None, after: float | None) -> str:
-    """``"minor page faults/iter go from 330k to 2,507"``."""
-    return f"{WORDS[field]} go from {wording.count(before)} to {wording.count(after)}"
+    """``"minor page faults/iter go from 330k to 2,507"``; the wait for a CPU in milliseconds, as its words say."""
+    value = _ms if field == RUNQUEUE_WAIT else wording.count
+    return f"{WORDS[field]} go from {value(before)} to {value(after)}"
 
 
 def _ms(ns: float | None) -> str:
@@ -107,7 +108,7 @@ class CpuWait:
         switches = change_text(CONTEXT_SWITCHES, self.switches_before, self.switches_after)
         if self.wait_before is None or self.wait_after is None:
             return switches
-        return f"{switches}; {WORDS[RUNQUEUE_WAIT]} go from {_ms(self.wait_before)} to {_ms(self.wait_after)}"
+        return f"{switches}; {change_text(RUNQUEUE_WAIT, self.wait_before, self.wait_after)}"
 
     #: Why a time saved without either falling leaves the mechanism open, after its head.
     UNCONFIRMED = ", yet neither context switches nor the wait for a CPU fall with it: the mechanism is unconfirmed"
