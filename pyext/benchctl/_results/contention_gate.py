@@ -6,7 +6,7 @@ worker's own time). A worker is set aside when other load took more than :data:`
 it beyond the run's usual load (:func:`usual_load`) while fewer than :data:`GATE_CPUS` stayed idle: the
 neighbour then took CPU time the workload could have used, and took it from this worker more than from
 the others. A neighbour on CPUs the workload leaves idle (one thread on a 16-CPU machine) sets nothing
-aside; nor does a steady one after the first worker: it falls on every cell alike (their rounds
+aside; nor does a steady one after the first two workers: it falls on every cell alike (their rounds
 interleave, and the A/A control runs beside it too), where setting every worker aside would leave nothing
 to compare (a 2-CPU VM beside two 50%-duty neighbours set aside 28 of 29 workers in two runs, and answered
 nothing). The rule reads no timing, so setting a worker aside cannot lean towards an outcome; the A/A
