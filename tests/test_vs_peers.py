@@ -192,6 +192,34 @@ def test_benchctl_s_costs_are_its_calibration_runs_less_the_workers_targets(monk
         vp.measure_benchctl_costs("ftz", str(tmp_path))
 
 
+def test_benchctl_costs_leave_out_what_the_contention_gate_cost(tmp_path, monkeypatch):
+    """A worker set aside (2.5 s) and a wait for a quiet moment (0.5 s) in the run here, a set-aside worker (2.0 s)
+    in the command: neither is benchctl's start, report or per-worker cost, and each repetition's budget pays for
+    the gate again."""
+    import json
+
+    from benchctl._results import document
+    from benchctl._run import runner
+
+    cell = {"threads": 1}
+    doc = {"runs": [{"cell": cell, "status": "ok"}], "set_aside": [{"cell": cell, "duration_s": 2.5}],
+           "metadata": {"runner": {"quiet_wait_s": 0.5}}}
+    clock = iter([100.0, 100.0 + 5.0])
+    monkeypatch.setattr(vp.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(runner, "run_matrix", lambda *a, **k: doc)
+
+    def command(cmd, timeout):
+        with open(cmd[cmd.index("--json") + 1], "w") as f:
+            json.dump({"runs": [], "set_aside": [{"cell": cell, "duration_s": 2.0}]}, f)
+        return "", 2.0 + 2.0 + 3.0  # the work done here (2 s without the gate), its set-aside worker, its own 3 s
+
+    monkeypatch.setattr(vp, "run_child", command)
+    monkeypatch.setattr(document, "load", lambda path: json.load(open(path)))
+    costs = vp._benchctl_costs_once("threads", str(tmp_path), 0)
+    assert costs.worker_s == pytest.approx(5.0 - 3.0 - vp.CALIBRATION_S)  # one worker, less its 1 s target
+    assert costs.outside_s == pytest.approx(3.0)
+
+
 def test_benchctl_is_sized_for_the_workers_its_first_rounds_run():
     """A paired A/B: 5 paired processes carrying the control (its first rounds are 5: the command asks for them),
     none of the baseline's own; one that needs fresh processes: A, B and the control's second arm, 3 each (9)."""
