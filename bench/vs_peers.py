@@ -555,9 +555,9 @@ def _benchctl_costs_once(name: str, workdir: str, sample: int) -> BenchctlCosts:
 
 def _gate_s(doc: dict) -> float:
     """What the contention gate cost a run: its set-aside workers and its waits for a quiet moment. A calibration
-    leaves it out: under the neighbour two of three samples had a worker set aside, their medians said 5.2 s
-    outside the budget (1.8-2.4 s without), and each repetition, whose own budget pays for the gate again, had 15 s
-    of its 20."""
+    leaves it out: under the neighbour two of three samples had a worker set aside, their median said 5.2 s outside
+    the budget (1.8-2.4 s without), and each repetition, whose own budget pays for the gate again, had 15 s of its
+    20."""
     from benchctl._results import contention_gate
 
     waited = (doc.get("metadata", {}).get("runner", {}) or {}).get("quiet_wait_s") or 0.0
