@@ -560,8 +560,7 @@ def _gate_s(doc: dict) -> float:
     20."""
     from benchctl._results import contention_gate
 
-    waited = (doc.get("metadata", {}).get("runner", {}) or {}).get("quiet_wait_s") or 0.0
-    return waited + sum(r.get("duration_s") or 0.0 for r in contention_gate.set_aside(doc))
+    return contention_gate.quiet_wait_s(doc) + sum(r.get("duration_s") or 0.0 for r in contention_gate.set_aside(doc))
 
 
 def _set_args(matrix: dict) -> list[str]:

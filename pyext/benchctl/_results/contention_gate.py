@@ -37,7 +37,8 @@ from .. import _validate, settings as _settings
 from .document import CONTROL_ARM
 
 __all__ = ["ENV_VAR", "GATE_CPUS", "QUIET_WAIT_S", "QUIET_SAMPLE_S", "RETRIES", "KEY", "PERSISTED", "Beside",
-           "usual_load", "loads_of_the_usual", "described", "reason", "set_aside", "report_lines", "too_busy"]
+           "usual_load", "loads_of_the_usual", "described", "reason", "set_aside", "quiet_wait_s", "report_lines",
+           "too_busy"]
 
 #: The environment variable that sets :data:`GATE_CPUS` for a process and the workers it starts (``inf``: no
 #: gate; the test suite sets it so that its verdicts do not depend on how busy the machine is).
@@ -114,7 +115,8 @@ def loads_of_the_usual(kept: Sequence[dict], aside: Sequence[dict]) -> list[floa
 def described() -> dict:
     """The gate as a results file keeps it (``cpus`` None: no gate)."""
     return {"cpus": GATE_CPUS if GATE_CPUS != float("inf") else None, "retries": RETRIES,
-            "quiet_wait_s": QUIET_WAIT_S, "beyond": "the median other load beside the run's earlier gated workers"}
+            "quiet_wait_s": QUIET_WAIT_S,
+            "beyond": "the median other load beside the run's earlier kept workers and those set aside two in a row"}
 
 
 def _rule() -> str:
@@ -139,6 +141,11 @@ def set_aside(doc: dict) -> list[dict]:
     return doc.get(KEY) or []
 
 
+def quiet_wait_s(doc: dict) -> float:
+    """The seconds the runner waited in all for quiet moments before this document's workers."""
+    return (doc.get("metadata", {}).get("runner", {}) or {}).get("quiet_wait_s") or 0.0
+
+
 def _cell_text(record: dict) -> str:
     return _settings.cell_label(record["cell"]) + (" [A/A arm B]" if record.get("arm") == CONTROL_ARM else "")
 
@@ -147,7 +154,7 @@ def report_lines(doc: dict) -> list[str]:
     """The report's paragraph on the gate: how many workers it set aside, how busy the machine was beside them,
     and how long the runner waited for quiet moments."""
     aside = set_aside(doc)
-    waited = (doc.get("metadata", {}).get("runner", {}) or {}).get("quiet_wait_s") or 0.0
+    waited = quiet_wait_s(doc)
     if not aside and waited < QUIET_SAMPLE_S * 4:
         return []
     lines = [""]
