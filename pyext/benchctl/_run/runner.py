@@ -294,10 +294,11 @@ class _Run:
         self._since_last: BusySampler | None = None
         # The loads the gate's usual load is the median of (a resumed file's too), and the worker set aside last, not
         # yet known to be a burst or the machine's state: the next gated worker tells which.
-        unpaired = [r for r in log.doc.get("runs", []) + gate.set_aside(log.doc)
-                    if r.get("pair") is None and r.get("arm") != document.PAIRED_ARM]
-        self._usual_loads = gate.loads_of_the_usual([r for r in unpaired if gate.KEY not in r],
-                                                    [r for r in unpaired if gate.KEY in r])
+        def unpaired(records: list[dict]) -> list[dict]:
+            return [r for r in records if r.get("pair") is None and r.get("arm") != document.PAIRED_ARM]
+
+        self._usual_loads = gate.loads_of_the_usual(unpaired(log.doc.get("runs", [])),
+                                                    unpaired(gate.set_aside(log.doc)))
         self._undecided: dict | None = None
 
     def _expected(self, slot: _rounds.Slot) -> float | None:
