@@ -62,6 +62,22 @@ def test_open_when_the_profiler_made_the_call_much_longer_and_not_a_cause_under_
     assert judge(Facts(phases=["run"])) is None
 
 
+def test_a_call_that_ran_no_torch_op_is_all_outside_them_unless_the_profile_was_taken_over():
+    # A pure Python step (a sort of tuples): an intact profile with no op in it.
+    sort = PyFrame("builtins.sorted", "built-in", 3_100.0, 1, False, "step (sortpy.py:5)")
+    pure = Facts(phases=["call"], median_ms={"call": 5.0}, call_wall_us=5_000.0, python_frames=(sort,))
+    assert pure.inside_ops_share() == 0.0 and pure.outside_share() == 1.0 and pure.called_phase() == "call"
+    assert python_time.PythonTime().precheck(pure, None) is None
+    doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="call", control=True))
+    found = python_time.PythonTime().judge_phase(rules.Context(doc, "call", queries.Comparisons(doc), facts=pure))
+    assert found.status is Status.CAUSE, found.message
+    assert "100% of its profiled call (5 ms) is outside torch's ops called from Python (0 ms in them)" \
+        in found.message and "builtins.sorted 3.1 ms" in found.message
+    taken = Facts(phases=["call"], call_wall_us=5_000.0, profile_intact=False)
+    assert taken.outside_share() is None
+    assert "took over the probe's profiler session" in python_time.PythonTime().precheck(taken, None)
+
+
 def test_open_when_cprofile_puts_the_most_own_time_in_a_torch_ops_call():
     # competing_pools.py on a quiet machine: numpy's product beside torch.mm left 53% outside torch's ops,
     # and under cProfile torch.mm (aten::mm) took the most own time: not Python.

@@ -67,6 +67,22 @@ def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():
     assert counted_nothing.subnormals() is None and Denormals().precheck(counted_nothing, None) is None
 
 
+
+def test_denormals_kept_by_subnormal_inputs_where_the_outputs_hold_none(tmp_path):
+    # A conv2d of a global of 1e-39s returns normal values (its bias): the probe worker's census of what its ops
+    # read keeps the cause, and says so.
+    from benchctl._run import runner
+
+    path = tmp_path / "tiny_inputs.py"
+    path.write_text("import torch\nconv = torch.nn.Conv2d(2, 2, 3, padding=1)\nx = torch.full((1, 2, 8, 8), 1e-39)\n\n"
+                    "def step():\n    with torch.no_grad():\n        return conv(x)\n")
+    doc = runner.run_matrix(f"{path}:step", {"iterations": 3}, {}, repeat=1, control=False, progress=False, probe=True)
+    found = Facts.from_probe(doc)
+    assert found.census["outputs"]["subnormal"] == 0 and found.census["op_inputs"]["subnormal"] == 128
+    assert found.subnormals() == 128 and Denormals().precheck(found, None) is None
+    assert "op inputs 128 subnormal of" in found.census_text()
+
+
 def test_allocator_named_only_when_faults_fall_with_the_time():
     def faults(c):
         return {"minor_faults": 100.0 if c["with"] == {"alloc": "retain"} else 20_000.0}

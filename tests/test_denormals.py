@@ -128,3 +128,36 @@ def test_model_census_accepts_argument_tuples_and_rejects_non_modules():
     assert census["activations"][""]["calls"] == 1
     with pytest.raises(TypeError, match="nn.Module"):
         denormals.model_census(lambda x: x)
+
+
+def test_op_inputs_census_counts_what_the_ops_read_each_tensor_once():
+    # A global of subnormal inputs: the conv's output is normal (its bias), so a census of outputs alone reads 0.
+    conv = nn.Conv2d(2, 2, 3, padding=1)
+    x = torch.full((1, 2, 4, 4), 1e-39)
+    assert denormals.count_subnormal(x) == 32
+
+    def step():
+        with torch.no_grad():
+            y = conv(x)
+            return y + conv(x)  # x and the weights read twice: counted once
+
+    assert denormals.values_census(step())["subnormal"] == 0
+    got = denormals.op_inputs_census(step)
+    weights = sum(p.numel() for p in conv.parameters())
+    assert got["subnormal"] == 32
+    # x, the weights and bias, and the sum's two operands (each conv's own output); the counting's own ops are not.
+    assert got["values"] == 32 + weights + 2 * 32
+
+
+def test_op_inputs_census_counts_nothing_without_torch_calls_and_propagates_the_calls_error():
+    assert denormals.op_inputs_census(lambda: sorted(range(10))) == {"values": 0, "subnormal": 0}
+    meta = torch.empty(4, device="meta")
+    assert denormals.op_inputs_census(lambda: meta + 1) == {"values": 0, "subnormal": 0}  # not the CPU's values
+
+    def fails():
+        torch.ones(2).sum()
+        raise ValueError("user code")
+
+    with pytest.raises(ValueError, match="user code"):
+        denormals.op_inputs_census(fails)
+    assert torch.ones(1).add(1).item() == 2.0  # the mode is gone after the error

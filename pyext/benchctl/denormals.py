@@ -12,8 +12,8 @@ import contextlib
 import math
 from typing import Any, Iterator
 
-__all__ = ["CENSUS_SCOPE", "count_subnormal", "tensors_in", "values_census", "layer_watch", "layer_census",
-           "model_census", "weights_census", "activation_census"]
+__all__ = ["CENSUS_SCOPE", "count_subnormal", "tensors_in", "values_census", "op_inputs_census", "layer_watch",
+           "layer_census", "model_census", "weights_census", "activation_census"]
 
 #: The profiler scope the census of :func:`layer_watch` runs in: a profiled call's op table leaves it out
 #: (its ops are benchctl's, not the workload's).
@@ -84,6 +84,42 @@ def values_census(value) -> dict[str, int]:
     """``{"values", "subnormal"}`` over every countable tensor in ``value`` (e.g. what a call returned)."""
     tensors = list(tensors_in(value))
     return {"values": sum(t.numel() for t in tensors), "subnormal": sum(count_subnormal(t) for t in tensors)}
+
+
+def op_inputs_census(call) -> dict[str, int]:
+    """``{"values", "subnormal"}`` over the float tensors on the CPU that the torch functions called from Python
+    read in one call of ``call()``: each tensor counted once (by its data, shape, strides and dtype), whether it
+    came from a module, a global, the call's arguments or an earlier op. A census of outputs and weights alone
+    misses subnormal *inputs*: a conv2d of a global holding 1e-39s returns normal values (its bias) while it
+    runs 70x slow on them. The CPU only: FTZ/DAZ acts on the CPU's arithmetic. The call's exceptions propagate."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    seen: set = set()
+    totals = {"values": 0, "subnormal": 0}
+
+    def count(value) -> None:
+        for t in tensors_in(value):
+            if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided or t.is_meta \
+                    or t.device.type != "cpu":
+                continue  # subclasses (fake, distributed), sparse and other devices: not the CPU's values
+            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+            if key in seen:
+                continue
+            seen.add(key)
+            totals["values"] += t.numel()
+            totals["subnormal"] += count_subnormal(t)
+
+    class _Count(TorchFunctionMode):
+        # Inside this handler the mode is off: the counting's own ops are not counted.
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            count((args, kwargs))
+            return func(*args, **kwargs)
+
+    with _Count():
+        call()
+    return totals
 
 
 def _call(model, example_input) -> None:

@@ -19,7 +19,11 @@ from . import queries
 from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
 
-__all__ = ["OpRow", "WarningSeen", "PyFrame", "LayoutCopy", "CompileLog", "Facts", "warmup_extra"]
+__all__ = ["CENSUS_PARTS", "OpRow", "WarningSeen", "PyFrame", "LayoutCopy", "CompileLog", "Facts", "warmup_extra"]
+
+#: The parts of a probe worker's subnormal census: what its call returned, its modules' layer outputs and weights,
+#: and what the torch functions it called read (:func:`benchctl.denormals.op_inputs_census`).
+CENSUS_PARTS = ("outputs", "activations", "weights", "op_inputs")
 
 
 def warmup_extra(ns: list[float], warmup: int) -> float | None:
@@ -190,7 +194,7 @@ class Facts:
     """``phases``: in the order they first ran; ``median_ms`` and ``counters`` per phase
     (per-iteration medians of faults, context switches, migrations); ``ops``: the torch ops one
     call ran (the profiler's names; empty when unknown); ``census``: subnormal counts in what it
-    computes (``outputs``, ``activations``, ``weights``; None when unknown); ``pools``: the
+    computes (:data:`CENSUS_PARTS`; None when unknown); ``pools``: the
     thread pools threadpoolctl saw; ``cpus``: CPUs this process may use; ``op_table``: the
     profiled call's ops by dtype with their times (:class:`OpRow`, empty when unknown) and
     ``call_wall_us`` that call's wall time and ``call_cpu_us`` the calling thread's CPU time in it (None when
@@ -244,7 +248,7 @@ class Facts:
         notes = run.get("notes", {})
         series = run.get("phases", {})
         probe = notes.get("probe") or {}
-        census = {k: probe[k] for k in ("outputs", "activations", "weights") if k in probe} or None
+        census = {k: probe[k] for k in CENSUS_PARTS if k in probe} or None
         return cls(phases=phases,
                    median_ms={p: s.get("median_ms") for p, s in summaries.items()},
                    counters={p: {f: s.get(f) for f in COUNTER_FIELDS.values()} for p, s in summaries.items()},
@@ -295,6 +299,11 @@ class Facts:
             return "a @benchctl.workload function times its own phases, which are not profiled"
         return "its profiled call ran no torch op"
 
+    def called_phase(self) -> str | None:
+        """The phase of the probe worker's profiled call, whether or not it ran a torch op; None when no call
+        was profiled (:meth:`profiled_phase`: only one that ran ops)."""
+        return self.phases[-1] if self.phases and self.call_wall_us else None
+
     def profiled_phase(self) -> str | None:
         """The phase of the probe worker's profiled call (its callable's or its run's: the last, and only, phase
         of those forms), or None when no call was profiled."""
@@ -312,8 +321,9 @@ class Facts:
 
     def inside_ops_share(self) -> float | None:
         """The share of the profiled call's wall time spent inside torch ops called from Python (the rest
-        is Python, conversions and glue); None when unknown."""
-        if not self.call_wall_us or not self.op_table:
+        is Python, conversions and glue; 0 for a call that ran no torch op under an intact profile); None when
+        unknown."""
+        if not self.call_wall_us or not self.profile_intact:
             return None
         return min(1.0, sum(r.top_us for r in self.op_table) / self.call_wall_us)
 
@@ -353,5 +363,5 @@ class Facts:
 
     def census_text(self) -> str:
         """``"weights 0 subnormal of 25,557,032, activations 0 subnormal of 12,845,056"``."""
-        return ", ".join(f"{part} {v['subnormal']:,} subnormal of {v['values']:,}"
+        return ", ".join(f"{part.replace('_', ' ')} {v['subnormal']:,} subnormal of {v['values']:,}"
                          for part, v in (self.census or {}).items() if v.get("values"))

@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 from .. import _timed_call, _validate, probes
 from .._probe import ProbedCall
-from ..denormals import layer_watch, values_census, weights_census
+from ..denormals import layer_watch, op_inputs_census, values_census, weights_census
 from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
 from .._thread_calls import ThreadCalls, thread_calls
@@ -148,8 +148,9 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
     """One untimed call under the torch profiler (which ops run, the copies that change a layout; where it had
     such copies, a few more calls weigh them: :func:`.layout_copies.shares_over_calls`),
     with the census of the values it computes: the layer outputs of the modules in ``state``, the
-    tensors it returns, the weights; then, when much of it was outside torch's ops, one more under
-    cProfile (its top Python-side functions); what each cause's probe records of it (one more call for
+    tensors it returns, the weights, and (one more call) every CPU tensor its torch functions read; then, when
+    much of it was outside torch's ops (all of a call that ran no torch op), one more under cProfile (its top
+    Python-side functions); what each cause's probe records of it (one more call for
     what autograd does in it: :func:`benchctl._causes.recording.probe.autograd_census`; a few more on the
     GPU: :func:`benchctl._causes.cuda_first_call.probe.cuda_census`); and what ``seen`` and ``watch`` recorded.
     ``calls``: the
@@ -181,12 +182,15 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
     table = op_table.rows(events)
     copies = layout_copies.rows(events)
     inside_us = sum(row["top_us"] for row in table) + compile_us
-    outside = 1.0 - min(1.0, inside_us / wall_us) if table and wall_us > 0 else 0.0
+    intact = op_table.intact(events)
+    # A call that ran no torch op under an intact profile is all outside them (a pure Python or NumPy step).
+    outside = 1.0 - min(1.0, inside_us / wall_us) if intact and wall_us > 0 else 0.0
     frames = probe_python.top_frames(call) if outside >= probe_python.FRAMES_FROM_OUTSIDE_SHARE else []
+    op_inputs = _op_inputs_census(call, watch)
     rec.note("probe", {
         "ops": sorted({event.name for event in op_table.workload_events(events)}),
         "op_table": table,
-        "profile_intact": op_table.intact(events),
+        "profile_intact": intact,
         "op_calls": op_calls.first_calls(events),
         "call_wall_us": wall_us,
         "call_cpu_us": cpu_us,
@@ -199,6 +203,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "outputs": values_census(out),
         "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
         "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
+        **({"op_inputs": op_inputs} if op_inputs is not None else {}),
         "modules": len(modules),
         "torch_threads": torch.get_num_threads(),  # as the code left it: its setup() may have set one
         **probes.recorded(ProbedCall(call, tuple(modules), calls, watched or {}, called)),
@@ -206,6 +211,18 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         # sizing takes out of the probe worker's duration, which would otherwise count as every worker's start.
         "probe_s": time.perf_counter() - probe_started,
     })
+
+
+def _op_inputs_census(call: Callable[[], Any], watch: CompileWatch) -> dict | None:
+    """:func:`benchctl.denormals.op_inputs_census` of one more untimed call; None where dynamo was loaded (a
+    function mode around compiled code can make it recompile, which the recompile cause would read as the
+    workload's) or where that call raised (the census then holds what the profiled call gave)."""
+    if watch.loaded:
+        return None
+    try:
+        return op_inputs_census(call)
+    except Exception:  # the user's code, called once more: its failure here is not the workload's result
+        return None
 
 
 def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> None:

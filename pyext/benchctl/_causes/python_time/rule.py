@@ -30,7 +30,7 @@ from ..._libsplit import Kind, LibrarySplit
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import EVIDENCE_ONLY, Cause, probe_phase
+from ..._cause import EVIDENCE_ONLY, Cause
 from ..op_overhead.rule import overhead
 from .probe import PROBE as SPLIT_PROBE, SAID as SPLIT_SAID
 
@@ -143,7 +143,7 @@ class PythonTime(Cause):
 
     def judge_phase(self, ctx: Context) -> Finding | None:
         facts = ctx.facts
-        if ctx.phase != probe_phase(facts):
+        if ctx.phase != facts.called_phase():  # a pure Python step (no torch op) included
             return None
         outside = facts.outside_share()
         if outside is None:
