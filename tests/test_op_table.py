@@ -25,6 +25,18 @@ def test_rows_keep_each_dtype_of_an_op_apart_with_its_calls_and_shapes():
     assert [r["self_us"] for r in rows] == sorted((r["self_us"] for r in rows), reverse=True)
 
 
+def test_a_scalar_argument_does_not_give_an_op_its_dtype():
+    # x * 1.0001 on float32 reaches aten::mul with 1.0001 as a 0-dim double, converted by a scalar-only _to_copy.
+    x = torch.ones(16)
+    w = torch.ones(3, dtype=torch.float64)
+    rows = _profiled(lambda: (x * 1.0001 + 0.1, w * 2))
+    by_op = {}
+    for r in rows:
+        by_op.setdefault(r["op"], set()).add(tuple(r["dtypes"]))
+    assert by_op["aten::mul"] == {("float",), ("double",)} and by_op["aten::add"] == {("float",)}
+    assert by_op["aten::_to_copy"] == {()}  # the scalar's conversion alone: no arithmetic in its dtype
+
+
 def test_top_level_time_counts_only_calls_made_from_python():
     a = torch.randn(64, 64)
     rows = _profiled(lambda: a @ a)

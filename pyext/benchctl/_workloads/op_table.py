@@ -27,10 +27,17 @@ def workload_events(events: Iterable[Any]) -> list[Any]:
 
 
 def dtypes_of(event: Any) -> list[str]:
-    """The distinct dtypes of an event's tensor inputs, in order (``[]`` when none was recorded)."""
+    """The distinct dtypes of an event's inputs of one dimension or more, in order (``[]`` when none was
+    recorded). A 0-dim input is a scalar argument, not arithmetic in its dtype: ``x * 1.0001`` on a float32 ``x``
+    reaches ``aten::mul`` with 1.0001 as a 0-dim double, and ``aten::_to_copy`` of that double alone is the
+    op's fixed cost; counting them made a loop of such ops "90% of its op time in float64". Where the shapes
+    were not recorded beside the dtypes, every input's dtype counts."""
+    dtypes = getattr(event, "input_dtypes", None) or []
+    shapes = getattr(event, "input_shapes", None)
+    sized = shapes is not None and len(shapes) == len(dtypes)
     seen: list[str] = []
-    for dtype in getattr(event, "input_dtypes", None) or []:
-        if dtype and dtype not in seen:
+    for i, dtype in enumerate(dtypes):
+        if dtype and (not sized or shapes[i]) and dtype not in seen:
             seen.append(str(dtype))
     return seen
 
