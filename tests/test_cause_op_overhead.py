@@ -132,3 +132,30 @@ def test_the_python_cause_leaves_the_time_outside_tiny_ops_to_them():
     assert python_time.PythonTime().precheck(unknown, None) is None
     as_before = judge(python_time.PythonTime(), unknown)
     assert as_before.status is not Status.NOT_CAUSE and "per-op overhead" not in as_before.message
+
+
+def test_ops_taking_a_python_number_are_weighed_at_that_forms_cost():
+    # x * 1.0001 + 0.1 on 16 floats, 300 times a call: each op wraps and converts its number (2 µs a call here,
+    # against 0.5 µs with a tensor operand); at the tensor form's cost the loop read as 23% of its time.
+    number_us = op_cost_us(batches=3, calls=200, number=True)
+    assert math.isfinite(number_us) and 0 < number_us < 1_000
+    found = PROBE.read(PROBE.record(ProbedCall(call=lambda: None)))
+    assert found.number_us is not None and "with a Python number as its operand" in found.text
+    assert PROBE.read({"op_cost_us": 0.5}) == OpCost(0.5)  # a results file from before: the one cost
+    x = torch.ones(16)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        x * 1.0001 + 0.1
+        x * x
+    rows = [OpRow.from_json(row) for row in op_table.rows(prof.events())]
+    by_op = {r.op: (r.top_calls, r.top_number_calls) for r in rows if r.top_calls}
+    assert by_op["aten::mul"] == (2, 1) and by_op["aten::add"] == (1, 1)  # x * x took no number
+    cost = OpCost(0.5, 2.0)
+    assert cost.of(OpRow("aten::mul", ("float",), 2, 4.0, 4.0, (), 2, 1)) == 1.25  # one call of each form
+    loop = (OpRow("aten::mul", ("float",), 300, 600.0, 1200.0, ((16,), ()), 300, 300),
+            OpRow("aten::add", ("float",), 300, 600.0, 1200.0, ((16,), (), ()), 300, 300))
+    f = facts(*loop, median_ms=1.3, cost=cost)
+    found = op_overhead.overhead(f)
+    assert found.us == 1200.0 and round(found.share, 2) == 0.92  # 600 calls at 2 µs of a 1.3 ms call
+    assert judge(op_overhead.OpOverhead(), f).status is Status.CAUSE
+    at_tensor_cost = facts(*loop, median_ms=1.3, cost=OpCost(0.5))
+    assert op_overhead.overhead(at_tensor_cost).share < op_overhead.PART_SHARE  # what it read before

@@ -41,7 +41,8 @@ class OpRow:
     """One row of the probe call's op table (:mod:`benchctl._workloads.op_table`): an op in one
     combination of input dtypes, its ``calls``, ``self_us`` (time in the op itself), ``top_us``
     (time of its calls made from Python), ``top_calls`` (how many those were; 0 in a results file written
-    before they were counted) and the input ``shapes`` of its first call."""
+    before they were counted), the input ``shapes`` of its first call and ``top_number_calls``, how many of its
+    calls made from Python took a Python number as an operand (0 in a results file written before they were)."""
 
     op: str
     dtypes: tuple[str, ...] = ()
@@ -50,13 +51,14 @@ class OpRow:
     top_us: float = 0.0
     shapes: tuple = ()
     top_calls: int = 0
+    top_number_calls: int = 0
 
     @classmethod
     def from_json(cls, data: dict) -> "OpRow":
         return cls(op=data["op"], dtypes=tuple(data.get("dtypes", ())), calls=int(data.get("calls", 0)),
                    self_us=float(data.get("self_us", 0.0)), top_us=float(data.get("top_us", 0.0)),
                    shapes=tuple(data.get("shapes", ())),
-                   top_calls=int(data.get("top_calls", 0)))
+                   top_calls=int(data.get("top_calls", 0)), top_number_calls=int(data.get("top_number_calls", 0)))
 
     @property
     def top_us_per_call(self) -> float | None:

@@ -13,7 +13,8 @@ from typing import Any, Iterable
 
 from ..denormals import CENSUS_SCOPE
 
-__all__ = ["INTACT_MARK", "dtypes_of", "in_census", "workload_events", "census_us", "rows", "intact"]
+__all__ = ["INTACT_MARK", "NOT_TENSORS", "dtypes_of", "scalar_operand_of", "in_census", "workload_events", "census_us",
+           "rows", "intact"]
 
 #: An empty range the probe worker records right after its profiled call, inside its profiler session: present
 #: in the events only where the session lasted the whole call (a profiler the code starts inside the call takes
@@ -42,6 +43,22 @@ def dtypes_of(event: Any) -> list[str]:
     return seen
 
 
+#: The profiler's type names of inputs that are not tensors (a Python number passed as a Scalar, lists, None).
+NOT_TENSORS = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList"})
+
+
+def scalar_operand_of(event: Any) -> bool:
+    """Whether an event has a 0-dim tensor input beside one of one dimension or more: a Python number the binding
+    wrapped as a tensor (``x * 1.0001``), which each call pays to wrap and convert (~1.3 µs a call here, more than
+    the rest of a tiny op's fixed cost)."""
+    dtypes = getattr(event, "input_dtypes", None) or []
+    shapes = getattr(event, "input_shapes", None) or []
+    if len(shapes) != len(dtypes):
+        return False
+    tensors = [shape for dtype, shape in zip(dtypes, shapes) if str(dtype) not in NOT_TENSORS]
+    return any(len(shape) == 0 for shape in tensors) and any(len(shape) > 0 for shape in tensors)
+
+
 def in_census(event: Any) -> bool:
     """Whether ``event`` is the subnormal census's own work (:data:`benchctl.denormals.CENSUS_SCOPE`), which
     forward hooks run inside the profiled call: the workload did not ask for it."""
@@ -60,7 +77,8 @@ def census_us(events: Iterable[Any]) -> float:
 def rows(events: Iterable[Any]) -> list[dict]:
     """One row per (op name, input dtypes): ``calls``; ``self_us``, the time in the op itself;
     ``top_us`` and ``top_calls``, the time and number of its calls made from Python (no profiled parent:
-    what the Python code waits for); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
+    what the Python code waits for), and ``top_number_calls``, those of them that took a Python number as an
+    operand (:func:`scalar_operand_of`); ``shapes``, the input shapes of its first call (for replaying it). Sorted by
     ``self_us``, largest first. The census's own ops (:func:`in_census`) are left out."""
     table: dict[tuple[str, tuple[str, ...]], dict] = {}
     for event in events:
@@ -69,12 +87,13 @@ def rows(events: Iterable[Any]) -> list[dict]:
         dtypes = dtypes_of(event)
         row = table.setdefault((event.name, tuple(dtypes)), {
             "op": event.name, "dtypes": dtypes, "calls": 0, "self_us": 0.0, "top_us": 0.0, "top_calls": 0,
-            "shapes": [list(s) for s in (getattr(event, "input_shapes", None) or [])]})
+            "shapes": [list(s) for s in (getattr(event, "input_shapes", None) or [])], "top_number_calls": 0})
         row["calls"] += 1
         row["self_us"] += float(event.self_cpu_time_total)
         if getattr(event, "cpu_parent", None) is None:
             row["top_us"] += float(event.cpu_time_total)
             row["top_calls"] += 1
+            row["top_number_calls"] += scalar_operand_of(event)
     return sorted(table.values(), key=lambda r: -r["self_us"])
 
 

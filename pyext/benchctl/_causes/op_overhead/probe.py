@@ -1,5 +1,5 @@
 """What the probe worker measures for the per-op overhead cause: this machine's cost of one torch op that does
-almost nothing, read back as :class:`OpCost`.
+almost nothing, with a tensor operand and with a Python number as its operand, read back as :class:`OpCost`.
 
 Every torch op called from Python pays a fixed cost whatever its work: the Python binding parses its
 arguments, the dispatcher finds its kernel, the kernel sets up its loop and a result is wrapped. The probe
@@ -9,6 +9,11 @@ what one op costs here, under this machine's load. Each batch lasts milliseconds
 that it meets the load the iterations met (the cause weighs it against their median): on this shared 2-CPU
 machine, batches of a fraction of a scheduler slice ran between a neighbour's bursts and measured half of what
 the loaded iterations paid per op. (On a GPU an op costs at least this much more: its launch.)
+
+A Python number as an operand (``x * 1.0001``, ``x + 0.1``) costs more: the binding wraps it as a 0-dim tensor
+and the op converts it, every call. Here the in-place add took 0.5 µs with a tensor operand and 1.9 µs with a
+Python number, and ``x * 1.0001 + 0.1`` on 16 floats 4.3 µs: charged at the first cost, a loop of 600 such ops
+read as 23% of its time, all of which is the ops' fixed cost. So the probe times both forms.
 """
 
 from __future__ import annotations
@@ -20,27 +25,30 @@ from dataclasses import dataclass
 
 from ..._probe import Probe, ProbedCall
 
-__all__ = ["TRIVIAL_OP", "op_cost_us", "OpCost", "OpCostProbe", "PROBE", "PROBES"]
+__all__ = ["TRIVIAL_OP", "WITH_NUMBER", "op_cost_us", "OpCost", "OpCostProbe", "PROBE", "PROBES"]
 
-# The probe note's key, written and read here only.
-_OP_US = "op_cost_us"
+# The probe note's keys, written and read here only.
+_OP_US, _NUMBER_US = "op_cost_us", "op_with_number_us"
 #: The op timed, in words (what one op's cost is the cost of).
 TRIVIAL_OP = "an in-place add on a 1-element tensor"
+#: The form of it timed with a Python number as the operand, in words.
+WITH_NUMBER = "with a Python number as its operand"
 # Batches of calls: ~5 ms each at half a microsecond a call (the docstring says why that long); ~35 ms in all.
 _BATCHES, _CALLS = 7, 10_000
 
 
-def op_cost_us(batches: int = _BATCHES, calls: int = _CALLS) -> float:
+def op_cost_us(batches: int = _BATCHES, calls: int = _CALLS, number: bool = False) -> float:
     """The median time of one call of :data:`TRIVIAL_OP` from Python, in µs (per-call means of ``batches``
-    batches of ``calls`` calls)."""
+    batches of ``calls`` calls); ``number``: with a Python number (0.0) as its operand instead of the tensor."""
     import torch
 
     t = torch.zeros(1, dtype=torch.float32, device="cpu")  # whatever default device or dtype the code set
+    operand = 0.0 if number else t
     per_call = []
     for _ in range(batches):
         started = time.perf_counter()
         for _ in range(calls):
-            t.add_(t)
+            t.add_(operand)
         per_call.append((time.perf_counter() - started) / calls * 1e6)
     return statistics.median(per_call)
 
@@ -48,14 +56,27 @@ def op_cost_us(batches: int = _BATCHES, calls: int = _CALLS) -> float:
 @dataclass(frozen=True)
 class OpCost:
     """What one torch op that does almost nothing costs on this machine (``us``: :data:`TRIVIAL_OP` called from
-    Python, median), as the probe worker measured it."""
+    Python, median; ``number_us``: the same op :data:`WITH_NUMBER`, None in a results file from before it was
+    measured), as the probe worker measured it."""
 
     us: float
+    number_us: float | None = None
+
+    def of(self, row) -> float:
+        """The fixed cost of one call from Python of the op table's ``row``, on average over its calls: those that
+        took a Python number as an operand (:attr:`~benchctl._results.facts.OpRow.top_number_calls`) at that
+        form's cost, where it was measured."""
+        if not row.top_calls or not self.number_us:
+            return self.us
+        numbers = min(row.top_number_calls, row.top_calls)
+        return (numbers * self.number_us + (row.top_calls - numbers) * self.us) / row.top_calls
 
     @property
     def text(self) -> str:
-        """``"the 0.53 µs one op costs here (an in-place add on a 1-element tensor)"``."""
-        return f"the {self.us:.2g} µs one op costs here ({TRIVIAL_OP})"
+        """``"the 0.53 µs one op costs here (an in-place add on a 1-element tensor; 1.9 µs with a Python number
+        as its operand)"``."""
+        number = f"; {self.number_us:.2g} µs {WITH_NUMBER}" if self.number_us else ""
+        return f"the {self.us:.2g} µs one op costs here ({TRIVIAL_OP}{number})"
 
 
 class OpCostProbe(Probe):
@@ -65,11 +86,14 @@ class OpCostProbe(Probe):
     def record(self, probed: ProbedCall) -> dict:
         if probed.call is None:  # a workload that times itself: no profiled call to weigh it against
             return {}
-        return {_OP_US: op_cost_us()}
+        return {_OP_US: op_cost_us(), _NUMBER_US: op_cost_us(number=True)}
 
     def read(self, note: dict) -> OpCost | None:
-        us = note.get(_OP_US)
-        return OpCost(float(us)) if us is not None and math.isfinite(us) and us > 0 else None
+        us, number = note.get(_OP_US), note.get(_NUMBER_US)
+        if us is None or not math.isfinite(us) or us <= 0:
+            return None
+        return OpCost(float(us), float(number) if number is not None and math.isfinite(number) and number > 0
+                      else None)
 
 
 PROBE = OpCostProbe()

@@ -66,7 +66,8 @@ def _is_op(row: OpRow) -> bool:
 class Overhead:
     """The tiny ops of the probe worker's profiled call: ``tiny``, the op table's rows of ops called from Python
     whose time per call is within :data:`TINY_MULTIPLE` of ``cost`` (the most called first); ``lightest``, its op
-    called from Python with the least time per call; ``median_ms``, the call's unprofiled median."""
+    called from Python with the least time per call; ``median_ms``, the call's unprofiled median. An op called with
+    a Python number as an operand is weighed against that form's cost (:meth:`OpCost.of`)."""
 
     cost: OpCost
     tiny: tuple[OpRow, ...]
@@ -80,8 +81,9 @@ class Overhead:
 
     @property
     def us(self) -> float:
-        """What those calls cost at this machine's cost of one op (at most the whole call)."""
-        return min(self.calls * self.cost.us, self.median_ms * 1e3)
+        """What those calls cost at this machine's cost of one op, each in its form (:meth:`OpCost.of`; at most
+        the whole call)."""
+        return min(sum(r.top_calls * self.cost.of(r) for r in self.tiny), self.median_ms * 1e3)
 
     @property
     def share(self) -> float:
@@ -103,11 +105,12 @@ class Overhead:
         """``"its ops' work dwarfs one op's cost: the lightest it calls, aten::matmul, takes 620 µs a call, ..."``."""
         us = self.lightest.top_us_per_call
         return (f"its ops' work dwarfs one op's cost: the lightest it calls, {self.lightest.op}, takes "
-                f"{_time_text(us)} a call, {wording.count(us / self.cost.us)}× {self.cost.text}")
+                f"{_time_text(us)} a call, {wording.count(us / self.cost.of(self.lightest))}× {self.cost.text}")
 
     def evidence(self) -> dict:
-        return {"op_cost_us": self.cost.us, "tiny_calls": self.calls, "overhead_us": self.us,
-                "overhead_share": self.share, "median_ms": self.median_ms, "tiny_ops": [asdict(r) for r in self.tiny]}
+        return {"op_cost_us": self.cost.us, "op_with_number_us": self.cost.number_us, "tiny_calls": self.calls,
+                "overhead_us": self.us, "overhead_share": self.share, "median_ms": self.median_ms,
+                "tiny_ops": [asdict(r) for r in self.tiny]}
 
 
 def overhead(facts: Facts | None) -> Overhead | None:
@@ -119,7 +122,7 @@ def overhead(facts: Facts | None) -> Overhead | None:
     called = [r for r in facts.op_table if _is_op(r) and r.top_calls] if phase else []
     if cost is None or not median_ms or not called:
         return None
-    tiny = sorted((r for r in called if r.top_us_per_call <= TINY_MULTIPLE * cost.us), key=lambda r: -r.top_calls)
+    tiny = sorted((r for r in called if r.top_us_per_call <= TINY_MULTIPLE * cost.of(r)), key=lambda r: -r.top_calls)
     return Overhead(cost, tuple(tiny), min(called, key=lambda r: r.top_us_per_call), median_ms)
 
 
