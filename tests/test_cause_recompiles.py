@@ -67,6 +67,7 @@ def test_the_watch_counts_the_compiles_of_each_iteration_and_the_failed_guard():
         shifted(x, start)
         watch.after_iteration(0.01)
     log = CompileLog.from_json(watch.note())
+    assert watch.compiled_any()
     assert log.compiles == (1, 1, 0), log
     assert log.compile_s[0] > 0 and log.compile_s[2] == 0
     assert log.guards and "start" in log.guards[0]
@@ -77,4 +78,4 @@ def test_the_watch_reads_nothing_when_dynamo_is_not_loaded(monkeypatch):
     watch = CompileWatch()
     watch.start()
     watch.after_iteration(0.01)
-    assert watch.note() == {}
+    assert watch.note() == {} and not watch.compiled_any()

@@ -83,6 +83,19 @@ def test_denormals_kept_by_subnormal_inputs_where_the_outputs_hold_none(tmp_path
     assert "op inputs 128 subnormal of" in found.census_text()
 
 
+def test_the_census_of_op_inputs_runs_beside_an_optimizer_step(tmp_path):
+    # torch.optim's step loads dynamo without compiling anything: the census of what the ops read still runs.
+    from benchctl._run import runner
+
+    path = tmp_path / "adam_step.py"
+    path.write_text("import torch\nmodel = torch.nn.Linear(8, 2)\nopt = torch.optim.Adam(model.parameters())\n"
+                    "x = torch.full((4, 8), 1e-39)\n\n"
+                    "def step():\n    opt.zero_grad()\n    model(x).sum().backward()\n    opt.step()\n")
+    doc = runner.run_matrix(f"{path}:step", {"iterations": 3}, {}, repeat=1, control=False, progress=False, probe=True)
+    found = Facts.from_probe(doc)
+    assert found.census["op_inputs"]["subnormal"] >= 32, found.census
+
+
 def test_allocator_named_only_when_faults_fall_with_the_time():
     def faults(c):
         return {"minor_faults": 100.0 if c["with"] == {"alloc": "retain"} else 20_000.0}

@@ -80,6 +80,12 @@ class CompileWatch:
         self.loaded = now is not None
         self._guards_after = _guard_counts(_dynamo_utils())
 
+    def compiled_any(self) -> bool:
+        """Whether dynamo compiled any frame in this process so far (loading it is not compiling: torch.optim's
+        step loads it)."""
+        utils = _dynamo_utils()
+        return utils is not None and _frames(utils) > 0
+
     def compile_seconds(self) -> float:
         """dynamo's compile time so far in this process (0 when it is not loaded)."""
         utils = _dynamo_utils()

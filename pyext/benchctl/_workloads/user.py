@@ -214,10 +214,11 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
 
 
 def _op_inputs_census(call: Callable[[], Any], watch: CompileWatch) -> dict | None:
-    """:func:`benchctl.denormals.op_inputs_census` of one more untimed call; None where dynamo was loaded (a
-    function mode around compiled code can make it recompile, which the recompile cause would read as the
-    workload's) or where that call raised (the census then holds what the profiled call gave)."""
-    if watch.loaded:
+    """:func:`benchctl.denormals.op_inputs_census` of one more untimed call; None where dynamo compiled code in
+    this process (a function mode around compiled code makes it trace or compile again: seconds, and what it
+    traces is not the code's own call) or where that call raised (the census then holds what the profiled call
+    gave)."""
+    if watch.compiled_any():
         return None
     try:
         return op_inputs_census(call)
