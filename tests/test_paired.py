@@ -101,9 +101,11 @@ def test_only_the_thread_count_switches_away_from_what_its_environment_set_at_st
 
 
 def test_only_a_pair_that_switches_the_thread_count_is_gated():
-    # Its arms use different numbers of CPUs, so a neighbour that holds one falls on one arm (the contention gate).
-    assert sorted(name for name, s in settings.SETTINGS.items() if s.changes_cpus_used) == ["threads"]
+    # Its arms use different numbers of CPUs, so a neighbour that holds one falls on one arm (the contention gate):
+    # threads=, and the clamp that cuts or raises torch's count to the usable CPUs.
+    assert sorted(name for name, s in settings.SETTINGS.items() if s.changes_cpus_used) == ["clamp", "threads"]
     assert Pair(a={}, b={"threads": 1}).gated and Pair(a={"ftz": "off"}, b={"ftz": "process", "threads": 2}).gated
+    assert Pair(a={}, b={"clamp": "all"}).gated
     assert not Pair(a={}, b={"ftz": "process"}).gated and not Pair().gated
 
 

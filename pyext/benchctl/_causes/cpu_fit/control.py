@@ -135,13 +135,16 @@ def usable_cpus(quota: float | None = None) -> int:
 
 
 class ThreadClamp:
-    """torch's thread count held at the usable CPUs while installed; ``asked`` lists the code's own calls."""
+    """torch's thread count held at the usable CPUs while installed; ``asked`` lists the code's own calls.
+    ``fill``: held *at* them, also where the code asks fewer (its own ``torch.set_num_threads(1)`` on a machine
+    of more CPUs); without it, cut to them and never raised."""
 
-    def __init__(self) -> None:
+    def __init__(self, fill: bool = False) -> None:
         import torch  # the clamp replaces torch's own function
 
         self._torch = torch
         self._original = None
+        self.fill = fill
         self.quota = quota_cpus()  # a quota does not change under a running process
         self.asked: list[int] = []
 
@@ -154,17 +157,19 @@ class ThreadClamp:
 
     def _set(self, n: Any) -> None:
         self.asked.append(n)
-        count = min(int(n), self.usable()) if isinstance(n, int) and n > 0 else n  # torch refuses bad values itself
-        self._original(count)
+        if isinstance(n, int) and n > 0:
+            n = self.usable() if self.fill else min(n, self.usable())
+        self._original(n)  # torch refuses bad values itself
 
     def install(self) -> dict:
-        """Replace ``torch.set_num_threads`` and cut the current count to the usable CPUs; what ran after it."""
+        """Replace ``torch.set_num_threads`` and cut the current count to the usable CPUs (with ``fill``: set it to
+        them); what ran after it."""
         if self.installed:
             raise RuntimeError("the thread clamp is installed already")
         self._original = self._torch.set_num_threads
         before = self._torch.get_num_threads()
         try:
-            self._original(min(before, self.usable()))
+            self._original(self.usable() if self.fill else min(before, self.usable()))
             self._torch.set_num_threads = self._set
         except BaseException:
             self._original(before)
@@ -179,8 +184,9 @@ class ThreadClamp:
             self._original = None
 
     def holds(self) -> bool:
-        """Whether torch runs no more threads than the CPUs usable now."""
-        return self._torch.get_num_threads() <= self.usable()
+        """Whether torch runs no more threads than the CPUs usable now (with ``fill``: as many)."""
+        ran, usable = self._torch.get_num_threads(), self.usable()
+        return ran == usable if self.fill else ran <= usable
 
     def state(self) -> dict:
         """``{"usable", "ran", "asked", "quota"}``: the usable CPUs now, torch's count, the code's own calls."""
@@ -189,9 +195,9 @@ class ThreadClamp:
 
 
 @contextlib.contextmanager
-def clamped() -> Iterator[ThreadClamp]:
+def clamped(fill: bool = False) -> Iterator[ThreadClamp]:
     """The clamp installed for the block; torch's function and thread count restored after it, also after errors."""
-    clamp = ThreadClamp()
+    clamp = ThreadClamp(fill)
     before = clamp._torch.get_num_threads()
     clamp.install()
     try:

@@ -1,4 +1,5 @@
-"""The ``clamp`` setting: torch's thread count held at the usable CPUs, the code's own calls clamped."""
+"""The ``clamp`` setting: torch's thread count held at the usable CPUs, the code's own calls clamped (``usable``:
+cut to them; ``all``: set to them, also where the code asks fewer)."""
 
 from __future__ import annotations
 
@@ -15,33 +16,40 @@ class ClampThreads(Setting):
     (:mod:`.control`)."""
 
     name = "clamp"
-    help = ("off | usable: hold torch's thread count at the CPUs it may use (its CPU mask, the cgroup quota), also "
-            "when the workload's code calls torch.set_num_threads; what the code asked for is read back")
+    help = ("off | usable | all: hold torch's thread count at the CPUs it may use (its CPU mask, the cgroup quota), "
+            "also when the workload's code calls torch.set_num_threads (usable: no more than them; all: as many, also "
+            "where the code asks fewer); what the code asked for is read back")
     order = 12  # after threads: it cuts whatever count was set
     needs_torch = True
     in_process = True
     unapplied = "off"
+    # all raises one thread to every usable CPU: other load then falls on the arms unlike (the contention gate).
+    changes_cpus_used = True
 
     def __init__(self) -> None:
         self._clamp: control.ThreadClamp | None = None
         self._before = 0  # torch's thread count as the clamp went in
 
     def canonical(self, value: Any) -> str:
-        return self._choice(value, ("off", "usable"))
+        return self._choice(value, ("off", "usable", "all"))
 
     def apply(self, value: str) -> Any:
-        return self.switch(value) if value == "usable" else None  # off: a fresh process has nothing to undo
+        return self.switch(value) if value != "off" else None  # off: a fresh process has nothing to undo
 
     def switch(self, value: str) -> Any:
-        # usable: a fresh clamp installed (its calls counted from zero), torch's count from before it remembered;
+        # usable or all: a fresh clamp of that kind installed (its calls counted from zero; one of the other kind
+        # taken out first), torch's count from before it remembered;
         # off: torch's own set_num_threads back, and the count an unclamped process would run now: the last the
         # code asked for while clamped, else the one from before the clamp. Switching to the value held changes
-        # nothing. What the clamp reads after it (usable: its state; off: {"ran"}).
+        # nothing. What the clamp reads after it (usable, all: its state; off: {"ran"}).
         import torch  # imported by the worker before any setting that needs it
 
-        if value == "usable":
+        fill = value == "all"
+        if value != "off" and self._clamp is not None and self._clamp.installed and self._clamp.fill != fill:
+            self.switch("off")  # the other kind of clamp: the code's count back before this one goes in
+        if value != "off":
             if self._clamp is None or not self._clamp.installed:
-                clamp = control.ThreadClamp()
+                clamp = control.ThreadClamp(fill)
                 self._before = torch.get_num_threads()
                 clamp.install()  # puts the count back itself if it fails
                 self._clamp = clamp
@@ -67,7 +75,7 @@ class ClampThreads(Setting):
         return f"{code}torch ran {facts.get('ran')} on the {facts['usable']} CPU(s) it may use"
 
     def during(self, value: str) -> str | None:
-        if value != "usable" or self._clamp is None:
+        if value == "off" or self._clamp is None:
             return None
         if self._clamp.holds():
             return value
@@ -75,7 +83,7 @@ class ClampThreads(Setting):
         return f"{state['ran']} threads on {state['usable']} CPUs"
 
     def readback(self, value: str) -> dict:
-        return self._clamp.state() if value == "usable" and self._clamp is not None else {}
+        return self._clamp.state() if value != "off" and self._clamp is not None else {}
 
 
 CLAMP = ClampThreads()

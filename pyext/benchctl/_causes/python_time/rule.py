@@ -143,7 +143,7 @@ class PythonTime(Cause):
 
     def judge_phase(self, ctx: Context) -> Finding | None:
         facts = ctx.facts
-        if ctx.phase != facts.called_phase():  # a pure Python step (no torch op) included
+        if facts is None or ctx.phase != facts.called_phase():  # a pure Python step (no torch op) included
             return None
         outside = facts.outside_share()
         if outside is None:

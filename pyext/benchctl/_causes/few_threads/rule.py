@@ -1,0 +1,76 @@
+"""Cause: torch runs fewer threads than the CPUs the process may use, a count its code or environment set.
+
+torch sizes its team to the usable CPUs by itself; a ``torch.set_num_threads(1)`` left in the code (copied from
+a data-loader worker, or from a benchmark that wanted one thread) or ``OMP_NUM_THREADS=1`` in its environment
+leaves the other CPUs idle through every op that would split its work. The evidence, from the probe worker's
+profiled call once the code has run: torch's count against the CPUs its threads may use (:mod:`..cpu_fit.probe`),
+and the counts the code gave ``torch.set_num_threads``. The probe holds torch's count at every usable CPU, also
+against the code's own calls (``clamp=all``), and reads back what the code asked for and what ran. The
+threads cause's ``threads=1`` probe is the other direction (fewer threads), which such code leaves nothing to
+change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ..._results.facts import Facts
+from ..._results.findings import Finding, Status
+from ..._results.rules import Context
+from ..._cause import Cause, probe_text
+from ..cpu_fit.probe import PROBE as CPU_FIT
+from ..cpu_fit.setting import CLAMP
+
+__all__ = ["FewThreads", "MECHANISM", "FIX", "CAUSES"]
+
+MECHANISM = "torch ran fewer threads than the CPUs it may use: the others sat idle through ops that split their work"
+FIX = ("leave torch's thread count at its default (drop the torch.set_num_threads call or OMP_NUM_THREADS), or set it "
+       "to the CPUs the process may use (torch.set_num_threads(len(os.sched_getaffinity(0))))")
+
+
+class FewThreads(Cause):
+    name = "few_threads"
+    order = 95
+    title = "fewer torch threads than the usable CPUs (a count its code or environment set)"
+    probe = {CLAMP.name: "all"}
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [self.probe]
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        fit = facts.of(CPU_FIT)
+        if fit is None:
+            return "torch's thread count after its code ran is not known (no profiled call)"
+        if fit.threads >= fit.usable:
+            return f"torch runs {fit.threads} thread(s) on the {fit.usable} CPU(s) it may use: none left idle"
+        return None
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        cell = ctx.probe_cell(self.probe)
+        cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
+        if cmp is None:
+            return None
+        fit = ctx.facts.of(CPU_FIT) if ctx.facts else None
+        held = ctx.readback(cell, CLAMP.name) or {}
+        phrase = CLAMP.facts_phrase(held)
+        ran = f" ({phrase})" if phrase else ""
+        before = "" if fit is None else (f"; unchanged it ran {fit.threads} thread(s) on the {fit.usable} CPU(s) it "
+                                         f"may use" + (f", as its code asked ({fit.asked_text})" if fit.asked else
+                                                       ", a count set before its setup ran (at its import, or "
+                                                       "OMP_NUM_THREADS in its environment)"))
+        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
+                      evidence={CLAMP.name: held, "cpu_fit": None if fit is None else asdict(fit)})
+        if cmp.faster:
+            head = f"with torch's threads held at every CPU it may use{ran} it is {cmp.effect_text()}{before}"
+            if held.get("usable") and held.get("ran") != held["usable"]:
+                return self.finding(ctx, cmp, f"{head}, yet the count did not hold at every usable CPU: the "
+                                              "mechanism is unconfirmed", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}: {MECHANISM}; the fix: {FIX}", Status.CAUSE, **fields)
+        if cmp.slower:
+            return self.finding(ctx, cmp, f"with torch's threads held at every CPU it may use{ran} it is "
+                                          f"{cmp.effect_text()}{before}: its count is not what slows it",
+                                Status.NOT_CAUSE, **fields)
+        return self.not_found(ctx, cmp, "threads held at every usable CPU", suffix=f"{ran}{before}", **fields)
+
+
+CAUSES = (FewThreads(),)
