@@ -8,6 +8,11 @@ and the counts the code gave ``torch.set_num_threads``. The probe holds torch's 
 against the code's own calls (``clamp=all``), and reads back what the code asked for and what ran. The
 threads cause's ``threads=1`` probe is the other direction (fewer threads), which such code leaves nothing to
 change.
+
+A count the code's own setup or timed call sets (``torch.set_num_threads(1)`` in ``setup()``, as a benchmark
+that wants one thread writes it) is taken as its choice and not probed: the answer would otherwise name it
+beside whatever the code's time is about, for every such benchmark. A count that was there before the code's
+setup ran (its environment's ``OMP_NUM_THREADS``, a call at its import) is what this cause is for.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ class FewThreads(Cause):
             return "torch's thread count after its code ran is not known (no profiled call)"
         if fit.threads >= fit.usable:
             return f"torch runs {fit.threads} thread(s) on the {fit.usable} CPU(s) it may use: none left idle"
+        if fit.asked and fit.asked[-1] == fit.threads:
+            return (f"its own code sets torch's count ({fit.asked_text}) below the {fit.usable} CPU(s) it may use: "
+                    f"taken as its choice (--set {CLAMP.name}=off,all in benchctl run measures every CPU)")
         return None
 
     def judge_phase(self, ctx: Context) -> Finding | None:
@@ -55,9 +63,8 @@ class FewThreads(Cause):
         phrase = CLAMP.facts_phrase(held)
         ran = f" ({phrase})" if phrase else ""
         before = "" if fit is None else (f"; unchanged it ran {fit.threads} thread(s) on the {fit.usable} CPU(s) it "
-                                         f"may use" + (f", as its code asked ({fit.asked_text})" if fit.asked else
-                                                       ", a count set before its setup ran (at its import, or "
-                                                       "OMP_NUM_THREADS in its environment)"))
+                                         "may use, a count set before its setup ran (at its import, or "
+                                         "OMP_NUM_THREADS in its environment)")
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
                       evidence={CLAMP.name: held, "cpu_fit": None if fit is None else asdict(fit)})
         if cmp.faster:
