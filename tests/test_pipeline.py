@@ -101,3 +101,11 @@ def test_the_catalog_knows_each_study_and_nothing_else():
     assert catalog.rules_of("explain") and catalog.rules_of("no such study") is None
     names = [r.rule_name for r in catalog.rules_of("resnet_order")]
     assert names[:2] == ["cause_allocator", "cause_denormals"] and len(set(names)) == len(names)
+
+
+def test_a_matrix_worker_is_stopped_as_stuck_only_past_the_budget_left_and_ten_probe_workers():
+    # A DataLoader built in each call deadlocked in a worker beside the busy-pool probe's thread, past a 60 s budget.
+    assert pipeline.worker_timeout_s({"duration_s": 2.0}, 55.0) == 55.0
+    assert pipeline.worker_timeout_s({"duration_s": 9.0}, 55.0) == 9.0 * pipeline.STUCK_MULTIPLE
+    assert pipeline.worker_timeout_s({"duration_s": 2.0}, None) is None  # no budget: nothing bounds the run
+    assert pipeline.worker_timeout_s(None, 55.0) is None  # no probe worker (the seed scripts' studies)

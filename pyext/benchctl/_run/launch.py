@@ -143,7 +143,7 @@ def _with_warmup(phases: dict) -> dict:
 
 def _failure_sentence(status: int, timed_out: bool, timeout_s: float | None, wrote_result: bool) -> str:
     if timed_out:
-        return f"worker exceeded the {timeout_s} s timeout and was killed"
+        return f"worker exceeded the {round(timeout_s, 1)} s timeout and was killed"
     if _signal_name(status):
         return f"worker killed by {_signal_name(status)}"
     if not wrote_result:

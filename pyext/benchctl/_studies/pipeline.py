@@ -39,10 +39,15 @@ from .._workloads import user
 from . import dtype_profile, penalty
 from .._causes.denormals.rule import ops_of, penalty_evidence
 
-__all__ = ["PROBE_SHARE", "Study", "run_study", "measure_penalty", "measure_dtype_profile", "took_text", "reanswer"]
+__all__ = ["PROBE_SHARE", "STUCK_MULTIPLE", "Study", "worker_timeout_s", "run_study", "measure_penalty",
+           "measure_dtype_profile", "took_text", "reanswer"]
 
 #: The share of the budget the probe worker's timed iterations aim at (it still runs the fewest steady ones).
 PROBE_SHARE = 0.05
+#: A matrix worker still running after the whole budget left and after this many times the probe worker's whole
+#: run is stuck, and is stopped (its run failed, with why): a fork-based DataLoader built in each call deadlocked
+#: in a worker beside the busy-pool probe's thread and held explain minutes past its 60 s budget.
+STUCK_MULTIPLE = 10
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,14 @@ def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
         tail = (run.get("traceback") or run.get("stderr_tail") or "").strip()
         raise workloads.WorkloadFailed(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
     return Facts.from_probe(doc), run
+
+
+def worker_timeout_s(probe: dict | None, left: float | None) -> float | None:
+    """How long a matrix worker may run before it is taken as stuck (:data:`STUCK_MULTIPLE`); None without a
+    budget (nothing bounds the run) or a probe worker's record."""
+    if left is None or probe is None or not probe.get("duration_s"):
+        return None
+    return max(left, STUCK_MULTIPLE * float(probe["duration_s"]))
 
 
 def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> dict[str, Any]:
@@ -286,7 +299,8 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     doc = runner.run_matrix(study.workload, args, matrix, repeat=study.repeat, json_path=study.json_path,
                             focus=study.focus, resume=study.resume, control=study.control,
                             budget_s=None if left is None else max(1.0, left), progress=study.progress, judge=judge,
-                            fork=study.fork, paired=study.paired, first_rounds=first)
+                            fork=study.fork, paired=study.paired, first_rounds=first,
+                            worker_timeout_s=worker_timeout_s(probe, left))
     doc["evidence"] = {**evidence, "study": study.name, "facts": facts.to_json(),
                        "ruled_out": [f.to_json() for f in ruled], **study.extra}
     doc["verdict"] = [f.to_json() for f in ruled] + doc["verdict"]
