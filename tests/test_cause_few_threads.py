@@ -19,7 +19,7 @@ from synthetic_results import make_doc
 from test_causes import facts
 
 ALL = {"clamp": "all"}
-ONE_OF_TWO = CpuFit(threads=1, team=1, team_cpus=[0, 1], quota=None)  # a count from its import or environment
+ONE_OF_TWO = CpuFit(threads=1, team=1, team_cpus=[0, 1], quota=None, environment={"OMP_NUM_THREADS": "1"})
 HELD = {"usable": 2, "ran": 2, "asked": [1], "quota": None}
 two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to raise a count to")
 
@@ -47,14 +47,20 @@ def test_probed_only_where_torch_runs_fewer_threads_than_its_cpus():
     fits = CpuFit(threads=2, team=2, team_cpus=[0, 1], quota=None)
     assert cause.precheck(facts(probed={FIT.key: fits}), None) == \
         "torch runs 2 thread(s) on the 2 CPU(s) it may use: none left idle"
-    one_cpu = CpuFit(threads=1, team=1, team_cpus=[0], quota=None)
+    one_cpu = CpuFit(threads=1, team=1, team_cpus=[0], quota=None, environment={"OMP_NUM_THREADS": "1"})
     assert "none left idle" in cause.precheck(facts(probed={FIT.key: one_cpu}), None)
     chosen = CpuFit(threads=1, team=1, team_cpus=[0, 1], quota=None, asked=[1])  # its setup's own call
     assert cause.precheck(facts(probed={FIT.key: chosen}), None) == (
         "its own code sets torch's count (torch.set_num_threads(1)) below the 2 CPU(s) it may use: taken as its "
         "choice (--set clamp=off,all in benchctl run measures every CPU)")
-    undone = CpuFit(threads=1, team=1, team_cpus=[0, 1], quota=None, asked=[2])  # asked 2, yet 1 ran
-    assert cause.precheck(facts(probed={FIT.key: undone}), None) is None
+    at_import = CpuFit(threads=1, team=1, team_cpus=[0, 1], quota=None, environment={"OMP_NUM_THREADS": "2"})
+    assert cause.precheck(facts(probed={FIT.key: at_import}), None) == (
+        "torch runs 1 thread(s) on the 2 CPU(s) it may use, a count no variable of its environment sets "
+        "(OMP_NUM_THREADS, MKL_NUM_THREADS): its code's own, set at its import, taken as its choice (--set "
+        "clamp=off,all in benchctl run measures every CPU)")
+    mkl = CpuFit(threads=1, team=1, team_cpus=[0, 1], quota=None, environment={"MKL_NUM_THREADS": " 1"})
+    assert mkl.environment_count == ("MKL_NUM_THREADS", 1) and cause.precheck(facts(probed={FIT.key: mkl}), None) \
+        is None
     assert "not known" in cause.precheck(Facts(phases=["call"]), None)
 
 
@@ -63,8 +69,8 @@ def test_named_with_what_the_code_asked_what_ran_and_the_fix_when_every_cpu_is_f
     assert found.status is Status.CAUSE, found.message
     assert ("with torch's threads held at every CPU it may use (its code asked for 1 thread(s) "
             "(torch.set_num_threads); torch ran 2 on the 2 CPU(s) it may use) it is 2.00× faster") in found.message
-    assert ("unchanged it ran 1 thread(s) on the 2 CPU(s) it may use, a count set before its setup ran (at its "
-            "import, or OMP_NUM_THREADS in its environment)") in found.message
+    assert "unchanged it ran 1 thread(s) on the 2 CPU(s) it may use, as OMP_NUM_THREADS=1 in its environment asks" \
+        in found.message
     assert few_threads.MECHANISM in found.message and few_threads.FIX in found.message
 
 
@@ -117,20 +123,27 @@ def test_the_clamp_setting_switches_between_its_kinds_and_back_to_the_codes_coun
 
 
 @two_cpus
-def test_a_count_set_at_import_is_probed_and_named(tmp_path):
+def test_a_count_from_the_environment_is_probed_and_one_set_at_import_is_not(tmp_path):
     from benchctl._run import runner
     from benchctl._results.facts import Facts as ProbeFacts
 
-    path = tmp_path / "one_thread_at_import.py"
-    path.write_text("import torch\ntorch.set_num_threads(1)\na = torch.randn(256, 256)\n\n"
-                    "def step():\n    return a @ a\n")
+    step = tmp_path / "matmul.py"
+    step.write_text("import torch\na = torch.randn(256, 256)\n\ndef step():\n    return a @ a\n")
+    at_import = tmp_path / "one_thread_at_import.py"
+    at_import.write_text("import torch\ntorch.set_num_threads(1)\na = torch.randn(256, 256)\n\n"
+                         "def step():\n    return a @ a\n")
     before = torch.get_num_threads()
     try:
-        doc = runner.run_matrix(f"{path}:step", {"iterations": 3}, {}, repeat=1, control=False, progress=False,
-                                probe=True)
+        from_env = runner.run_matrix(f"{step}:step", {"iterations": 3}, {"env": ["OMP_NUM_THREADS=1"]}, repeat=1,
+                                     control=False, progress=False, probe=True)
+        from_code = runner.run_matrix(f"{at_import}:step", {"iterations": 3}, {}, repeat=1, control=False,
+                                      progress=False, probe=True)
     finally:
-        torch.set_num_threads(before)  # in case the target was imported here too
-    found = ProbeFacts.from_probe(doc)
-    fit = found.of(FIT)
-    assert fit.threads == 1 and fit.usable >= 2 and not fit.asked
-    assert few_threads.FewThreads().precheck(found, None) is None
+        torch.set_num_threads(before)  # in case a target was imported here too
+    env_fit = ProbeFacts.from_probe(from_env).of(FIT)
+    assert env_fit.threads == 1 and env_fit.environment_count == ("OMP_NUM_THREADS", 1), env_fit
+    assert few_threads.FewThreads().precheck(ProbeFacts.from_probe(from_env), None) is None
+    code_fit = ProbeFacts.from_probe(from_code).of(FIT)
+    assert code_fit.threads == 1 and not code_fit.asked and code_fit.environment_count is None
+    assert "its code's own, set at its import" in few_threads.FewThreads().precheck(
+        ProbeFacts.from_probe(from_code), None)

@@ -151,6 +151,21 @@ def test_explain_invents_no_cause_where_none_is_planted(target):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs for a count below them")
+def test_explain_names_an_environments_thread_count_below_the_cpus(monkeypatch):
+    """OMP_NUM_THREADS=1 where the command starts (torchrun's default for several processes a node): the plain
+    matmul's workers run one thread on two CPUs, and the few_threads cause holds the count at both."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    doc, text = _explain("plain.py:matmul")
+    found = _findings(doc)["few_threads"]
+    if _status(found) == Status.UNRESOLVED and queries.mostly_shared(doc["runs"]):
+        pytest.skip(f"other work shared the CPUs and explain said unresolved: {found.message}")
+    assert _status(found) == Status.CAUSE, text
+    assert "as OMP_NUM_THREADS=1 in its environment asks" in found.message
+    assert not [f for name, f in _findings(doc).items() if name != "few_threads" and _status(f) == Status.CAUSE], text
+
+
+@pytest.mark.slow
 def test_causes_their_prechecks_rule_out_run_no_cells():
     doc, text = _explain("plain.py:matmul", budget_s=30.0)
     ruled = [f for f in _findings(doc).values() if _status(f) == Status.RULED_OUT]

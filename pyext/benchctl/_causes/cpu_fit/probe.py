@@ -12,6 +12,7 @@ that sets its own count undoes a thread-count probe applied before it.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 from ... import threads
@@ -19,10 +20,13 @@ from ..._thread_calls import ThreadCalls
 from ..._probe import Probe, ProbedCall
 from . import control
 
-__all__ = ["CpuFitWatch", "CpuFit", "CpuFitProbe", "PROBE", "PROBES"]
+__all__ = ["COUNT_VARIABLES", "CpuFitWatch", "CpuFit", "CpuFitProbe", "PROBE", "PROBES"]
 
 # The probe note's key, written and read here only.
 _CPU_FIT = "cpu_fit"
+#: The environment variables that size torch's team when the code does not (``torchrun`` sets OMP_NUM_THREADS=1
+#: for every process it starts with more than one per node).
+COUNT_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class CpuFitWatch:
@@ -39,8 +43,9 @@ class CpuFitWatch:
         self._throttled = control.throttled_periods() - self._throttled
 
     def note(self, calls: ThreadCalls | None = None) -> dict:
-        """``{"cpu_fit": {"threads", "team", "team_cpus", "quota", "groups", "throttled", "asked"}}``; ``asked``
-        from ``calls`` where given (default: those it was made with)."""
+        """``{"cpu_fit": {"threads", "team", "team_cpus", "quota", "groups", "throttled", "asked", "environment"}}``;
+        ``asked`` from ``calls`` where given (default: those it was made with); ``environment``: the
+        :data:`COUNT_VARIABLES` the process has."""
         calls = calls or self._calls
         import torch
 
@@ -49,14 +54,17 @@ class CpuFitWatch:
         found = control.quotas()
         return {_CPU_FIT: {"threads": torch.get_num_threads(), "team": len(team), "team_cpus": cpus,
                            "quota": control.quota_cpus(found), "groups": [q.text for q in found],
-                           "throttled": self._throttled, "asked": list(calls.asked)}}
+                           "throttled": self._throttled, "asked": list(calls.asked),
+                           "environment": {k: os.environ[k] for k in COUNT_VARIABLES if k in os.environ}}}
 
 
 @dataclass(frozen=True)
 class CpuFit:
     """torch's thread count, its team's size and the CPUs the team's threads may use together, the tightest
     cgroup quota (CPUs; None: none), the groups read, the periods throttled during the profiled call, and
-    the counts the workload's own code gave ``torch.set_num_threads`` (``asked``)."""
+    the counts the workload's own code gave ``torch.set_num_threads`` (``asked``) and the variables of
+    :data:`COUNT_VARIABLES` in its environment (``environment``; none in a results file from before they were
+    read)."""
 
     threads: int
     team: int
@@ -65,6 +73,17 @@ class CpuFit:
     groups: list[str] = field(default_factory=list)
     throttled: int = 0
     asked: list = field(default_factory=list)
+    environment: dict = field(default_factory=dict)
+
+    @property
+    def environment_count(self) -> tuple[str, int] | None:
+        """(the variable, its count) where the environment sizes torch's team at the count torch runs: the first of
+        :data:`COUNT_VARIABLES` that holds it; None otherwise."""
+        for name in COUNT_VARIABLES:
+            value = str(self.environment.get(name, "")).strip()
+            if value.isdigit() and int(value) == self.threads:
+                return name, int(value)
+        return None
 
     @classmethod
     def from_note(cls, note: dict | None) -> "CpuFit | None":

@@ -1,3 +1,3 @@
-"""Fewer torch threads than the usable CPUs: a count the code or its environment set (setting ``clamp=all``)."""
+"""Fewer torch threads than the usable CPUs: a count its environment set (setting ``clamp=all``)."""
 
 __all__: list[str] = []
