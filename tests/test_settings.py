@@ -206,3 +206,35 @@ def test_the_busy_pool_runs_and_stops():
         assert contention.busy_pool_state()["products"] >= 3
     finally:
         assert not contention.stop_busy_pool()["running"]
+
+
+def test_the_busy_pool_pauses_while_the_process_forks():
+    # A DataLoader of two workers, forked three times beside the busy pool: they hung (3 of 3 here) while a product
+    # ran through the fork; the pool now pauses between products until the fork is done.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import time
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        from benchctl import _contention as contention
+        contention.start_busy_pool()
+        data = TensorDataset(torch.randn(128, 8))
+        for _ in range(3):
+            assert sum(len(x) for (x,) in DataLoader(data, batch_size=32, num_workers=2)) == 128
+        before = contention.busy_pool_state()["products"]
+        time.sleep(0.2)
+        assert contention.busy_pool_state()["products"] > before  # resumed after the forks
+        print("done")
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # a hung run's DataLoader workers are killed with it
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        pytest.fail("the DataLoader forked beside the busy pool hung")
+    assert proc.returncode == 0 and out.strip() == "done", err[-2000:]

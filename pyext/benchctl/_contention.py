@@ -5,6 +5,11 @@
 process ends or :func:`stop_busy_pool` is called, the way another library's
 pool competes with torch's OpenMP team in a real program. numpy releases the
 GIL inside the products, so the competition is for the CPUs, not the GIL.
+
+The pool pauses between two products while the process forks (``os.register_at_fork``): a child forked in
+the middle of one inherited the BLAS pool's state mid-product, and a DataLoader's worker processes, forked in
+each call of a workload, hung there (the busy-pool probe then held explain past its budget). A real program's
+other pool is no safer to fork beside, but the probe is ours, and it must not turn a slowdown into a hang.
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ import threading
 __all__ = ["start_busy_pool", "stop_busy_pool", "busy_pool_state"]
 
 _SIDE = 256  # a product of this size keeps a BLAS pool busy for ~1 ms at a time
+_FORK_WAIT_S = 1.0  # how long a fork waits for the product under way to end (a product takes ~1 ms)
 _lock = threading.Lock()
 _state: dict = {"thread": None, "stop": None, "products": 0, "pool_threads": None}
+# Around a fork: _hold set asks the pool to pause between products; it sets _paused while it waits.
+_hold, _paused = threading.Event(), threading.Event()
 
 
 def _spin(stop: threading.Event, threads: int) -> None:
@@ -26,8 +34,33 @@ def _spin(stop: threading.Event, threads: int) -> None:
     a = np.random.default_rng(0).standard_normal((_SIDE, _SIDE))
     with threadpool_limits(limits=threads, user_api="blas"):
         while not stop.is_set():
+            if _hold.is_set():
+                _paused.set()
+                while _hold.is_set() and not stop.is_set():
+                    stop.wait(0.001)  # the fork takes milliseconds
+                _paused.clear()
+                continue
             a = np.tanh(a @ a)  # tanh keeps the values finite, so every product costs the same
             _state["products"] += 1
+
+
+def _before_fork() -> None:
+    thread = _state["thread"]
+    if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+        _hold.set()
+        _paused.wait(_FORK_WAIT_S)
+
+
+def _after_fork_in_parent() -> None:
+    _hold.clear()
+
+
+def _after_fork_in_child() -> None:
+    _hold.clear()  # the pool's thread is not in the child: nothing to resume
+    _paused.clear()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child)
 
 
 def start_busy_pool(threads: int | None = None) -> dict:
