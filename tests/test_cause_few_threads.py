@@ -125,7 +125,6 @@ def test_the_clamp_setting_switches_between_its_kinds_and_back_to_the_codes_coun
 @two_cpus
 def test_a_count_from_the_environment_is_probed_and_one_set_at_import_is_not(tmp_path):
     from benchctl._run import runner
-    from benchctl._results.facts import Facts as ProbeFacts
 
     step = tmp_path / "matmul.py"
     step.write_text("import torch\na = torch.randn(256, 256)\n\ndef step():\n    return a @ a\n")
@@ -140,10 +139,10 @@ def test_a_count_from_the_environment_is_probed_and_one_set_at_import_is_not(tmp
                                       progress=False, probe=True)
     finally:
         torch.set_num_threads(before)  # in case a target was imported here too
-    env_fit = ProbeFacts.from_probe(from_env).of(FIT)
+    env_fit = Facts.from_probe(from_env).of(FIT)
     assert env_fit.threads == 1 and env_fit.environment_count == ("OMP_NUM_THREADS", 1), env_fit
-    assert few_threads.FewThreads().precheck(ProbeFacts.from_probe(from_env), None) is None
-    code_fit = ProbeFacts.from_probe(from_code).of(FIT)
+    assert few_threads.FewThreads().precheck(Facts.from_probe(from_env), None) is None
+    code_fit = Facts.from_probe(from_code).of(FIT)
     assert code_fit.threads == 1 and not code_fit.asked and code_fit.environment_count is None
     assert "its code's own, set at its import" in few_threads.FewThreads().precheck(
-        ProbeFacts.from_probe(from_code), None)
+        Facts.from_probe(from_code), None)

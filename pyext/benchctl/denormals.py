@@ -100,9 +100,8 @@ def op_inputs_census(call) -> dict[str, int]:
 
     def count(value) -> None:
         for t in tensors_in(value):
-            if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided or t.is_meta \
-                    or t.device.type != "cpu":
-                continue  # subclasses (fake, distributed), sparse and other devices: not the CPU's values
+            if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided or t.device.type != "cpu":
+                continue  # subclasses (fake, distributed), sparse, meta and other devices: not the CPU's values
             key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
             if key in seen:
                 continue

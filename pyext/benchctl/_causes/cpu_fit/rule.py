@@ -46,10 +46,10 @@ class CpuFit(Cause):
         return None
 
     def judge_phase(self, ctx: Context) -> Finding | None:
-        cell = ctx.probe_cell(self.probe)
-        cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
-        if cmp is None:
+        probed = self.probed(ctx)
+        if probed is None:
             return None
+        cell, cmp = probed
         wait = CpuWait.of(ctx, ctx.baseline, cell)
         switches = wait.text()
         fit = ctx.facts.of(PROBE) if ctx.facts else None

@@ -60,10 +60,10 @@ class FewThreads(Cause):
         return None
 
     def judge_phase(self, ctx: Context) -> Finding | None:
-        cell = ctx.probe_cell(self.probe)
-        cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
-        if cmp is None:
+        probed = self.probed(ctx)
+        if probed is None:
             return None
+        cell, cmp = probed
         fit = ctx.facts.of(CPU_FIT) if ctx.facts else None
         held = ctx.readback(cell, CLAMP.name) or {}
         phrase = CLAMP.facts_phrase(held)
