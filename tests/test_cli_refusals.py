@@ -157,7 +157,8 @@ def test_a_folder_is_not_said_to_hold_the_previous_results(tmp_path):
     ("{tmp}/missing.py:f", None, ["no such file", "missing.py"]),
     ("{tmp}/broken.py:f", "def f(:\n", ["broken.py:f", "SyntaxError"]),
     ("{tmp}/raising.py:f", "raise RuntimeError('no data set configured')\n", ["RuntimeError: no data set configured"]),
-    ("{tmp}/exiting.py:f", "import sys\nsys.exit('usage: exiting.py DATA')\n", ["SystemExit: usage: exiting.py"]),
+    ("{tmp}/exiting.py:f", "import sys\nsys.exit('usage: exiting.py DATA')\n",
+     ["ended the process", "SystemExit: usage: exiting.py", "__name__"]),
     ("{tmp}/importing.py:f", "import nosuch_dependency_of_the_user\n", ["No module named 'nosuch_dependency"]),
 ])
 @pytest.mark.parametrize("command", ["run", "explain"])
@@ -168,6 +169,60 @@ def test_a_target_that_does_not_import_is_the_users_error(tmp_path, capsys, work
             f.write(source)
     _refused(capsys, [command, target, "--no-progress"], f"{command}: ", *words)
     assert workers == []
+
+
+def test_a_script_that_parses_its_command_line_at_import_is_told_where_to_move_it(tmp_path, capsys, workers):
+    path = tmp_path / "parsing.py"
+    path.write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--size', required=True)\n"
+                    "p.parse_args()\ndef f():\n    pass\n")
+    assert cli.main(["explain", f"{path}:f", "--no-progress"]) == ExitCode.USER_ERROR
+    err = capsys.readouterr().err
+    assert "the following arguments are required: --size" in err  # its own parser's words, then benchctl's line
+    last = err.strip().splitlines()[-1]
+    assert "ended the process (SystemExit: 2)" in last and "argument parsing" in last and "Traceback" not in err
+    assert workers == []
+
+
+@pytest.mark.parametrize("name, source, words", [
+    ("f", "def f(x):\n    return x\n",
+     ["f cannot be called with no argument", "missing a required argument: 'x'", "setup()"]),
+    ("f", "def f(x=0, *, scale):\n    return x\n", ["missing a required argument: 'scale'"]),
+    ("Model", "class Model:\n    def __init__(self, width):\n        self.width = width\n",
+     ["Model cannot be called with no argument", "'width'"]),
+    ("f", "def f():\n    yield 1\n", ["f returns a generator", "none of its body"]),
+    ("f", "async def f():\n    return 1\n", ["f returns a coroutine"]),
+    ("Bench", "class Bench:\n    def setup(self):\n        return 1\n    def run(self):\n        pass\n",
+     ["Bench: run cannot be called with one argument, the state setup() returned", "too many positional"]),
+    ("Bench", "class Bench:\n    def setup(self, data):\n        return data\n    def run(self, state):\n"
+              "        pass\n", ["Bench: setup cannot be called with no argument", "'data'"]),
+    ("Bench", "class Bench:\n    def setup(self):\n        return 1\n    def run(self, state):\n        yield state\n",
+     ["Bench: run returns a generator"]),
+])
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_a_target_no_call_could_time_is_refused_before_any_worker(tmp_path, capsys, workers, command, name, source,
+                                                                   words):
+    path = tmp_path / "target.py"
+    path.write_text(source)
+    _refused(capsys, [command, f"{path}:{name}", "--no-progress"], f"{command}: ", *words)
+    assert workers == []
+
+
+def test_callables_the_forms_can_call_are_taken(tmp_path):
+    from benchctl import ArgumentError, _workloads as workloads
+
+    path = tmp_path / "fine.py"
+    path.write_text("import functools\n"
+                    "def f(x=1, *rest, **named):\n    return x\n"
+                    "g = functools.partial(lambda x: x, 2)\n"
+                    "class Bench:\n    def setup(self):\n        return 1\n"
+                    "    def run(self, state, extra=0):\n        return state\n"
+                    "class Static:\n    @staticmethod\n    def setup():\n        return 1\n"
+                    "    @staticmethod\n    def run(state):\n        return state\n")
+    for name in ("f", "g", "Bench", "Static"):
+        assert workloads.get(f"{path}:{name}").name == f"{path}:{name}"
+    assert workloads.get("time:perf_counter").name == "time:perf_counter"  # a builtin taking none
+    with pytest.raises(ArgumentError, match="cannot be called with no argument"):
+        workloads.get("builtins:len")
 
 
 # ---- the environment ---------------------------------------------------------------------------------------

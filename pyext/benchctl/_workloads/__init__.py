@@ -148,7 +148,12 @@ def _import_target(target: str) -> None:
             importlib.import_module(where)
     except UserError:
         raise
-    except (Exception, SystemExit) as e:  # SystemExit: a script's own argument parsing, run at import
+    except SystemExit as e:  # a script's own argument parsing or exit, run at import
+        raise TargetImportError(
+            f"{target}: importing {where} ended the process (SystemExit: {e}): code that runs at import, such as "
+            "argument parsing or sys.exit(), stops it; put that under `if __name__ == \"__main__\":` and give the "
+            "workload its values by default") from e
+    except Exception as e:
         raise TargetImportError(f"{target}: importing {where} failed: {type(e).__name__}: {e}") from e
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -259,8 +260,10 @@ def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     return run, dict(_PARAMS)
 
 
-def _setup_run_workload(obj: Any) -> tuple[Callable, dict]:
+def _setup_run_workload(obj: Any, name: str) -> tuple[Callable, dict]:
     target = obj() if isinstance(obj, type) else obj
+    _check_callable(f"{name}: setup", target.setup, 0)  # on the instance: its methods are bound
+    _check_callable(f"{name}: run", target.run, 1)
 
     def run(args: dict, rec) -> None:
         with _probe_evidence(rec) as (seen, watch):
@@ -302,9 +305,10 @@ def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
         fn, params = _decorated_workload(obj, mark)
         help_text = mark["help"]
     elif hasattr(obj, "setup") and hasattr(obj, "run"):
-        fn, params = _setup_run_workload(obj)
+        fn, params = _setup_run_workload(obj, target)
         help_text = f"{target}: setup() once, then run(state) per iteration (phase 'run')"
     elif callable(obj) and not isinstance(obj, types.ModuleType):
+        _check_callable(target, obj, 0)
         fn, params = _callable_workload(obj)
         help_text = f"{target}: one call per iteration (phase 'call')"
     else:
@@ -312,6 +316,41 @@ def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
             f"{target} is not a workload: give a function decorated @benchctl.workload, an object with "
             "setup() and run(state), or a callable taking no arguments")
     return fn, params, help_text, _check_iterations if "iterations" in params else None
+
+
+def _unbindable(fn: Callable, arguments: int) -> str | None:
+    """Why a call of ``fn`` with ``arguments`` positional values could not bind (its own words: a missing or an
+    unexpected argument), or None where it binds or Python cannot say (a builtin without a signature)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*range(arguments))
+    except TypeError as e:
+        return str(e)
+    return None
+
+
+def _check_callable(what: str, fn: Callable, arguments: int) -> None:
+    """Refuse, before any worker starts, a callable that each timed call could not run as meant: one whose call
+    returns a generator or a coroutine (timing that times none of its body), or one that cannot be called with
+    what the form passes (``arguments``: none for a callable or ``setup()``, the state for ``run(state)``)."""
+    if not callable(fn):
+        raise _validate.ArgumentError(f"{what} is not callable ({type(fn).__name__})")
+    for test, made in ((inspect.isgeneratorfunction, "a generator"), (inspect.isasyncgenfunction, "an async generator"),
+                       (inspect.iscoroutinefunction, "a coroutine")):
+        if test(fn):
+            raise _validate.ArgumentError(
+                f"{what} returns {made}: a call runs none of its body, so timing it times nothing of the work; "
+                "make it return its result (not yield or await it), or name a function that runs it to the end")
+    why = _unbindable(fn, arguments)
+    if why is not None:
+        given = "no argument" if arguments == 0 else "one argument, the state setup() returned"
+        raise _validate.ArgumentError(
+            f"{what} cannot be called with {given} ({why}): give its other parameters defaults, make them in "
+            "setup() and take them in run(state), or write a @benchctl.workload function (its parameters come "
+            "from --arg NAME=VALUE)")
 
 
 def _check_iterations(args: dict) -> None:
