@@ -193,6 +193,8 @@ def test_warmup_named_when_the_first_iteration_costs_the_series_more_than_the_ba
     found = judge(Warmup(), _first_call_slower(50))  # lazy initialisation on the first call
     assert status(found) == Status.CAUSE and re.search(r"takes 50\.\d\d× its steady median", found.message)
     assert re.search(r"makes a series \+30\d\.\d% \[95% CI", found.message), found.message  # 49 / 16
+    # Too few iterations for the detector to find a warm-up (none recorded): the first one is it.
+    assert "settles after 1 iteration(s)" in found.message, found.message
 
 
 def _paired_start(run, first_factor):

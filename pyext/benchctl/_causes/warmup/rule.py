@@ -122,7 +122,9 @@ class Warmup(Cause):
             message += (f": under {LAZY_MIN_ITERATIONS:.0f} iterations is the ordinary start of a torch program "
                         "(its thread pool, first-touch pages), not lazy initialisation")
         elif slows:
-            message += (f", and it settles after {int(np.median(warmups))} iteration(s) (median): something "
+            # The first iteration is the warm-up at least, where the detector found no steady band to leave.
+            settled = int(np.median([max(1, w) for w in warmups]))
+            message += (f", and it settles after {settled} iteration(s) (median): something "
                         "initialises on first use; benchctl leaves the warm-up out of every comparison, and a "
                         "warm-up call before timing (or eager initialisation) removes it from your own timings")
         else:
