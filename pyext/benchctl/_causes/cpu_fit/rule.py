@@ -65,7 +65,7 @@ class CpuFit(Cause):
             if wait.fell(ctx.saved_ns(cmp)):
                 return self.finding(ctx, cmp, f"{head}: {mechanism(CLAMP)}; the fix: {FIX}", Status.CAUSE,
                                     **fields)
-            return self.finding(ctx, cmp, f"{head}{wait.UNCONFIRMED}", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.unconfirmed()}", Status.UNCONFIRMED, **fields)
         return self.not_found(ctx, cmp, "threads held at the usable CPUs", suffix=f"{ran}; {switches}{probe}",
                               **fields)
 

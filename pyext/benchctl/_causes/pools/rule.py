@@ -76,7 +76,7 @@ class CompetingPools(Cause):
             if wait.fell(ctx.saved_ns(cmp)):
                 return self.finding(ctx, cmp, f"{head}: {mechanism(CAP_OTHER_POOLS)}; the fix: {FIX}", Status.CAUSE,
                                     **fields)
-            return self.finding(ctx, cmp, f"{head}{wait.UNCONFIRMED}", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.unconfirmed()}", Status.UNCONFIRMED, **fields)
         return self.not_found(ctx, cmp, "capping the other pools", suffix=f"; {switches}{busy}", **fields)
 
 

@@ -121,7 +121,7 @@ class Threads(Cause):
             if wait.fell(ctx.saved_ns(cmp)):
                 found = f"{head}: {mechanism(THREADS)}{shares}{self._outside(ctx)}{neighbour}"
                 return self.finding(ctx, cmp, found, Status.CAUSE, **fields)
-            return self.finding(ctx, cmp, f"{head}{wait.UNCONFIRMED}{neighbour}", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.unconfirmed()}{neighbour}", Status.UNCONFIRMED, **fields)
         if cmp.slower:
             return self.finding(ctx, cmp, f"1 thread is {cmp.effect_text()}: its threads do useful work, not "
                                           f"oversubscribed{neighbour}", Status.NOT_CAUSE, **fields)
