@@ -5,6 +5,7 @@ import re
 import pytest
 
 from benchctl._causes.allocator.rule import Allocator
+from benchctl._causes.denormals.probe import PROBE as FLUSH_STATE, FlushState
 from benchctl._causes.denormals.rule import Denormals
 from benchctl._causes.order.rule import Order
 from benchctl._causes.placement.rule import Placement
@@ -55,6 +56,44 @@ def test_denormals_named_with_its_evidence_when_ftz_removes_the_slowdown():
     assert status(found) == Status.CAUSE and found.explains
     assert "with FTZ/DAZ on every thread it is 2.50× faster" in found.message
     assert "div 2.6×" in found.message and "outputs 100 subnormal of 100" in found.message
+
+
+def test_denormals_names_a_flush_the_code_set_in_one_thread():
+    doc = run_with(lambda p: 0.4 if p == {"ftz": "process"} else 1.0)
+    partial = {FLUSH_STATE.key: FlushState(threads=3, reached=3, flushed=1, caller=True)}
+    found = judge(Denormals(), doc, probed=partial)
+    assert status(found) == Status.CAUSE
+    assert "unchanged, FTZ/DAZ was on in 1 of 3 threads, the calling thread among them" in found.message
+    assert "benchctl.set_flush_denormal(True) sets every thread" in found.message
+    for none_or_all in (0, 3):  # no flush of its own, or one on every thread: nothing half-applied to say
+        state = {FLUSH_STATE.key: FlushState(threads=3, reached=3, flushed=none_or_all, caller=bool(none_or_all))}
+        assert "FTZ/DAZ was on in" not in judge(Denormals(), doc, probed=state).message
+
+
+def test_the_flush_state_probe_reads_a_flush_set_in_the_calling_thread_alone():
+    import torch
+
+    from benchctl import fpenv
+    from benchctl._probe import ProbedCall
+
+    if not fpenv.supported()[0]:
+        pytest.skip(fpenv.supported()[1])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    torch.ones(1 << 20).mul_(2.0)  # a parallel op: torch's team exists
+    before = fpenv.thread_state()
+    try:
+        torch.set_flush_denormal(True)
+        seen = FLUSH_STATE.read(FLUSH_STATE.record(ProbedCall()))
+        assert seen.caller and seen.flushed == 1 and seen.partial, seen
+        fpenv.set_flush_denormal(True, scope="process")
+        seen = FLUSH_STATE.read(FLUSH_STATE.record(ProbedCall()))
+        assert seen.flushed == seen.reached >= 2 and not seen.partial, seen
+    finally:
+        fpenv.set_flush_denormal(False, scope="process")
+        fpenv.set_thread_state(before["ftz"], bool(before["daz"]))
+        torch.set_num_threads(threads)
+    assert FLUSH_STATE.read({}) is None
 
 
 def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():

@@ -20,10 +20,16 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of, probe_text
+from .probe import PROBE as FLUSH_STATE
 from .setting import FTZ
 
-__all__ = ["FMA_OPS", "OP_CLASSES", "penalty_evidence", "penalised_ops", "ratios_text", "ops_of",
+__all__ = ["ONE_THREAD_FLUSH", "FMA_OPS", "OP_CLASSES", "penalty_evidence", "penalised_ops", "ratios_text", "ops_of",
            "cpu_penalty_reason", "Denormals", "CAUSES"]
+
+#: Why a flush the code set in one thread leaves the others computing on subnormals, and what reaches them all.
+ONE_THREAD_FLUSH = ("a flush set in one thread (torch.set_flush_denormal(True) sets only the thread that calls it) "
+                    "reaches none of torch's other threads, which compute on the subnormals at full cost; "
+                    "benchctl.set_flush_denormal(True) sets every thread of the process")
 
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
 # decides whether FTZ/DAZ can change a conv net's speed.
@@ -136,6 +142,12 @@ class Denormals(Cause):
         expected = False if False in (cpu, values) else (True if cpu and values else None)
         return expected, "; ".join(reasons)
 
+    @staticmethod
+    def _own_flush(ctx: Context) -> str:
+        """Where the unchanged workload flushes on some threads and not others: that state, and why it falls short."""
+        state = ctx.facts.of(FLUSH_STATE) if ctx.facts is not None else None
+        return f"; {state.text()}: {ONE_THREAD_FLUSH}" if state is not None and state.partial else ""
+
     def judge_phase(self, ctx: Context) -> Finding | None:
         probed = self.probed(ctx)
         if probed is None:
@@ -156,7 +168,7 @@ class Denormals(Cause):
         if cmp.faster:
             reasons = f"; {why}" if why else ""
             return self.finding(ctx, cmp, f"with FTZ/DAZ on every thread it is {cmp.effect_text()}{readback}: "
-                                          f"{mechanism(FTZ)}{reasons}", Status.CAUSE, **fields)
+                                          f"{mechanism(FTZ)}{reasons}{self._own_flush(ctx)}", Status.CAUSE, **fields)
         if expected and not cmp.beyond_band:
             because += "; both say it should matter: check the readback"
         return self.not_found(ctx, cmp, "FTZ/DAZ", suffix=readback + because, **fields)
