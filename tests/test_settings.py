@@ -63,7 +63,7 @@ def test_workload_parameters_are_typed_like_their_defaults():
 def test_unknown_key_names_settings_and_parameters():
     known = (r"alloc, anomaly, busy, clamp, cuda_init, cudnn_benchmark, deterministic, env, ftz, hooks, inference, "
              r"isa, matmul_precision, mkldnn, omp_wait, only, parametrize, pin, pools, profiler, sync, thp, threads, "
-             r"with")
+             r"train_mode, with")
     with pytest.raises(SettingError, match=rf"'speed' is neither a setting \({known}\).*ms"):
         settings.canonical_matrix({"speed": [1]}, SLEEP_PARAMS)
 
