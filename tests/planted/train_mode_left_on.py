@@ -9,7 +9,9 @@ import torch
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 PLANT = {"target": "Training", "cause": "train_mode", "fixed": {"target": "Evaluated"}}
 
-CHANNELS, SIDE, BATCH, BLOCKS = 16, 32, 8, 4
+# A batch of 4 keeps every buffer under glibc's mmap threshold (at 8, 1,920 page faults a call planted the
+# allocator too).
+CHANNELS, SIDE, BATCH, BLOCKS = 16, 32, 4, 4
 
 
 def _model():
