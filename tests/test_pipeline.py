@@ -109,3 +109,22 @@ def test_a_matrix_worker_is_stopped_as_stuck_only_past_the_budget_left_and_ten_p
     assert pipeline.worker_timeout_s({"duration_s": 9.0}, 55.0) == 9.0 * pipeline.STUCK_MULTIPLE
     assert pipeline.worker_timeout_s({"duration_s": 2.0}, None) is None  # no budget: nothing bounds the run
     assert pipeline.worker_timeout_s(None, 55.0) is None  # no probe worker (the seed scripts' studies)
+
+
+def test_the_probe_worker_is_stopped_as_stuck_past_ten_budgets_and_five_minutes():
+    assert pipeline.probe_timeout_s(None) is None
+    assert pipeline.probe_timeout_s(12.0) == pipeline.PROBE_STUCK_FLOOR_S
+    assert pipeline.probe_timeout_s(120.0) == 120.0 * pipeline.STUCK_MULTIPLE
+
+
+def test_a_stuck_probe_worker_ends_explain_with_why(tmp_path, monkeypatch):
+    from benchctl import _workloads as workloads
+
+    path = tmp_path / "stuck.py"
+    path.write_text("import threading\n\ndef step():\n    threading.Event().wait()  # waits for ever\n")
+    monkeypatch.setattr(pipeline, "PROBE_STUCK_FLOOR_S", 1.0)
+    study = pipeline.Study(name="explain", workload=f"{path}:step", args={"iterations": 3, "seconds": 0.0},
+                           rules=(), budget_s=0.2)
+    with pytest.raises(workloads.WorkloadFailed, match="the workload failed in its probe worker: worker exceeded "
+                                                       "the 2.0 s timeout and was killed"):
+        pipeline._probe(study, lambda line: None)

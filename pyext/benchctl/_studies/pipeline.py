@@ -39,8 +39,8 @@ from .._workloads import user
 from . import dtype_profile, penalty
 from .._causes.denormals.rule import ops_of, penalty_evidence
 
-__all__ = ["PROBE_SHARE", "STUCK_MULTIPLE", "Study", "worker_timeout_s", "run_study", "measure_penalty",
-           "measure_dtype_profile", "took_text", "reanswer"]
+__all__ = ["PROBE_SHARE", "STUCK_MULTIPLE", "PROBE_STUCK_FLOOR_S", "Study", "probe_timeout_s", "worker_timeout_s",
+           "run_study", "measure_penalty", "measure_dtype_profile", "took_text", "reanswer"]
 
 #: The share of the budget the probe worker's timed iterations aim at (it still runs the fewest steady ones).
 PROBE_SHARE = 0.05
@@ -48,6 +48,9 @@ PROBE_SHARE = 0.05
 #: run is stuck, and is stopped (its run failed, with why): a fork-based DataLoader built in each call deadlocked
 #: in a worker beside the busy-pool probe's thread and held explain minutes past its 60 s budget.
 STUCK_MULTIPLE = 10
+#: The probe worker, which no earlier worker sizes, is stuck once it has run this many times the whole budget and
+#: at least :data:`PROBE_STUCK_FLOOR_S` (its start, torch's import and a slow first call are not a budget's share).
+PROBE_STUCK_FLOOR_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,18 @@ def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
     """(the facts, the probe worker's run record)."""
     say(f"probe: {study.workload} once, unchanged, in a fresh process")
     args = {**study.args, "seconds": PROBE_SHARE * study.budget_s} if _sized(study) else study.args
-    doc = runner.run_matrix(study.workload, args, {}, repeat=1, control=False, progress=False, probe=True)
+    doc = runner.run_matrix(study.workload, args, {}, repeat=1, control=False, progress=False, probe=True,
+                            worker_timeout_s=probe_timeout_s(study.budget_s))
     run = doc["runs"][0]
     if run["status"] != "ok":
         tail = (run.get("traceback") or run.get("stderr_tail") or "").strip()
         raise workloads.WorkloadFailed(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
     return Facts.from_probe(doc), run
+
+
+def probe_timeout_s(budget_s: float | None) -> float | None:
+    """How long the probe worker may run before it is taken as stuck; None without a budget."""
+    return None if budget_s is None else max(PROBE_STUCK_FLOOR_S, STUCK_MULTIPLE * budget_s)
 
 
 def worker_timeout_s(probe: dict | None, left: float | None) -> float | None:
