@@ -66,4 +66,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    # The public names only: not the helpers this file imports (importlib, Any) nor the private modules loaded.
+    return sorted(__all__)
