@@ -71,7 +71,14 @@ def test_named_with_the_measured_ratio_share_and_estimate():
     assert "an estimated 3.38× faster on the whole call" in found.message
     assert "no native float16 arithmetic (avx512_fp16 or amx_fp16)" in found.message
     assert "bfloat16: avx512_bf16" in found.message and "no probe can change" in found.message
+    assert "; f16c converts only" in found.message
     assert found.evidence["estimated_speedup"] == pytest.approx(1 / (0.1 + 0.9 / 4.6))
+    assert found.message.startswith("half / bfloat16 slower than float32 on this CPU: ")
+    # A CPU with float16 arithmetic where these ops still ran slower (oneDNN's float16 convolution, 1.8x here):
+    # measured, so named, and the flags said as they are.
+    native = judge(HalfPrecision(), facts_with([timing(1.8, 1.7, 2.1)], flags=("f16c", "avx512_fp16")))
+    assert native.status is Status.CAUSE and "float16: avx512_fp16" in native.message
+    assert "f16c converts only" not in native.message and "no native float16" not in native.message
 
 
 def test_not_the_cause_where_the_dtype_runs_as_fast_as_float32():

@@ -1,3 +1,3 @@
-"""Half / bfloat16 without native arithmetic on this CPU (no setting: the dtype profile is its evidence)."""
+"""Half / bfloat16 slower than float32 on this CPU (no setting: the dtype profile is its evidence)."""
 
 __all__: list[str] = []
