@@ -155,6 +155,7 @@ def test_a_folder_is_not_said_to_hold_the_previous_results(tmp_path):
     ("nosuch.module:fn", None, ["nosuch.module:fn", "ModuleNotFoundError: No module named 'nosuch'"]),
     ("../r1.json:foo", None, ["../r1.json:foo", "neither a .py file nor a module name", "package.module:name"]),
     ("{tmp}/missing.py:f", None, ["no such file", "missing.py"]),
+    ("{tmp}/notes.txt:f", "def f():\n    pass\n", ["notes.txt is a file but not Python source (.py)"]),
     ("{tmp}/broken.py:f", "def f(:\n", ["broken.py:f", "SyntaxError"]),
     ("{tmp}/raising.py:f", "raise RuntimeError('no data set configured')\n", ["RuntimeError: no data set configured"]),
     ("{tmp}/exiting.py:f", "import sys\nsys.exit('usage: exiting.py DATA')\n",

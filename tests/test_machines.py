@@ -210,3 +210,7 @@ def test_compare_command_two_files_as_before_several_or_a_folder_by_machine(tmp_
     assert "3 machine(s), 2 with results" in whole.stdout and "arm: missing" in whole.stdout
     one = _compare(amd)
     assert one.returncode == 2 and "nothing to compare with" in one.stderr
+    for missing in ((tmp_path / "absent.json",), (amd, tmp_path / "absent.json")):
+        gone = _compare(*missing)
+        assert gone.returncode == 2 and gone.stderr.strip() == f"compare: no such file or folder: {missing[-1]}", \
+            gone.stderr

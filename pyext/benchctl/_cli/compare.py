@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
 
     say = (lambda _: None) if preflight.writes_stdout(args) else print  # stdout is the JSON
     paths = args.paths
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:  # said first: a missing file is not "one file with nothing to compare with"
+        raise UserError(f"no such file or folder: {', '.join(missing)}")
     by_machine = args.machines or len(paths) != 2 or any(os.path.isdir(p) for p in paths)
     if by_machine and len(paths) == 1 and not os.path.isdir(paths[0]):
         print(f"compare: one file ({paths[0]}) has nothing to compare with: give two or more files or a folder",

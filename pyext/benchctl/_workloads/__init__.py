@@ -136,6 +136,9 @@ def _import_target(target: str) -> None:
     from . import user
 
     where = target.rpartition(":")[0] if ":" in target else target
+    if not where.endswith(".py") and os.path.isfile(where):  # a file, though "notes.txt" reads as a module name
+        raise TargetImportError(f"{target}: {where} is a file but not Python source (.py); name your code as "
+                                f"{TARGET_FORMS}")
     if not where.endswith(".py") and not all(part.isidentifier() for part in where.split(".")):
         raise TargetImportError(f"{target}: {where!r} is neither a .py file nor a module name; name your code as "
                                 f"{TARGET_FORMS}")
