@@ -198,6 +198,8 @@ def test_a_script_that_parses_its_command_line_at_import_is_told_where_to_move_i
               "        pass\n", ["Bench: setup cannot be called with no argument", "'data'"]),
     ("Bench", "class Bench:\n    def setup(self):\n        return 1\n    def run(self, state):\n        yield state\n",
      ["Bench: run returns a generator"]),
+    ("Bench", "class Bench:\n    def __init__(self, size):\n        pass\n    def setup(self):\n        return 1\n"
+              "    def run(self, state):\n        pass\n", ["Bench cannot be called with no argument", "'size'"]),
 ])
 @pytest.mark.parametrize("command", ["run", "explain"])
 def test_a_target_no_call_could_time_is_refused_before_any_worker(tmp_path, capsys, workers, command, name, source,

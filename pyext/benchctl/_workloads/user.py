@@ -261,6 +261,8 @@ def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
 
 
 def _setup_run_workload(obj: Any, name: str) -> tuple[Callable, dict]:
+    if isinstance(obj, type):
+        _check_callable(name, obj, 0)  # made here with no argument
     target = obj() if isinstance(obj, type) else obj
     _check_callable(f"{name}: setup", target.setup, 0)  # on the instance: its methods are bound
     _check_callable(f"{name}: run", target.run, 1)
