@@ -246,6 +246,9 @@ def test_commands_give_clear_errors_on_bad_files(tmp_path):
     out = subprocess.run([sys.executable, "-m", "benchctl", "report", str(bad)], capture_output=True, text=True)
     assert out.returncode == 2
     assert "newer benchctl (results version 99)" in out.stderr and "Traceback" not in out.stderr
-    out = subprocess.run([sys.executable, "-m", "benchctl", "compare", str(bad), str(tmp_path / "none.json")],
-                         capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "benchctl", "compare", str(bad), str(bad)], capture_output=True,
+                         text=True)
     assert out.returncode == 2 and "newer benchctl" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "benchctl", "compare", str(bad), str(tmp_path / "none.json")],
+                         capture_output=True, text=True)  # a file that is not there is said first
+    assert out.returncode == 2 and out.stderr == f"compare: no such file or folder: {tmp_path / 'none.json'}\n"
