@@ -1,7 +1,9 @@
 """What the probe worker learns of training mode: over its profiled call, every module call counted, those made in
 training mode, and by class those of modules that compute differently there (:func:`counting`), read back as
 :class:`TrainModeFacts`. It counts during the profiled call (a Python frame more per module call, under the
-profiler's own cost) rather than in a call of its own: the workload is not called once more for it."""
+profiler's own cost) rather than in a call of its own: the workload is not called once more for it. The modules inside
+a ``torch.compile``d module run in its graph, not through ``_call_impl``: they are not counted (nor switched by the
+control)."""
 
 from __future__ import annotations
 
