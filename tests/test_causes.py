@@ -96,6 +96,18 @@ def test_the_flush_state_probe_reads_a_flush_set_in_the_calling_thread_alone():
     assert FLUSH_STATE.read({}) is None
 
 
+def test_a_census_that_fails_leaves_the_flush_state_unknown_not_the_probe_failed(monkeypatch):
+    from benchctl import fpenv
+    from benchctl._probe import ProbedCall
+
+    def unreachable(**kwargs):
+        raise RuntimeError("a thread did not answer the census signal")
+
+    monkeypatch.setattr(fpenv, "supported", lambda: (True, "MXCSR"))
+    monkeypatch.setattr(fpenv, "census", unreachable)
+    assert FLUSH_STATE.record(ProbedCall()) == {}
+
+
 def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():
     assert "no subnormal values" in Denormals().precheck(
         facts(census={"outputs": {"values": 100, "subnormal": 0}}), PENALTY)

@@ -54,7 +54,10 @@ class FlushStateProbe(Probe):
     def record(self, probed: ProbedCall) -> dict:
         if not fpenv.supported()[0]:
             return {}
-        census = fpenv.census(scope="process")
+        try:
+            census = fpenv.census(scope="process")
+        except (OSError, RuntimeError):  # a thread the signal could not reach in time: no fact, not a failed probe
+            return {}
         reached = [t for t in census if t.get("reached", True)]
         return {_FLUSH_STATE: {"threads": len(census), "reached": len(reached),
                                "flushed": sum(fpenv.is_flushed(t) for t in reached),
