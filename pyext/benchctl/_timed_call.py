@@ -10,10 +10,11 @@ iterations holds from the next one. With none put in, the call runs as written.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, Iterator
 
-__all__ = ["put", "put_runner", "take", "active", "wrapped"]
+__all__ = ["put", "put_runner", "take", "active", "wrapped", "HeldContext"]
 
 # The setting it serves ("hooks=off") -> how one timed call runs: runner(call) calls it and returns its result.
 _around: dict[str, Callable[[Callable[[], Any]], Any]] = {}
@@ -56,3 +57,40 @@ def wrapped(call: Callable[[], Any]) -> Callable[[], Any]:
         return run()
 
     return around
+
+
+class HeldContext:
+    """A setting's context around every timed call, with the count of the calls it wrapped and of those it still
+    held at their end (the code did not undo it inside the call): what the setting reads back. ``context()``
+    makes the context; ``holds(entered)``, given what it yielded, says after the call whether it still holds."""
+
+    def __init__(self, what: str, context: Callable[[], ContextManager], holds: Callable[[Any], bool]) -> None:
+        self.what, self._context, self._holds = what, context, holds
+        self.enabled = False
+        self.calls = self.held = 0
+
+    @contextlib.contextmanager
+    def _around(self) -> Iterator[None]:
+        with self._context() as entered:
+            yield
+            self.calls += 1  # a call that raised is not counted
+            self.held += bool(self._holds(entered))
+
+    def start(self) -> None:
+        """Every later timed call runs inside the context (counts start at zero; already so: kept)."""
+        if not self.enabled:
+            self.enabled, self.calls, self.held = True, 0, 0
+            put(self.what, self._around)
+
+    def stop(self) -> None:
+        """The timed calls run as written again."""
+        take(self.what)
+        self.enabled, self.calls, self.held = False, 0, 0
+
+    def all_held(self) -> bool:
+        """Whether at least one timed call ran inside it and it held to the end of every one of them."""
+        return self.enabled and self.calls > 0 and self.held == self.calls
+
+    def counts(self) -> dict[str, int]:
+        """``{"calls", "held"}``."""
+        return {"calls": self.calls, "held": self.held}

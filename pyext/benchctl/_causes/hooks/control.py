@@ -20,12 +20,11 @@ call runs is :func:`benchctl._causes.hooks.probe.census`.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ... import _timed_call
 
-__all__ = ["WHAT", "Calls", "detached", "detach_calls", "attach_calls", "enabled", "held", "state"]
+__all__ = ["WHAT", "detached", "detach_calls", "attach_calls", "enabled", "held", "state"]
 
 #: The setting value this control serves, as :mod:`benchctl._timed_call` names it.
 WHAT = "hooks=off"
@@ -52,57 +51,37 @@ def detached() -> Iterator[Callable]:
         torch.nn.Module._call_impl = own
 
 
-@dataclass
-class Calls:
-    """The timed calls run detached so far: ``calls`` in all, ``held`` those still detached at their end (the
-    code did not put a ``_call_impl`` of its own back in)."""
-
-    calls: int = 0
-    held: int = 0
-
-
-_calls: Calls | None = None
-
-
-@contextlib.contextmanager
-def _timed_detached() -> Iterator[None]:
+def _still_detached(without_hooks: Callable) -> bool:
     import torch
 
-    counts = _calls
-    with detached() as without_hooks:
-        yield
-        if counts is not None:
-            counts.calls += 1
-            counts.held += torch.nn.Module._call_impl is without_hooks
+    return torch.nn.Module._call_impl is without_hooks
+
+
+_detached_calls = _timed_call.HeldContext(WHAT, detached, _still_detached)
 
 
 def detach_calls() -> dict[str, Any]:
     """Run every later timed call with the module hooks detached (counts start at zero; already so: kept);
     the state right after."""
-    global _calls
-    if _calls is None:
-        _calls = Calls()
-        _timed_call.put(WHAT, _timed_detached)
+    _detached_calls.start()
     return state()
 
 
 def attach_calls() -> dict[str, Any]:
     """The timed calls run with their hooks again; the state right after."""
-    global _calls
-    _timed_call.take(WHAT)
-    _calls = None
+    _detached_calls.stop()
     return state()
 
 
 def enabled() -> bool:
-    return _calls is not None
+    return _detached_calls.enabled
 
 
 def held() -> bool:
     """Whether at least one timed call ran detached and every one of them stayed so to its end."""
-    return _calls is not None and _calls.calls > 0 and _calls.held == _calls.calls
+    return _detached_calls.all_held()
 
 
 def state() -> dict[str, Any]:
     """``{"detached", "calls", "held"}``: whether timed calls run detached, how many did, how many held to their end."""
-    return {"detached": enabled(), "calls": _calls.calls if _calls else 0, "held": _calls.held if _calls else 0}
+    return {"detached": enabled(), **_detached_calls.counts()}

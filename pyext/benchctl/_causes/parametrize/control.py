@@ -15,69 +15,53 @@ the recomputes a call makes is :func:`benchctl._causes.parametrize.probe.census`
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from ... import _timed_call
 
-__all__ = ["WHAT", "Calls", "cache_calls", "uncache_calls", "enabled", "held", "state"]
+__all__ = ["WHAT", "cache_calls", "uncache_calls", "enabled", "held", "state"]
 
 #: The setting value this control serves, as :mod:`benchctl._timed_call` names it.
 WHAT = "parametrize=cached"
 
 
-@dataclass
-class Calls:
-    """The timed calls run under ``cached()`` so far: ``calls`` in all, ``held`` those the cache was still on
-    at the end of."""
-
-    calls: int = 0
-    held: int = 0
-
-
-_calls: Calls | None = None
-
-
-@contextlib.contextmanager
-def _timed_cached() -> Iterator[None]:
+def _cached():
     from torch.nn.utils import parametrize
 
-    counts = _calls
-    with parametrize.cached():
-        yield
-        if counts is not None:
-            counts.calls += 1
-            counts.held += parametrize._cache_enabled > 0
+    return parametrize.cached()
+
+
+def _still_cached(_: Any) -> bool:
+    from torch.nn.utils import parametrize
+
+    return parametrize._cache_enabled > 0
+
+
+_cached_calls = _timed_call.HeldContext(WHAT, _cached, _still_cached)
 
 
 def cache_calls() -> dict[str, Any]:
     """Run every later timed call under ``parametrize.cached()`` (counts start at zero; already so: kept); the
     state right after."""
-    global _calls
-    if _calls is None:
-        _calls = Calls()
-        _timed_call.put(WHAT, _timed_cached)
+    _cached_calls.start()
     return state()
 
 
 def uncache_calls() -> dict[str, Any]:
     """The timed calls run as written again; the state right after."""
-    global _calls
-    _timed_call.take(WHAT)
-    _calls = None
+    _cached_calls.stop()
     return state()
 
 
 def enabled() -> bool:
-    return _calls is not None
+    return _cached_calls.enabled
 
 
 def held() -> bool:
     """Whether at least one timed call ran under the cache and it was on to the end of every one of them."""
-    return _calls is not None and _calls.calls > 0 and _calls.held == _calls.calls
+    return _cached_calls.all_held()
 
 
 def state() -> dict[str, Any]:
     """``{"cached", "calls", "held"}``: whether timed calls run cached, how many did, how many held to their end."""
-    return {"cached": enabled(), "calls": _calls.calls if _calls else 0, "held": _calls.held if _calls else 0}
+    return {"cached": enabled(), **_cached_calls.counts()}

@@ -19,12 +19,11 @@ in training mode is :func:`benchctl._causes.train_mode.probe.counting`.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ... import _timed_call
 
-__all__ = ["WHAT", "Calls", "evaluating", "evaluate_calls", "restore_calls", "enabled", "held", "state"]
+__all__ = ["WHAT", "evaluating", "evaluate_calls", "restore_calls", "enabled", "held", "state"]
 
 #: The setting value this control serves, as :mod:`benchctl._timed_call` names it.
 WHAT = "train_mode=eval"
@@ -54,57 +53,37 @@ def evaluating() -> Iterator[Callable]:
         torch.nn.Module._call_impl = own
 
 
-@dataclass
-class Calls:
-    """The timed calls run in eval mode so far: ``calls`` in all, ``held`` those still so at their end (the code
-    did not put a ``_call_impl`` of its own in)."""
-
-    calls: int = 0
-    held: int = 0
-
-
-_calls: Calls | None = None
-
-
-@contextlib.contextmanager
-def _timed_evaluating() -> Iterator[None]:
+def _still_evaluating(in_eval: Callable) -> bool:
     import torch
 
-    counts = _calls
-    with evaluating() as in_eval:
-        yield
-        if counts is not None:
-            counts.calls += 1
-            counts.held += torch.nn.Module._call_impl is in_eval
+    return torch.nn.Module._call_impl is in_eval
+
+
+_evaluated_calls = _timed_call.HeldContext(WHAT, evaluating, _still_evaluating)
 
 
 def evaluate_calls() -> dict[str, Any]:
     """Run every later timed call with its modules in eval mode (counts start at zero; already so: kept); the
     state right after."""
-    global _calls
-    if _calls is None:
-        _calls = Calls()
-        _timed_call.put(WHAT, _timed_evaluating)
+    _evaluated_calls.start()
     return state()
 
 
 def restore_calls() -> dict[str, Any]:
     """The timed calls run with their modules as the code left them again; the state right after."""
-    global _calls
-    _timed_call.take(WHAT)
-    _calls = None
+    _evaluated_calls.stop()
     return state()
 
 
 def enabled() -> bool:
-    return _calls is not None
+    return _evaluated_calls.enabled
 
 
 def held() -> bool:
     """Whether at least one timed call ran in eval mode and every one of them stayed so to its end."""
-    return _calls is not None and _calls.calls > 0 and _calls.held == _calls.calls
+    return _evaluated_calls.all_held()
 
 
 def state() -> dict[str, Any]:
     """``{"evaluating", "calls", "held"}``: whether timed calls run in eval mode, how many did, how many held."""
-    return {"evaluating": enabled(), "calls": _calls.calls if _calls else 0, "held": _calls.held if _calls else 0}
+    return {"evaluating": enabled(), **_evaluated_calls.counts()}
