@@ -205,7 +205,14 @@ def test_threads_oversubscription_shown_by_the_wait_for_a_cpu_where_switches_bar
         "context_switches": 0.0 if c["with"] == {"threads": 1} else 2.0,
         "runqueue_wait_ns": 0.004e6 if c["with"] == {"threads": 1} else 0.11e6}))
     assert status(found) == Status.UNCONFIRMED, found.message
-    assert "context switches/iter go from 2 to 0" in found.message
+    assert "context switches/iter go from 2 to 0" in found.message and "see denormals" not in found.message
+    flushed = {FLUSH_STATE.key: FlushState(threads=5, reached=5, flushed=2, caller=True)}
+    found = judge(Threads(), run_with(lambda p: 0.04 if p == {"threads": 1} else 1.0, counters=lambda c: {
+        "context_switches": 0.0 if c["with"] == {"threads": 1} else 2.0,
+        "runqueue_wait_ns": 0.004e6 if c["with"] == {"threads": 1} else 0.11e6}), probed=flushed)
+    assert status(found) == Status.UNCONFIRMED
+    assert ("its one thread is the calling thread, the one that flushes subnormals (unchanged, FTZ/DAZ was on in 2 "
+            "of 5 threads, the calling thread among them): see denormals") in found.message
     # Not read (an older results file, or a kernel without schedstat): the switches alone decide, and say so.
     found = judge(Threads(), run_with(faster, counters=lambda c: {"context_switches": 3.0}))
     assert status(found) == Status.UNCONFIRMED and "waiting for a CPU/iter" not in found.message

@@ -24,6 +24,7 @@ from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of, probe_text
 from ..cpu_fit.probe import PROBE as CPU_FIT
+from ..denormals.probe import PROBE as FLUSH_STATE
 from ..cpu_fit.rule import CpuFit
 from ..cpu_fit.setting import CLAMP
 from ..pools.setting import CAP_OTHER_POOLS
@@ -104,6 +105,16 @@ class Threads(Cause):
         return (f"; other processes kept {busy:.2f} CPUs busy beside it (median over its processes): they "
                 "oversubscribe the CPUs with it, so on a quiet machine the effect is smaller")
 
+    @staticmethod
+    def _flushed_caller(ctx: Context) -> str:
+        """Where the code flushed subnormals in its calling thread alone: one thread is then that thread, which
+        computes at full speed on subnormal values the others pay for (the denormals cause's to name)."""
+        state = ctx.facts.of(FLUSH_STATE) if ctx.facts is not None else None
+        if state is None or not (state.partial and state.caller):
+            return ""
+        return (f"; its one thread is the calling thread, the one that flushes subnormals ({state.text()}): "
+                "see denormals")
+
     def judge_phase(self, ctx: Context) -> Finding | None:
         cell = ctx.probe_cell(self.one)
         cmp = None if cell is None else ctx.compare(cell, ctx.baseline)
@@ -121,7 +132,8 @@ class Threads(Cause):
             if wait.fell(ctx.saved_ns(cmp)):
                 found = f"{head}: {mechanism(THREADS)}{shares}{self._outside(ctx)}{neighbour}"
                 return self.finding(ctx, cmp, found, Status.CAUSE, **fields)
-            return self.finding(ctx, cmp, f"{head}{wait.unconfirmed()}{neighbour}", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.unconfirmed()}{self._flushed_caller(ctx)}{neighbour}",
+                                Status.UNCONFIRMED, **fields)
         if cmp.slower:
             return self.finding(ctx, cmp, f"1 thread is {cmp.effect_text()}: its threads do useful work, not "
                                           f"oversubscribed{neighbour}", Status.NOT_CAUSE, **fields)
