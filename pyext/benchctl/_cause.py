@@ -147,6 +147,25 @@ class Cause(Rule):
             return None
         return errors[0].splitlines()[0][:FAILED_ERROR_CHARS] if errors[0] else "no error recorded"
 
+    def unmeasured(self, ctx: Context, cell: dict | None, under: str) -> Finding | None:
+        """Where the probe ``cell`` has no comparison: the open finding when it ran no process, or when its processes
+        failed (the code's call fails ``under`` the probe, e.g. "with its hooks detached"); None otherwise."""
+        failed = self.not_run(ctx, cell)
+        error = None if failed is not None or cell is None else self.failed_error(ctx, cell)
+        if error is None:
+            return failed
+        probe = probe_text(settings.split_cell(cell)[0])
+        return self.finding(ctx, None, f"not measured: {under} its call fails ({error})", Status.UNRESOLVED, a=cell,
+                            b=ctx.baseline, setting=probe)
+
+    @staticmethod
+    def readback_suffix(ctx: Context, cell: dict, setting: Setting) -> str:
+        """``"; kept off against 30 calls of the code that turned it on"``: what ``setting`` read back in ``cell``
+        (one phrase for all its processes), or ""."""
+        reach = ctx.readback(cell, setting.name) or {}
+        phrase = setting.facts_phrase(reach) if isinstance(reach, dict) and "varies" not in reach else ""
+        return f"; {phrase}" if phrase else ""
+
     def ruled_out(self, reason: str) -> Finding:
         """The finding of a cause ruled out before any cell ran, its text prefixed with the title."""
         found = super().ruled_out(reason)

@@ -11,7 +11,7 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of, probe_text
-from ..recording.rule import autograd_json, autograd_of, readback_suffix
+from ..recording.rule import autograd_json, autograd_of
 from .setting import ANOMALY
 
 __all__ = ["ANOMALY_FIX", "Anomaly", "CAUSES"]
@@ -52,7 +52,7 @@ class Anomaly(Cause):
             return self.not_run(ctx, ctx.probe_cell(self.probe))
         cell, cmp = probed
         seen = self._seen_on(ctx, cell)
-        readback = readback_suffix(ctx, cell, ANOMALY)
+        readback = self.readback_suffix(ctx, cell, ANOMALY)
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
                       evidence={"autograd": autograd_json(ctx),
                                 "anomaly_readback": ctx.readback(cell, ANOMALY.name)})

@@ -9,7 +9,6 @@ their probes the settings of :mod:`.control` (this one's ``sync``).
 
 from __future__ import annotations
 
-from ..._setting import Setting
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
@@ -17,17 +16,11 @@ from ..._cause import Cause, mechanism, probe_of, probe_text
 from ..cuda_first_call.probe import PROBE as CUDA, no_cuda_reason
 from .setting import SYNC
 
-__all__ = ["HOST_COVERS_GPU", "AsyncClock", "readback_suffix", "CAUSES"]
+__all__ = ["HOST_COVERS_GPU", "AsyncClock", "CAUSES"]
 
 #: A host clock that reads at least this share of the call's GPU time already waits for the GPU.
 HOST_COVERS_GPU = 0.9
 
-
-def readback_suffix(ctx: Context, cell: dict, setting: Setting) -> str:
-    """``"; 6 clock reads waited for the GPU"``: what ``setting`` read back in ``cell``, or "" (the GPU causes')."""
-    facts = ctx.readback(cell, setting.name) or {}
-    phrase = setting.facts_phrase(facts) if isinstance(facts, dict) and "varies" not in facts else ""
-    return f"; {phrase}" if phrase else ""
 
 
 class AsyncClock(Cause):
@@ -58,7 +51,7 @@ class AsyncClock(Cause):
         clock = f"; {cuda.clock_text()}" if ratio is not None else ""
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
                       evidence={"host_ms": cuda.host_ms if cuda else None, "event_ms": cuda.event_ms if cuda else None})
-        said = readback_suffix(ctx, cell, SYNC)
+        said = self.readback_suffix(ctx, cell, SYNC)
         head = f"synchronised before each clock read it is {cmp.effect_text()}{clock}{said}"
         if cmp.slower and ratio is not None and ratio < HOST_COVERS_GPU:
             return self.finding(ctx, cmp, f"{head}: {mechanism(SYNC)}; the unsynchronised time is not the "

@@ -19,7 +19,6 @@ from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from .probe import no_cuda_reason
 from ..._cause import Cause, mechanism, probe_of, probe_text
-from ..async_clock.rule import readback_suffix
 from ..warmup.rule import LAZY_MIN_ITERATIONS
 from .setting import CUDA_INIT
 
@@ -71,7 +70,7 @@ class CudaFirstCall(Cause):
         times = f" (first iteration {first_ms:.3g} ms unchanged"
         times += f", {steady['median_ms']:.3g} ms steady)" if steady.get("median_ms") else ")"
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe), evidence={"first_ms": first_ms})
-        said = f"{readback_suffix(ctx, cell, CUDA_INIT)}"
+        said = self.readback_suffix(ctx, cell, CUDA_INIT)
         if cmp.faster:
             return self.finding(ctx, cmp, f"with the CUDA context and cuBLAS handle created before the workload runs "
                                           f"its first iteration is {cmp.effect_text()}{times}{said}: "

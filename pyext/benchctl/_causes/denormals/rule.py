@@ -154,8 +154,7 @@ class Denormals(Cause):
             return None
         cell, cmp = probed
         reach = ctx.readback(cell, FTZ.name) or {}
-        phrase = FTZ.facts_phrase(reach) if "varies" not in reach else ""
-        readback = f"; {phrase}" if phrase else ""
+        readback = self.readback_suffix(ctx, cell, FTZ)
         expected, why = self._expectation(ctx)
         because = f": {why}" if why else ""
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),

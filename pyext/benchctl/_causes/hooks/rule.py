@@ -53,19 +53,13 @@ class HooksOnEveryCall(Cause):
         probed = self.probed(ctx)
         cell = ctx.probe_cell(self.probe)
         if probed is None:
-            failed = self.not_run(ctx, cell)
-            error = None if failed is not None or cell is None else self.failed_error(ctx, cell)
-            if error is None:
-                return failed
             # The code needs its hooks (they hold state it reads, or shape what later modules get): not measured.
-            return self.finding(ctx, None, f"not measured: with its hooks detached its call fails ({error})",
-                                Status.UNRESOLVED, a=cell, b=ctx.baseline, setting=probe_text(self.probe))
+            return self.unmeasured(ctx, cell, "with its hooks detached")
         cell, cmp = probed
         seen = _seen(ctx.facts)
         evidence = seen.text() if seen is not None and seen.ran else None
         readback = ctx.readback(cell, HOOKS.name) or {}
-        phrase = HOOKS.facts_phrase(readback) if "varies" not in readback else ""
-        read = f"; {phrase}" if phrase else ""
+        read = self.readback_suffix(ctx, cell, HOOKS)
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
                       evidence={"hooks": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
                                 "readback": readback})

@@ -55,19 +55,13 @@ class Recomputed(Cause):
         probed = self.probed(ctx)
         cell = ctx.probe_cell(self.probe)
         if probed is None:
-            failed = self.not_run(ctx, cell)
-            error = None if failed is not None or cell is None else self.failed_error(ctx, cell)
-            if error is None:
-                return failed
             # A call that backpropagates twice through one cached weight (two steps in one call) fails so.
-            return self.finding(ctx, None, f"not measured: under parametrize.cached() its call fails ({error})",
-                                Status.UNRESOLVED, a=cell, b=ctx.baseline, setting=probe_text(self.probe))
+            return self.unmeasured(ctx, cell, "under parametrize.cached()")
         cell, cmp = probed
         seen = _seen(ctx.facts)
         evidence = seen.text() if seen is not None and seen.recomputed_again else None
         readback = ctx.readback(cell, PARAMETRIZE.name) or {}
-        phrase = PARAMETRIZE.facts_phrase(readback) if "varies" not in readback else ""
-        read = f"; {phrase}" if phrase else ""
+        read = self.readback_suffix(ctx, cell, PARAMETRIZE)
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
                       evidence={"parametrize": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
                                 "readback": readback})

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._setting import Setting
 from ..._results import queries
 from ..._results.document import cell_id
 from ..._results.facts import Facts
@@ -21,7 +20,7 @@ from ..._cause import Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, AutogradFacts
 from .setting import INFERENCE
 
-__all__ = ["RECORDING_FIX", "autograd_of", "autograd_json", "readback_suffix", "Recording", "CAUSES"]
+__all__ = ["RECORDING_FIX", "autograd_of", "autograd_json", "Recording", "CAUSES"]
 
 #: What the user changes when recording is the cause.
 RECORDING_FIX = "the call needs no gradient: run it under torch.inference_mode() (or torch.no_grad())"
@@ -38,12 +37,6 @@ def autograd_json(ctx: Context) -> Any:
     """The autograd fact as a finding's evidence quotes it (None: not watched, or no facts)."""
     return ctx.facts.to_json()["probed"].get(PROBE.key) if ctx.facts else None
 
-
-def readback_suffix(ctx: Context, cell: dict, setting: Setting) -> str:
-    """``"; kept off against 30 calls of the code that turned it on"``: what the setting read back, or ""."""
-    reach = ctx.readback(cell, setting.name) or {}
-    phrase = setting.facts_phrase(reach) if "varies" not in reach else ""
-    return f"; {phrase}" if phrase else ""
 
 
 class Recording(Cause):
@@ -85,7 +78,7 @@ class Recording(Cause):
         cell, cmp = probed
         seen = autograd_of(ctx.facts)
         evidence = seen.recording_text() if seen is not None and seen.records else None
-        readback = readback_suffix(ctx, cell, INFERENCE)
+        readback = self.readback_suffix(ctx, cell, INFERENCE)
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
                       evidence={"autograd": autograd_json(ctx),
                                 "inference_readback": ctx.readback(cell, INFERENCE.name)})

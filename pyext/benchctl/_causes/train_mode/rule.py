@@ -55,18 +55,12 @@ class TrainModeLeftOn(Cause):
         probed = self.probed(ctx)
         cell = ctx.probe_cell(self.probe)
         if probed is None:
-            failed = self.not_run(ctx, cell)
-            error = None if failed is not None or cell is None else self.failed_error(ctx, cell)
-            if error is None:
-                return failed
-            return self.finding(ctx, None, f"not measured: with its modules in eval mode its call fails ({error})",
-                                Status.UNRESOLVED, a=cell, b=ctx.baseline, setting=probe_text(self.probe))
+            return self.unmeasured(ctx, cell, "with its modules in eval mode")
         cell, cmp = probed
         seen = _seen(ctx.facts)
         evidence = seen.text() if seen is not None and seen.differs else None
         readback = ctx.readback(cell, TRAIN_MODE.name) or {}
-        phrase = TRAIN_MODE.facts_phrase(readback) if "varies" not in readback else ""
-        read = f"; {phrase}" if phrase else ""
+        read = self.readback_suffix(ctx, cell, TRAIN_MODE)
         fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
                       evidence={"train_mode": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
                                 "readback": readback})
