@@ -1,0 +1,157 @@
+"""What the probe worker learns of torch's modes: over its profiled call, the modes on as it started and how often
+each ran its handler (:func:`watching`), read back as :class:`ModesFacts`. It counts during the profiled call (a
+Python frame more per handler run, under the profiler's own cost) rather than in a call of its own. A mode the call
+enters itself is not counted: the control cannot take it off from outside the call either."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..._probe import Probe, ProbedCall
+from .control import STACKS, mode_name, on, switchable
+
+__all__ = ["Tally", "watching", "ModesFacts", "ModesProbe", "PROBE", "PROBES"]
+
+# Each stack's handler by its kind, as the facts name it.
+_HANDLER = {stack.kind: stack.handler for stack in STACKS}
+
+
+@dataclass
+class Tally:
+    """The modes on as a block started (``{kind: names}``, and the names of those the control would keep), and how
+    often each ran its handler inside it."""
+
+    on: dict[str, list[str]] = field(default_factory=dict)
+    kept: list[str] = field(default_factory=list)
+    runs: Counter = field(default_factory=Counter)
+
+    def note(self) -> dict:
+        return {"on": self.on, "kept": self.kept, "runs": dict(self.runs)}
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[Tally]:
+    """Count, inside the block, the handler runs of each mode on as it starts (each mode class's handler wrapped
+    for the block, the class's own back after it, also on an exception); yields the :class:`Tally` it fills."""
+    tally = Tally()
+    wrapped: list[tuple[type, str, Any]] = []
+    try:
+        for stack, modes in on().items():
+            tally.on[stack.kind] = [mode_name(mode) for mode in modes]
+            tally.kept += [mode_name(mode) for mode in modes if not switchable(mode)]
+            for mode in modes:
+                # The class that defines the handler the mode runs (a subclass may inherit it): wrapped once.
+                cls = next((c for c in type(mode).__mro__ if stack.handler in vars(c)), None)
+                if cls is None or any(cls is done for done, _, _ in wrapped):
+                    continue
+                wrapped.append((cls, stack.handler, vars(cls)[stack.handler]))
+                setattr(cls, stack.handler, _counting(vars(cls)[stack.handler], tally.runs))
+        yield tally
+    finally:
+        for cls, handler, own in reversed(wrapped):
+            setattr(cls, handler, own)
+
+
+def _counting(own: Any, runs: Counter) -> Any:
+    """``own`` (a mode class's handler as its class holds it: a function, or a class- or static method) counting
+    its runs under the name of the mode that ran it (its class's, for a class- or static method)."""
+    if isinstance(own, (classmethod, staticmethod)):
+        inner = own.__func__
+
+        def counted_unbound(*args: Any, **kwargs: Any) -> Any:
+            first = args[0] if args and isinstance(own, classmethod) else None
+            runs[getattr(first, "__qualname__", "?").rsplit("<locals>.", 1)[-1]] += 1
+            return inner(*args, **kwargs)
+
+        return type(own)(counted_unbound)
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        runs[mode_name(self)] += 1
+        return own(self, *args, **kwargs)
+
+    return counted
+
+
+#: The probe note's key, written and read here only.
+_MODES = "modes"
+
+
+@dataclass(frozen=True)
+class ModesFacts:
+    """As the profiled call started: ``on``, the modes on by kind (their names, the innermost last); ``kept``, those
+    the control leaves on (a ``DeviceContext`` making tensors elsewhere than the CPU); ``runs``, how often each ran
+    its handler in the call."""
+
+    on: dict[str, list[str]] = field(default_factory=dict)
+    kept: list[str] = field(default_factory=list)
+    runs: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_note(cls, note: dict | None) -> "ModesFacts | None":
+        if note is None:
+            return None
+        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
+
+    @property
+    def names(self) -> list[str]:
+        return [name for modes in self.on.values() for name in modes]
+
+    @property
+    def switchable(self) -> list[str]:
+        """The modes on that the control takes off."""
+        kept = list(self.kept)
+        out = []
+        for name in self.names:
+            if name in kept:
+                kept.remove(name)
+            else:
+                out.append(name)
+        return out
+
+    def text(self) -> str:
+        """``"in its profiled call, a torch function mode was on from its start: DeviceContext(cpu), its handler run
+        2,400 times"``."""
+        parts = []
+        for kind, modes in self.on.items():
+            for name in modes:
+                runs = self.runs.get(name)
+                ran = f", its {_HANDLER[kind]} run {runs:,} times" if runs is not None else ""
+                parts.append(f"{name} ({kind} mode{ran})")
+        kept = f"; left on by the probe: {', '.join(self.kept)} (it sets the device tensors are made on)" \
+            if self.kept else ""
+        return f"in its profiled call, on from its start: {'; '.join(parts)}{kept}"
+
+    def none_text(self) -> str:
+        if self.names:
+            return (f"the only modes on as its profiled call started set the device tensors are made on "
+                    f"({', '.join(self.kept)}): taken off, the code would make them on the CPU")
+        return "no torch function or dispatch mode was on as its profiled call started"
+
+
+class ModesProbe(Probe):
+    """The modes on around the profiled call, and their handlers' runs (none for a workload that times itself)."""
+
+    key = "modes"
+    fact = ModesFacts
+
+    def watch_call(self) -> contextlib.AbstractContextManager:
+        return watching()
+
+    def record(self, probed: ProbedCall) -> dict:
+        tally = probed.call_watcher(self)
+        if probed.call is None or tally is None:
+            return {}  # a @benchctl.workload function times its own iterations: no call was watched
+        return {_MODES: tally.note()}
+
+    def read(self, note: dict) -> ModesFacts | None:
+        return ModesFacts.from_note(note.get(_MODES))
+
+    def from_json(self, data: dict) -> ModesFacts | None:
+        return ModesFacts.from_note(data)
+
+
+PROBE = ModesProbe()
+PROBES = (PROBE,)

@@ -1,0 +1,81 @@
+"""Cause: torch function or dispatch modes left on around every call.
+
+A ``TorchFunctionMode`` runs Python on every torch call made while it is on, a ``TorchDispatchMode`` on every aten
+op. ``torch.set_default_device`` enters one (``DeviceContext``) and leaves it on for the whole program, and a
+logging, tracing or checking mode entered at import or in ``setup()`` stays on around every call. The probe worker
+reads the modes on as its profiled call starts and counts their handlers' runs (:mod:`.probe`): with none on, the
+cause is out before any cell runs. The probe is ``modes=off``, each timed call with those modes taken off
+(:mod:`.control`), a timing probe for a mode of the code's own (what it did no longer happens); for the CPU's
+``DeviceContext`` it is the fix itself.
+"""
+
+from __future__ import annotations
+
+from ..._results.facts import Facts
+from ..._results.findings import Finding, Status
+from ..._results.rules import Context
+from ..._cause import Cause, mechanism, probe_of, probe_text
+from .probe import PROBE, ModesFacts
+from .setting import MODES
+
+__all__ = ["FIX_DEFAULT_DEVICE", "FIX_OWN", "TIMING_ONLY", "ModesLeftOn", "CAUSES"]
+
+#: What the user changes when torch.set_default_device's mode is the cause.
+FIX_DEFAULT_DEVICE = ("do not set a default device (torch.set_default_device(None) takes its mode off): give device= "
+                      "where tensors are made, or enter `with torch.device(...)` only around the code that makes them")
+#: What the user changes when a mode of the code's own is the cause.
+FIX_OWN = "enter the mode only around the calls that need it (a with-block), not for the whole program"
+#: What the probe cell is, said wherever its time is quoted for a mode of the code's own.
+TIMING_ONLY = "a timing probe: what the mode did no longer happens"
+# How torch names the default device's mode.
+_DEVICE_CONTEXT = "DeviceContext("
+
+
+def _seen(facts: Facts | None) -> ModesFacts | None:
+    return facts.of(PROBE) if facts is not None else None
+
+
+class ModesLeftOn(Cause):
+    name = "modes"
+    order = 133
+    title = "torch function / dispatch modes left on"
+    probe = probe_of(MODES)
+
+    def probes(self, facts: Facts | None) -> list[dict]:
+        return [self.probe]
+
+    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
+        seen = _seen(facts)
+        if seen is None:
+            return ("its calls were not watched (a @benchctl.workload function times its own iterations): there is "
+                    "no call to run with its modes off")
+        return None if seen.switchable else seen.none_text()
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        probed = self.probed(ctx)
+        cell = ctx.probe_cell(self.probe)
+        if probed is None:
+            return self.unmeasured(ctx, cell, "with its modes off")
+        cell, cmp = probed
+        seen = _seen(ctx.facts)
+        switched = seen.switchable if seen is not None else []
+        evidence = seen.text() if switched else None
+        own = [name for name in switched if not name.startswith(_DEVICE_CONTEXT)]
+        probe_kind = f" ({TIMING_ONLY})" if own else ""
+        fix = "; ".join(([FIX_DEFAULT_DEVICE] if len(own) < len(switched) else []) + ([FIX_OWN] if own else []))
+        read = self.readback_suffix(ctx, cell, MODES)
+        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
+                      evidence={"modes": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
+                                "readback": ctx.readback(cell, MODES.name) or {}})
+        if cmp.faster and evidence is None:
+            return self.finding(ctx, cmp, f"with its modes off it is {cmp.effect_text()}{read}, yet no mode was on "
+                                          "as its profiled call started: the mechanism is unconfirmed",
+                                Status.UNCONFIRMED, **fields)
+        if cmp.faster:
+            return self.finding(ctx, cmp, f"with {', '.join(switched)} off it is {cmp.effect_text()}{probe_kind}; "
+                                          f"{evidence}{read}: {mechanism(MODES)}; the fix: {fix}", Status.CAUSE,
+                                **fields)
+        return self.not_found(ctx, cmp, "its modes off", suffix=read + (f"; {evidence}" if evidence else ""), **fields)
+
+
+CAUSES = (ModesLeftOn(),)

@@ -1,0 +1,272 @@
+"""The modes cause: its control (the modes on this thread taken off for a block and given back in their places, also
+after an exception; a default device other than the CPU kept), its count of the modes' handler runs, its setting
+(``modes=off``, switched in a running process, each timed call wrapped), its probe (through a results file) and its
+judgement on synthetic explaining runs. No timing is asserted: the synthetic documents carry known factors."""
+
+import json
+import textwrap
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from benchctl import _timed_call, settings
+from benchctl._causes.modes import control
+from benchctl._causes.modes.probe import PROBE, ModesFacts, watching
+from benchctl._causes.modes.rule import FIX_DEFAULT_DEVICE, FIX_OWN, TIMING_ONLY, ModesLeftOn
+from benchctl._causes.modes.setting import MODES
+from benchctl._probe import ProbedCall
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts
+from benchctl._results.findings import Status
+from benchctl._run import runner
+from synthetic_results import make_doc
+
+OFF = {"modes": "off"}
+SEEN = ModesFacts(on={"torch function": ["Counting"], "torch dispatch": []}, runs={"Counting": 40})
+DEVICE = ModesFacts(on={"torch function": ["DeviceContext(cpu)"], "torch dispatch": []},
+                    runs={"DeviceContext(cpu)": 40})
+ELSEWHERE = ModesFacts(on={"torch function": ["DeviceContext(cuda)"], "torch dispatch": []},
+                       kept=["DeviceContext(cuda)"])
+NONE_ON = ModesFacts(on={"torch function": [], "torch dispatch": []})
+
+
+class Counting(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+class CountingOps(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture(autouse=True)
+def _restored():
+    before = control.on()
+    yield
+    control.restore_calls()
+    assert control.on() == before, "a test left a mode on"
+
+
+def _stacks():
+    return {stack.kind: stack.modes() for stack in control.STACKS}
+
+
+def test_suspended_takes_the_modes_off_and_gives_them_back_in_their_places():
+    outer, inner, ops = Counting(), Counting(), CountingOps()
+    x = torch.ones(3)
+    with outer, inner, ops:
+        assert _stacks() == {"torch function": [outer, inner], "torch dispatch": [ops]}
+        with control.suspended() as taken:
+            assert _stacks() == {"torch function": [], "torch dispatch": []}
+            assert taken == {control.FUNCTION: [outer, inner], control.DISPATCH: [ops]}
+            x + 1
+        assert (outer.calls, inner.calls, ops.ops) == (0, 0, 0), "no handler ran inside the block"
+        assert _stacks() == {"torch function": [outer, inner], "torch dispatch": [ops]}
+        with pytest.raises(RuntimeError, match="the block's"), control.suspended():
+            raise RuntimeError("the block's exception")
+        assert _stacks() == {"torch function": [outer, inner], "torch dispatch": [ops]}
+        left = Counting()
+        with control.suspended():
+            left.__enter__()  # the block enters a mode and does not leave it: it stays on, above the others
+        assert _stacks()["torch function"] == [outer, inner, left]
+        left.__exit__(None, None, None)
+        x + 1
+        assert inner.calls == 1 and ops.ops == 1
+
+
+def test_a_default_device_on_the_cpu_is_taken_off_and_one_elsewhere_kept():
+    from torch.utils._device import DeviceContext
+
+    cpu, meta, own = DeviceContext("cpu"), DeviceContext("meta"), Counting()
+    assert control.mode_name(cpu) == "DeviceContext(cpu)" and control.mode_name(own) == "Counting"
+    assert control.switchable(cpu) and control.switchable(own) and not control.switchable(meta)
+    with meta, own:
+        with control.suspended() as taken:
+            assert _stacks()["torch function"] == [meta], "the meta device's mode kept"
+            assert torch.ones(2).device.type == "meta"
+            assert taken[control.FUNCTION] == [own]
+        assert _stacks()["torch function"] == [meta, own]
+    with cpu:
+        with control.suspended():
+            assert _stacks()["torch function"] == []
+        assert _stacks()["torch function"] == [cpu]
+
+
+def test_watching_counts_each_modes_handler_runs_and_gives_the_handlers_back():
+    fn, ops = Counting(), CountingOps()
+    own_fn, own_ops = Counting.__dict__["__torch_function__"], CountingOps.__dict__["__torch_dispatch__"]
+    x = torch.ones(3)
+    with fn, ops:
+        with watching() as tally:
+            (x + 1).sum()
+    assert Counting.__dict__["__torch_function__"] is own_fn and CountingOps.__dict__["__torch_dispatch__"] is own_ops
+    assert tally.on == {"torch function": ["Counting"], "torch dispatch": ["CountingOps"]} and tally.kept == []
+    assert tally.runs["Counting"] == fn.calls >= 2 and tally.runs["CountingOps"] == ops.ops >= 2
+    with watching() as tally:
+        x + 1
+    assert tally.note() == {"on": {"torch function": [], "torch dispatch": []}, "kept": [], "runs": {}}
+    with fn, pytest.raises(ValueError), watching():
+        raise ValueError("boom")
+    assert Counting.__dict__["__torch_function__"] is own_fn
+
+
+def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_enters_the_mode_again():
+    mode, x = Counting(), torch.ones(3)
+    assert MODES.canonical(" OFF ") == "off" and MODES.canonical("code") == "code"
+    with pytest.raises(settings.SettingError, match="choose one of code, off"):
+        MODES.canonical("none")
+    assert settings.SETTINGS["modes"] is MODES and MODES.in_process and MODES.during("code") is None
+    call = _timed_call.wrapped(lambda: x + 1)  # wrapped once, as the timed loop does
+    with mode:
+        applied = MODES.apply("off")
+        assert applied == {"suspending": True, "calls": 0, "held": 0,
+                           "on": {"torch function": ["Counting"], "torch dispatch": []}}
+        assert MODES.during("off") == "code", "no call wrapped yet"
+        call()
+        assert mode.calls == 0 and MODES.during("off") == "off"
+        MODES.switch("code")
+        call()
+        assert mode.calls == 1, "switched back between two calls: the next runs the mode"
+        MODES.switch("off")
+
+        def enters_again():  # the code puts the same mode on once more and leaves it on
+            mode.__enter__()
+            return x + 1
+
+        _timed_call.wrapped(enters_again)()
+        assert MODES.readback("off")["calls"] == 1 and MODES.readback("off")["held"] == 0
+        assert MODES.during("off") == "code"
+        assert _stacks()["torch function"] == [mode, mode]
+        mode.__exit__(None, None, None)
+        MODES.switch("code")
+        MODES.switch("off")
+        call()
+        assert MODES.facts_phrase(MODES.facts(MODES.readback("off"))) == "every timed call read back with them off"
+
+
+def test_the_probe_reads_its_count_back_through_a_results_file():
+    mode, x = Counting(), torch.ones(3)
+    with mode, watching() as tally:
+        x + 1
+    note = PROBE.record(ProbedCall(call=lambda: x + 1, called={PROBE.key: tally}))
+    found = PROBE.read(note)
+    assert found.switchable == ["Counting"]
+    assert found.text() == ("in its profiled call, on from its start: Counting (torch function mode, its "
+                            "__torch_function__ run 1 times)")
+    assert PROBE.record(ProbedCall()) == {} and PROBE.read({}) is None
+    again = Facts.from_json(json.loads(json.dumps(Facts(probed={PROBE.key: found}).to_json())))
+    assert again.of(PROBE) == found
+
+
+def _facts(seen):
+    return Facts(phases=["call"], median_ms={"call": 10.0}, probed={} if seen is None else {PROBE.key: seen})
+
+
+def test_precheck_rules_it_out_with_no_mode_on_or_only_a_device_elsewhere():
+    cause = ModesLeftOn()
+    assert cause.probes(None) == [OFF]
+    assert cause.precheck(_facts(SEEN), None) is None and cause.precheck(_facts(DEVICE), None) is None
+    assert cause.precheck(_facts(NONE_ON), None) == ("no torch function or dispatch mode was on as its profiled call "
+                                                     "started")
+    assert "DeviceContext(cuda)" in cause.precheck(_facts(ELSEWHERE), None)
+    assert "times its own iterations" in cause.precheck(_facts(None), None)
+
+
+def _judge(factor, seen=SEEN, fail=False):
+    def readback(cell):
+        if cell["with"] != OFF:
+            return {}
+        observed = {"suspending": True, "calls": 16, "held": 16}
+        return {"modes": {"requested": "off", "applied": observed, "observed": observed}}
+
+    doc = make_doc({"with": [{}, OFF]}, factor=lambda c: factor if c["with"] == OFF else 1.0,
+                   readback=readback, phase="call", control=True)
+    if fail:
+        for run in doc["runs"]:
+            if run["cell"]["with"] == OFF:
+                run.update(status="failed", phases={}, error="RuntimeError: no default device\n...")
+    doc = analyse(doc)
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
+    found = ModesLeftOn().judge(ctx)
+    assert len(found) == 1
+    return found[0]
+
+
+def test_named_when_off_makes_it_faster_with_the_fix_for_its_kind_of_mode():
+    found = _judge(0.5)
+    assert found.status == Status.CAUSE and found.mark == "*", found.message
+    assert found.message.startswith("torch function / dispatch modes left on: with Counting off it is 2.00× faster")
+    assert TIMING_ONLY in found.message and SEEN.text() in found.message
+    assert "every timed call read back with them off" in found.message
+    assert MODES.mechanism in found.message and found.message.endswith(FIX_OWN)
+    device = _judge(0.5, seen=DEVICE)
+    assert device.status == Status.CAUSE and device.message.endswith(FIX_DEFAULT_DEVICE)
+    assert TIMING_ONLY not in device.message, "without the default device's mode the call computes the same"
+    same = _judge(1.0)
+    assert same.status == Status.NOT_CAUSE and "its modes off changes nothing" in same.message
+    unseen = _judge(0.5, seen=None)
+    assert unseen.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in unseen.message
+    failed = _judge(1.0, fail=True)
+    assert failed.status == Status.UNRESOLVED and "with its modes off its call fails" in failed.message
+
+
+_MODE_FILE = """
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+
+    class Tagging(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func is torch.Tensor.add:
+                raise RuntimeError("ran under the mode")
+            return out
+
+
+    Tagging().__enter__()  # left on from import
+    x = torch.ones(4)
+
+
+    def step():
+        return torch.Tensor.add(x, 1)
+
+
+    def quiet():
+        return (x * 2).sum()
+"""
+
+
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
+def test_a_worker_runs_each_timed_call_with_the_modes_off_and_the_probe_worker_counts(tmp_path):
+    path = tmp_path / "mode_on.py"
+    path.write_text(textwrap.dedent(_MODE_FILE))
+    before = len(control.FUNCTION.modes())
+    try:
+        doc = runner.run_matrix(f"{path}:step", {"iterations": 3}, {"modes": ["off", "code"]}, progress=False,
+                                control=False)
+        probed = runner.run_matrix(f"{path}:quiet", {"iterations": 2}, {}, progress=False, control=False,
+                                   probe=True)
+    finally:  # the runner imports the file here too, to check its target: its mode is left on in this process
+        while len(control.FUNCTION.modes()) > before:
+            control.FUNCTION.pop()
+    off, code = doc["runs"] if doc["runs"][0]["cell"] == OFF else doc["runs"][::-1]
+    assert off["status"] == "ok", off.get("error")
+    observed = off["readback"]["modes"]["observed"]
+    assert (observed["calls"], observed["held"]) == (3, 3)
+    assert code["status"] == "failed" and "ran under the mode" in code["error"]
+    seen = Facts.from_probe(probed).of(PROBE)
+    assert seen.switchable == ["Tagging"] and seen.runs["Tagging"] >= 2, seen  # a mul and a sum at least
