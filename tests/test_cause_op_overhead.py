@@ -4,10 +4,12 @@ ops or big ones ruled out, and the python-time cause leaving such a call's time 
 
 import json
 import math
+from dataclasses import replace
 
 import torch
 
 from benchctl._probe import ProbedCall
+from benchctl._causes.modes.probe import PROBE as MODES, ModesFacts
 from benchctl._causes.op_overhead import rule as op_overhead
 from benchctl._causes.op_overhead.probe import PROBE, OpCost, op_cost_us
 from benchctl._causes.python_time import rule as python_time
@@ -84,6 +86,20 @@ def test_many_ops_of_tiny_work_dominating_the_call_are_the_cause_with_the_fix_an
     assert op_overhead.MECHANISM in found.message and op_overhead.FIX in found.message
     assert f"would save about {f.median_ms['run']:.3g} ms a call" in found.message
     assert found.evidence["tiny_calls"] == 8000 and found.evidence["overhead_share"] == 1.0
+
+
+def test_a_mode_on_around_the_call_is_pointed_to():
+    f = item_loop()
+    assert "see modes" not in judge(op_overhead.OpOverhead(), f).message
+    on = ModesFacts(on={"torch function": ["DeviceContext(cpu)"], "torch dispatch": []})
+    found = judge(op_overhead.OpOverhead(), replace(f, probed={**f.probed, MODES.key: on}))
+    assert found.status is Status.CAUSE and found.message.endswith(
+        "; a mode was on around its call (DeviceContext(cpu)), which adds to every op's cost, this machine's cost of "
+        "one op included: see modes")
+    elsewhere = "DeviceContext(cuda)"
+    kept = ModesFacts(on={"torch function": [elsewhere], "torch dispatch": []}, kept=[elsewhere])
+    found = judge(op_overhead.OpOverhead(), replace(f, probed={**f.probed, MODES.key: kept}))
+    assert "see modes" not in found.message
 
 
 def test_a_share_between_the_thresholds_is_open_and_under_it_not_the_cause():

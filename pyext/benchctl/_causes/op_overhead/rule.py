@@ -28,6 +28,7 @@ from ..._results.facts import Facts, OpRow
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import EVIDENCE_ONLY, Cause, probe_phase
+from ..modes.probe import PROBE as MODES
 from .probe import PROBE, OpCost
 
 __all__ = ["TINY_MULTIPLE", "DOMINANT_SHARE", "PART_SHARE", "MECHANISM", "FIX", "Overhead", "overhead",
@@ -126,6 +127,17 @@ def overhead(facts: Facts | None) -> Overhead | None:
     return Overhead(cost, tuple(tiny), min(called, key=lambda r: r.top_us_per_call), median_ms)
 
 
+def _modes_text(facts: Facts | None) -> str:
+    """``"; a mode was on around its call (DeviceContext(cpu)), which adds to every op's cost, this machine's cost of
+    one op included: see modes"``, or ""."""
+    seen = facts.of(MODES) if facts is not None else None
+    names = seen.switchable if seen is not None else []
+    if not names:
+        return ""
+    return (f"; {'a mode was' if len(names) == 1 else 'modes were'} on around its call ({', '.join(names)}), which "
+            "adds to every op's cost, this machine's cost of one op included: see modes")
+
+
 class OpOverhead(Cause):
     name = "op_overhead"
     order = 175
@@ -158,12 +170,13 @@ class OpOverhead(Cause):
         if found.share < PART_SHARE:
             return self.finding(ctx, None, f"{found.text}: under {PART_SHARE:.0%}", Status.NOT_CAUSE,
                                 evidence=evidence)
+        modes = _modes_text(ctx.facts)
         if found.share < DOMINANT_SHARE:
             return self.finding(ctx, None, f"{found.text}; under {DOMINANT_SHARE:.0%}, they explain part of the time "
-                                           "at most", Status.UNCONFIRMED, evidence=evidence)
+                                           f"at most{modes}", Status.UNCONFIRMED, evidence=evidence)
         return self.finding(ctx, None, f"{found.text}: {MECHANISM}; the fix: {FIX}; fewer ops would save about "
                                        f"{found.us / 1e3:.3g} ms a call at this machine's cost of one op; "
-                                       f"{EVIDENCE_ONLY}", Status.CAUSE, evidence=evidence)
+                                       f"{EVIDENCE_ONLY}{modes}", Status.CAUSE, evidence=evidence)
 
 
 CAUSES = (OpOverhead(),)
