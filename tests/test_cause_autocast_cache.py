@@ -1,0 +1,201 @@
+"""The autocast-cache cause: its control (autocast's cache kept across blocks that would clear it, the nesting count
+given back, also after an exception; the clears counted), its setting (``autocast_cache=kept``, switched in a running
+process, each timed call wrapped), its probe (through a results file) and its judgement on synthetic explaining runs.
+No timing is asserted: the synthetic documents carry known factors."""
+
+import json
+import textwrap
+
+import pytest
+import torch
+
+from benchctl import _timed_call, settings
+from benchctl._causes.autocast_cache import control
+from benchctl._causes.autocast_cache.probe import PROBE, AutocastFacts
+from benchctl._causes.autocast_cache.rule import CASTS, FIX, AutocastRecast
+from benchctl._causes.autocast_cache.setting import AUTOCAST_CACHE
+from benchctl._causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts
+from benchctl._probe import ProbedCall
+from benchctl._results import queries, rules
+from benchctl._results.analysis import analyse
+from benchctl._results.facts import Facts, OpRow
+from benchctl._results.findings import Status
+from benchctl._run import runner
+from synthetic_results import make_doc
+
+KEPT = {"autocast_cache": "kept"}
+SEEN = AutocastFacts(clears=1)
+
+
+@pytest.fixture(autouse=True)
+def _restored():
+    yield
+    control.restore_calls()
+
+
+def _nesting():
+    """Autocast's nesting count now (read by moving it and back)."""
+    level = torch.autocast_increment_nesting() - 1
+    torch.autocast_decrement_nesting()
+    return level
+
+
+def _linear():
+    torch.manual_seed(0)
+    return torch.nn.Linear(16, 16), torch.randn(4, 16)
+
+
+def _autocast_call(model, x):
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        return model(x)
+
+
+def test_kept_holds_the_cache_across_blocks_and_gives_the_nesting_back():
+    model, x = _linear()
+    own = torch.clear_autocast_cache
+    with control.counting_clears() as clears:
+        _autocast_call(model, x)
+        _autocast_call(model, x)
+    assert clears.count == 2, "each outermost block clears the cache as it exits"
+    assert torch.clear_autocast_cache is own and _nesting() == 0
+    expected = _autocast_call(model, x)
+    with control.kept() as kept:
+        assert _nesting() == 1
+        with control.counting_clears() as inner:
+            first, second = _autocast_call(model, x), _autocast_call(model, x)
+        assert inner.count == 0 and kept.count == 0, "the code's blocks no longer reach the outermost level"
+        assert torch.equal(first, expected) and torch.equal(second, expected)
+    assert _nesting() == 0 and torch.clear_autocast_cache is own
+    with pytest.raises(RuntimeError, match="the block's"), control.kept():
+        raise RuntimeError("the block's exception")
+    assert _nesting() == 0 and torch.clear_autocast_cache is own
+    with control.kept() as kept:
+        torch.clear_autocast_cache()  # the code's own clear
+    assert kept.count == 1
+
+
+def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_clears():
+    model, x = _linear()
+    assert AUTOCAST_CACHE.canonical(" KEPT ") == "kept" and AUTOCAST_CACHE.canonical("code") == "code"
+    with pytest.raises(settings.SettingError, match="choose one of code, kept"):
+        AUTOCAST_CACHE.canonical("on")
+    assert settings.SETTINGS["autocast_cache"] is AUTOCAST_CACHE and AUTOCAST_CACHE.in_process
+    assert AUTOCAST_CACHE.during("code") is None
+    call = _timed_call.wrapped(lambda: _autocast_call(model, x))  # wrapped once, as the timed loop does
+    assert AUTOCAST_CACHE.apply("kept") == {"keeping": True, "calls": 0, "held": 0}
+    assert AUTOCAST_CACHE.during("kept") == "code", "no call wrapped yet"
+    call()
+    assert AUTOCAST_CACHE.during("kept") == "kept" and _nesting() == 0
+    assert AUTOCAST_CACHE.switch("code") == {"keeping": False, "calls": 0, "held": 0}
+    with control.counting_clears() as clears:
+        call()
+    assert clears.count == 1, "switched back between two calls: the next clears the cache again"
+    AUTOCAST_CACHE.switch("kept")
+
+    def clears_itself():
+        out = _autocast_call(model, x)
+        torch.clear_autocast_cache()
+        return out
+
+    _timed_call.wrapped(clears_itself)()
+    assert AUTOCAST_CACHE.readback("kept") == {"keeping": True, "calls": 1, "held": 0}
+    assert AUTOCAST_CACHE.during("kept") == "code"
+    AUTOCAST_CACHE.switch("code")
+    AUTOCAST_CACHE.switch("kept")
+    call()
+    assert (AUTOCAST_CACHE.facts_phrase(AUTOCAST_CACHE.facts(AUTOCAST_CACHE.readback("kept")))
+            == "every timed call read back with the cache kept")
+
+
+def test_the_probe_reads_its_count_back_through_a_results_file():
+    model, x = _linear()
+    with control.counting_clears() as clears:
+        _autocast_call(model, x)
+    note = PROBE.record(ProbedCall(call=lambda: None, called={PROBE.key: clears}))
+    found = PROBE.read(note)
+    assert found == SEEN and found.text() == ("in its profiled call autocast's cache of cast weights was cleared 1 "
+                                              "time, as its outermost autocast block exited")
+    assert PROBE.record(ProbedCall()) == {} and PROBE.read({}) is None
+    again = Facts.from_json(json.loads(json.dumps(Facts(probed={PROBE.key: found}).to_json())))
+    assert again.of(PROBE) == found
+
+
+def _facts(seen, autograd=None):
+    probed = {} if seen is None else {PROBE.key: seen}
+    if autograd is not None:
+        probed[AUTOGRAD.key] = autograd
+    rows = (OpRow("aten::copy_", ("float", "c10::BFloat16"), 4, self_us=40.0),
+            OpRow("aten::addmm", ("c10::BFloat16",) * 3, 2, self_us=60.0))
+    return Facts(phases=["call"], median_ms={"call": 10.0}, probed=probed, op_table=rows)
+
+
+def test_precheck_rules_it_out_without_a_clear_or_where_the_call_computes_gradients():
+    cause = AutocastRecast()
+    assert cause.probes(None) == [KEPT]
+    assert cause.precheck(_facts(SEEN), None) is None
+    assert cause.precheck(_facts(AutocastFacts(clears=0)), None).startswith("autocast's cache was not cleared")
+    assert "times its own iterations" in cause.precheck(_facts(None), None)
+    training = AutogradFacts(calls=10, recording=10, gradients=1)
+    assert "training changes its weights between calls" in cause.precheck(_facts(SEEN, training), None)
+
+
+def _judge(factor, seen=SEEN, fail=False):
+    def readback(cell):
+        if cell["with"] != KEPT:
+            return {}
+        observed = {"keeping": True, "calls": 16, "held": 16}
+        return {"autocast_cache": {"requested": "kept", "applied": observed, "observed": observed}}
+
+    doc = make_doc({"with": [{}, KEPT]}, factor=lambda c: factor if c["with"] == KEPT else 1.0,
+                   readback=readback, phase="call", control=True)
+    if fail:
+        for run in doc["runs"]:
+            if run["cell"]["with"] == KEPT:
+                run.update(status="failed", phases={}, error="RuntimeError: out of memory\n...")
+    doc = analyse(doc)
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
+    found = AutocastRecast().judge(ctx)
+    assert len(found) == 1
+    return found[0]
+
+
+def test_named_when_keeping_the_cache_makes_it_faster_and_not_when_it_changes_nothing():
+    found = _judge(0.5)
+    assert found.status == Status.CAUSE and found.mark == "*", found.message
+    assert found.message.startswith("autocast casting the weights anew in every call: with autocast's cache kept "
+                                    "across calls it is 2.00× faster")
+    assert SEEN.text() + f", and casts ({', '.join(CASTS)}) took 40% of its op time" in found.message
+    assert "every timed call read back with the cache kept" in found.message
+    assert AUTOCAST_CACHE.mechanism in found.message and found.message.endswith(FIX)
+    same = _judge(1.0)
+    assert same.status == Status.NOT_CAUSE and "autocast's cache kept across calls changes nothing" in same.message
+    unseen = _judge(0.5, seen=None)
+    assert unseen.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in unseen.message
+    failed = _judge(1.0, fail=True)
+    assert failed.status == Status.UNRESOLVED and "its call fails" in failed.message
+
+
+_AUTOCAST_FILE = """
+    import torch
+
+    model = torch.nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+
+
+    def infer():
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            return model(x)
+"""
+
+
+@pytest.mark.slow  # real workers, seconds each: the slow tier keeps the README's tier under 3 min
+def test_a_worker_keeps_the_cache_across_its_timed_calls_and_the_probe_worker_counts_the_clears(tmp_path):
+    path = tmp_path / "autocast_each.py"
+    path.write_text(textwrap.dedent(_AUTOCAST_FILE))
+    doc = runner.run_matrix(f"{path}:infer", {"iterations": 3}, {"autocast_cache": ["kept"]}, progress=False,
+                            control=False)
+    (run,) = doc["runs"]
+    assert run["status"] == "ok", run.get("error")
+    assert run["readback"]["autocast_cache"]["observed"] == {"keeping": True, "calls": 3, "held": 3}
+    doc = runner.run_matrix(f"{path}:infer", {"iterations": 2}, {}, progress=False, control=False, probe=True)
+    assert Facts.from_probe(doc).of(PROBE).clears == 1
