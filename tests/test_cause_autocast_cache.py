@@ -74,8 +74,9 @@ def test_kept_holds_the_cache_across_blocks_and_gives_the_nesting_back():
     assert kept.count == 1
 
 
-def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_clears():
+def test_the_setting_keeps_the_cache_from_the_first_timed_call_until_switched_back():
     model, x = _linear()
+    own = torch.clear_autocast_cache
     assert AUTOCAST_CACHE.canonical(" KEPT ") == "kept" and AUTOCAST_CACHE.canonical("code") == "code"
     with pytest.raises(settings.SettingError, match="choose one of code, kept"):
         AUTOCAST_CACHE.canonical("on")
@@ -84,9 +85,11 @@ def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_clears(
     call = _timed_call.wrapped(lambda: _autocast_call(model, x))  # wrapped once, as the timed loop does
     assert AUTOCAST_CACHE.apply("kept") == {"keeping": True, "calls": 0, "held": 0}
     assert AUTOCAST_CACHE.during("kept") == "code", "no call wrapped yet"
+    assert _nesting() == 0, "kept from the first call"
     call()
-    assert AUTOCAST_CACHE.during("kept") == "kept" and _nesting() == 0
+    assert AUTOCAST_CACHE.during("kept") == "kept" and _nesting() == 1, "kept between the calls too"
     assert AUTOCAST_CACHE.switch("code") == {"keeping": False, "calls": 0, "held": 0}
+    assert _nesting() == 0
     with control.counting_clears() as clears:
         call()
     assert clears.count == 1, "switched back between two calls: the next clears the cache again"
@@ -97,10 +100,15 @@ def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_clears(
         torch.clear_autocast_cache()
         return out
 
+    call()
     _timed_call.wrapped(clears_itself)()
-    assert AUTOCAST_CACHE.readback("kept") == {"keeping": True, "calls": 1, "held": 0}
+    assert AUTOCAST_CACHE.readback("kept") == {"keeping": True, "calls": 2, "held": 1}
     assert AUTOCAST_CACHE.during("kept") == "code"
+    with pytest.raises(ValueError):
+        _timed_call.wrapped(lambda: (_ for _ in ()).throw(ValueError("the call's")))()
+    assert AUTOCAST_CACHE.readback("kept")["calls"] == 2, "a call that raised is not counted"
     AUTOCAST_CACHE.switch("code")
+    assert _nesting() == 0 and torch.clear_autocast_cache is own
     AUTOCAST_CACHE.switch("kept")
     call()
     assert (AUTOCAST_CACHE.facts_phrase(AUTOCAST_CACHE.facts(AUTOCAST_CACHE.readback("kept")))

@@ -124,7 +124,7 @@ def test_watching_counts_each_modes_handler_runs_and_gives_the_handlers_back():
     assert Counting.__dict__["__torch_function__"] is own_fn
 
 
-def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_enters_the_mode_again():
+def test_the_setting_takes_the_modes_off_from_the_first_timed_call_until_switched_back():
     mode, x = Counting(), torch.ones(3)
     assert MODES.canonical(" OFF ") == "off" and MODES.canonical("code") == "code"
     with pytest.raises(settings.SettingError, match="choose one of code, off"):
@@ -134,11 +134,12 @@ def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_enters_
     with mode:
         applied = MODES.apply("off")
         assert applied == {"suspending": True, "calls": 0, "held": 0,
-                           "on": {"torch function": ["Counting"], "torch dispatch": []}}
-        assert MODES.during("off") == "code", "no call wrapped yet"
+                           "on": {"torch function": ["Counting"], "torch dispatch": []}}, "off from the first call"
+        assert MODES.during("off") == "code", "no call made yet"
         call()
         assert mode.calls == 0 and MODES.during("off") == "off"
-        MODES.switch("code")
+        assert _stacks()["torch function"] == [], "off between the calls too: no switch inside their time"
+        assert MODES.switch("code")["on"] == {"torch function": ["Counting"], "torch dispatch": []}
         call()
         assert mode.calls == 1, "switched back between two calls: the next runs the mode"
         MODES.switch("off")
@@ -147,21 +148,28 @@ def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_enters_
             mode.__enter__()
             return x + 1
 
+        call()
         _timed_call.wrapped(enters_again)()
-        assert MODES.readback("off")["calls"] == 1 and MODES.readback("off")["held"] == 0
+        assert MODES.readback("off")["calls"] == 2 and MODES.readback("off")["held"] == 1
         assert MODES.during("off") == "code"
-        assert _stacks()["torch function"] == [mode, mode]
-        mode.__exit__(None, None, None)
         MODES.switch("code")
+        assert _stacks()["torch function"] == [mode, mode], "the code's own entry stays on, above"
+        mode.__exit__(None, None, None)
         MODES.switch("off")
         call()
         assert MODES.facts_phrase(MODES.facts(MODES.readback("off"))) == "every timed call read back with them off"
+        with pytest.raises(ValueError):
+            _timed_call.wrapped(lambda: (_ for _ in ()).throw(ValueError("the call's")))()
+        assert MODES.readback("off")["calls"] == 1, "a call that raised is not counted"
+        MODES.switch("code")
+        assert _stacks()["torch function"] == [mode]
 
 
 def test_the_probe_reads_its_count_back_through_a_results_file():
     mode, x = Counting(), torch.ones(3)
-    with mode, watching() as tally:
-        x + 1
+    with mode:
+        with watching() as tally:
+            x + 1
     note = PROBE.record(ProbedCall(call=lambda: x + 1, called={PROBE.key: tally}))
     found = PROBE.read(note)
     assert found.switchable == ["Counting"]

@@ -9,16 +9,17 @@ outermost level and the cache lives from one call to the next; the count goes ba
 exception, and the cache is cleared when the setting is switched back. Where the code changes its weights in place
 between two calls the cached casts are stale: the setting is a timing probe, for calls that compute no gradient.
 
-:func:`keep_calls` puts :func:`kept` around every later timed call of a user workload (:mod:`benchctl._timed_call`;
-a worker's ``autocast_cache=kept`` cell) and :func:`restore_calls` takes it out; :func:`held` says whether every
-call so far ran to its end without the cache being cleared.
+:func:`keep_calls` runs every later timed call of a user workload inside :func:`kept` (:mod:`benchctl._timed_call`;
+a worker's ``autocast_cache=kept`` cell), entered as the first such call starts and left by :func:`restore_calls`
+rather than around each call; :func:`held` says whether every call so far ran to its end without the cache being
+cleared.
 """
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ... import _timed_call
 
@@ -69,11 +70,45 @@ def kept() -> Iterator[Clears]:
         torch.autocast_decrement_nesting()
 
 
-def _uncleared(clears: Clears) -> bool:
-    return clears.count == 0
+class _KeptCalls:
+    """The cache kept across the timed calls: the nesting count raised, and the clears counted, as the first call
+    after :meth:`start` begins, both given back by :meth:`stop` (which clears what the cache holds), not around each
+    call, whose share of a short call that would be. Each call is counted, and held where nothing cleared the cache
+    in it."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.calls = self.held = 0
+        self._keeping: contextlib.ExitStack | None = None
+        self._clears: Clears | None = None
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        if self._keeping is None:
+            self._keeping = contextlib.ExitStack()
+            self._clears = self._keeping.enter_context(kept())
+        before = self._clears.count
+        out = call()
+        self.calls += 1  # a call that raised is not counted
+        self.held += self._clears.count == before
+        return out
+
+    def start(self) -> None:
+        if not self.enabled:
+            self.enabled, self.calls, self.held = True, 0, 0
+            _timed_call.put_runner(WHAT, self.run)
+
+    def stop(self) -> None:
+        _timed_call.take(WHAT)
+        if self._keeping is not None:
+            self._keeping.close()
+            import torch
+
+            torch.clear_autocast_cache()  # the casts kept for the calls, freed
+        self._keeping = self._clears = None
+        self.enabled, self.calls, self.held = False, 0, 0
 
 
-_kept_calls = _timed_call.HeldContext(WHAT, kept, _uncleared)
+_kept_calls = _KeptCalls()
 
 
 def keep_calls() -> dict[str, Any]:
@@ -86,13 +121,7 @@ def keep_calls() -> dict[str, Any]:
 def restore_calls() -> dict[str, Any]:
     """The timed calls' autocast blocks clear the cache as they exit again (what it holds now is cleared); the state
     right after."""
-    import sys
-
-    was = _kept_calls.enabled
     _kept_calls.stop()
-    torch = sys.modules.get("torch")
-    if was and torch is not None:
-        torch.clear_autocast_cache()  # the casts kept for the calls, freed
     return state()
 
 
@@ -102,9 +131,9 @@ def enabled() -> bool:
 
 def held() -> bool:
     """Whether at least one timed call ran with the cache kept and none cleared it."""
-    return _kept_calls.all_held()
+    return _kept_calls.enabled and _kept_calls.calls > 0 and _kept_calls.held == _kept_calls.calls
 
 
 def state() -> dict[str, Any]:
     """``{"keeping", "calls", "held"}``: whether timed calls keep the cache, how many did, how many held."""
-    return {"keeping": enabled(), **_kept_calls.counts()}
+    return {"keeping": enabled(), "calls": _kept_calls.calls, "held": _kept_calls.held}

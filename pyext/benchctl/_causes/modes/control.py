@@ -7,16 +7,17 @@ every call of the code. Both stacks are per thread. :func:`suspended` takes the 
 stacks for a block and puts them back after it in their order, also on an exception; a ``DeviceContext`` that
 makes tensors elsewhere than the CPU stays (without it they would be made on the CPU: another workload).
 
-:func:`suspend_calls` puts :func:`suspended` around every later timed call of a user workload
-(:mod:`benchctl._timed_call`; a worker's ``modes=off`` cell) and :func:`restore_calls` takes it out; :func:`held`
-says whether every call so far ran so to its end.
+:func:`suspend_calls` runs every later timed call of a user workload with the modes off (:mod:`benchctl._timed_call`;
+a worker's ``modes=off`` cell): they are taken off as the first such call starts and stay off until
+:func:`restore_calls` puts them back, rather than around each call, whose share of a short call the switch would
+be; :func:`held` says whether every call so far ended with none of them on again.
 """
 
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ... import _timed_call
 
@@ -130,13 +131,54 @@ def suspended() -> Iterator[dict[str, list]]:
             _put_back(stack, held, kept)
 
 
-def _still_suspended(taken: dict[Stack, list]) -> bool:
-    # No mode taken off is on again at the call's end (the code did not enter it once more and leave it on).
-    current = on()
-    return not any(mode is other for stack, modes in taken.items() for mode in modes for other in current[stack])
+class _SuspendedCalls:
+    """The modes off across the timed calls: taken off as the first call after :meth:`start` begins (the code may
+    enter them after the setting is applied, at import) and put back by :meth:`stop`, not around each call (taking
+    them off and back costs about 10 us, a share of a call of a few hundred). Each call is counted, and held where
+    both stacks are as long at its end as they were at its start (no mode taken off was entered again and left
+    on)."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.calls = self.held = 0
+        self._taken: list[tuple[Stack, list, list]] | None = None
+
+    def _take(self) -> None:
+        self._taken = []
+        for stack in STACKS:
+            held, kept = _take_off(stack)
+            self._taken.append((stack, held, kept))
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        if self._taken is None:
+            self._take()
+        lengths = _lengths()
+        out = call()
+        self.calls += 1  # a call that raised is not counted
+        self.held += _lengths() == lengths
+        return out
+
+    def start(self) -> None:
+        if not self.enabled:
+            self.enabled, self.calls, self.held = True, 0, 0
+            _timed_call.put_runner(WHAT, self.run)
+
+    def stop(self) -> None:
+        _timed_call.take(WHAT)
+        for stack, held, kept in reversed(self._taken or []):
+            _put_back(stack, held, kept)
+        self._taken = None
+        self.enabled, self.calls, self.held = False, 0, 0
 
 
-_suspended_calls = _timed_call.HeldContext(WHAT, suspended, _still_suspended)
+def _lengths() -> tuple[int, ...]:
+    """The length of each stack (torch's own count: cheaper than listing them)."""
+    import torch
+
+    return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+
+
+_suspended_calls = _SuspendedCalls()
 
 
 def suspend_calls() -> dict[str, Any]:
@@ -147,7 +189,7 @@ def suspend_calls() -> dict[str, Any]:
 
 
 def restore_calls() -> dict[str, Any]:
-    """The timed calls run with the modes the code left on again; the state right after."""
+    """The modes back as the code left them, and the timed calls run so again; the state right after."""
     _suspended_calls.stop()
     return state()
 
@@ -157,12 +199,13 @@ def enabled() -> bool:
 
 
 def held() -> bool:
-    """Whether at least one timed call ran with the modes off and none of them was on again at its end."""
-    return _suspended_calls.all_held()
+    """Whether at least one timed call ran with the modes off and each ended with none of them on again."""
+    return _suspended_calls.enabled and _suspended_calls.calls > 0 and \
+        _suspended_calls.held == _suspended_calls.calls
 
 
 def state() -> dict[str, Any]:
     """``{"suspending", "calls", "held", "on"}``: whether timed calls run with the modes off, how many did, how many
     held, and the modes on this thread now by kind (their names)."""
-    return {"suspending": enabled(), **_suspended_calls.counts(),
+    return {"suspending": enabled(), "calls": _suspended_calls.calls, "held": _suspended_calls.held,
             "on": {stack.kind: [mode_name(m) for m in modes] for stack, modes in on().items()}}
