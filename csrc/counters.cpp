@@ -36,6 +36,8 @@ constexpr uint64_t kReadFormat = PERF_FORMAT_GROUP | PERF_FORMAT_ID |
                                  PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 // A group read: nr, time_enabled, time_running, then {value, id} per member.
 constexpr size_t kHeaderWords = 3;
+// How often a group read failing with ECHILD (an inherited thread exiting) is tried again.
+constexpr int kExitRetries = 100;
 
 const PerfEventKind& kind_named(const std::string& name) {
   for (const auto& k : perf_event_kinds())
@@ -145,6 +147,10 @@ std::vector<PerfMemberReading> PerfCounterGroup::read() const {
     for (const auto& g : t.groups) {
       ssize_t want = static_cast<ssize_t>((kHeaderWords + 2 * g.fds.size()) * sizeof(uint64_t));
       ssize_t got = ::read(g.leader_fd, buf, sizeof(buf));
+      // An inherited thread exiting as its counts fold into the group's fails the read with ECHILD for a
+      // moment (kernel 6.18: ~4% of reads right after threads joined); the next read sums them.
+      for (int retry = 0; got < 0 && errno == ECHILD && retry < kExitRetries; ++retry)
+        got = ::read(g.leader_fd, buf, sizeof(buf));
       if (got < want)
         throw std::runtime_error(std::string("reading a perf event group failed: ") +
                                  (got < 0 ? std::strerror(errno) : "short read"));
