@@ -129,12 +129,41 @@ def test_top_frames_name_the_users_function_and_the_builtin_it_calls():
     assert not any("benchctl" in f.where for f in frames)  # its own frames are not the user's
 
 
+def test_top_frames_keep_the_call_whose_time_is_beneath_it():
+    import random
+    import statistics
+
+    values = random.Random(0).sample(range(300_000), 300_000)
+
+    def step():  # direct calls with more own time than statistics.median, whose time is in the sort beneath it
+        n = range(100_000)
+        sum(n), max(n), min(n), list(n), tuple(n), set(n)
+        return statistics.median(values)
+
+    rows = probe_python.top_frames(step)
+    median = [r for r in rows if r["function"] == "median"]
+    assert len(rows) <= probe_python.MAX_FRAMES and median, [r["function"] for r in rows]
+    assert median[0]["total_us"] > 2 * median[0]["own_us"] and median[0]["called_from"].startswith("step (")
+
+
+def test_the_call_whose_time_is_beneath_it_is_named():
+    load = PyFrame("load", "/torch/serialization.py:1210", 60.0, 1, False, "step (plant.py:7)", total_us=1_900.0)
+    found = judge(facts(5_000.0, python_frames=(FRAME, load)))
+    assert found.status is Status.CAUSE
+    assert ("; the call of its code that took the most: load (/torch/serialization.py:1210) 1.9 ms with what it "
+            "called (called from step (plant.py:7))") in found.message
+    own = PyFrame("torch.tensor", "built-in", 41_000.0, 1, False, "run (plant.py:12)", total_us=41_500.0)
+    assert "took the most" not in judge(facts(5_000.0, python_frames=(own,))).message, "its time is its own"
+    assert "took the most" not in judge(facts(5_000.0, python_frames=(FRAME,))).message, "an old file: not kept"
+
+
 def test_the_evidence_facts_survive_the_results_file():
     import json
 
     from benchctl._results.facts import CompileLog, LayoutCopy
 
-    f = facts(5_000.0, call_compile_us=10.0, python_frames=(FRAME,), warnings=(SLOW_LIST,),
+    deep = PyFrame("load", "/torch/serialization.py:1210", 60.0, 1, False, "step (plant.py:7)", total_us=1_900.0)
+    f = facts(5_000.0, call_compile_us=10.0, python_frames=(FRAME, deep), warnings=(SLOW_LIST,),
               layout_copies=(LayoutCopy((2, 4, 8, 8), "contiguous", "channels_last", "aten::conv2d", 2, 30.0),),
               compile=CompileLog((1, 1), (0.1, 0.2), (0.2, 0.3), ("0/1: start == 1",)))
     assert Facts.from_json(json.loads(json.dumps(f.to_json()))) == f

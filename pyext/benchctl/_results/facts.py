@@ -101,7 +101,8 @@ class WarningSeen:
 class PyFrame:
     """A Python-side function of the probe's cProfile call: ``function``, ``where`` (``file:line`` or
     built-in), ``own_us`` (time in it, not in what it calls), ``calls``, ``user`` (in the user's
-    files) and ``called_from`` (the user's function that called it, or None)."""
+    files), ``called_from`` (the user's function that called it, or None) and ``total_us`` (time in it with
+    what it called; 0 in a results file written before it was kept)."""
 
     function: str
     where: str
@@ -109,11 +110,19 @@ class PyFrame:
     calls: int = 1
     user: bool = False
     called_from: str | None = None
+    total_us: float = 0.0
 
     @classmethod
     def from_json(cls, data: dict) -> "PyFrame":
         return cls(data["function"], data["where"], float(data["own_us"]), int(data.get("calls", 1)),
-                   bool(data.get("user", False)), data.get("called_from"))
+                   bool(data.get("user", False)), data.get("called_from"), float(data.get("total_us", 0.0)))
+
+    @property
+    def total_text(self) -> str:
+        """``"load (torch/serialization.py:1210) 1.9 ms with what it called (called from step (plant.py:7))"``."""
+        where = f" ({self.where})" if self.where != "built-in" else ""
+        return (f"{self.function}{where} {self.total_us / 1e3:.3g} ms with what it called (called from "
+                f"{self.called_from})")
 
     @property
     def text(self) -> str:

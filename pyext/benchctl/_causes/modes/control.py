@@ -117,7 +117,7 @@ def _put_back(stack: Stack, held: list, kept: list) -> None:
 
 
 @contextlib.contextmanager
-def suspended() -> Iterator[dict[str, list]]:
+def suspended() -> Iterator[dict[Stack, list]]:
     """Every :func:`switchable` mode of this thread's two stacks off inside the block, each back after it in its
     place, also on an exception. Yields ``{stack: the modes taken off}``."""
     taken: list[tuple[Stack, list, list]] = []

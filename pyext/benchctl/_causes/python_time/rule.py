@@ -27,14 +27,15 @@ import os
 from dataclasses import asdict
 
 from ..._libsplit import Kind, LibrarySplit
-from ..._results.facts import Facts
+from ..._results.facts import Facts, PyFrame
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import EVIDENCE_ONLY, Cause
 from ..op_overhead.rule import overhead
 from .probe import PROBE as SPLIT_PROBE, SAID as SPLIT_SAID
 
-__all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "PythonTime", "op_call_on_top",
+__all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "BENEATH", "PythonTime", "heaviest_call",
+           "op_call_on_top",
            "per_op_overhead", "PYTHON_KINDS", "OTHER_HOLDERS", "usable_split", "library_holder",
            "warnings_text", "CAUSES"]
 
@@ -49,8 +50,12 @@ ON_CPU_SHARE = 0.5
 #: itself (its cost per recorded op): the share outside the ops is then not measured.
 PROFILER_TRUSTED = 3.0
 MECHANISM = ("the time goes to Python and to conversions outside torch's ops (building tensors from Python "
-             "objects, per-element loops): convert once from one array (torch.from_numpy(np.stack(...))), "
-             "batch the work into fewer, larger ops")
+             "objects, per-element loops, loading or preparing data): do once, outside the call, what need not be "
+             "done in every call, convert once from one array (torch.from_numpy(np.stack(...))), batch the work "
+             "into fewer, larger ops")
+#: A function the code called that took over this many times its own time with what it called: its time is beneath
+#: it (torch.load's in the unpickler), which the list by own time does not show.
+BENEATH = 2.0
 #: Python's side of a call in the library split: the interpreter, and torch's conversions outside its ops.
 PYTHON_KINDS = (Kind.INTERPRETER, Kind.TORCH_PYTHON)
 #: Native code other than torch's that can hold the time outside torch's ops instead of Python. Not torch's
@@ -65,6 +70,14 @@ def warnings_text(facts: Facts) -> str:
     said = [f"{w.text} (at {w.where}{f', {w.count}×' if w.count > 1 else ''})" for w in facts.warnings
             if w.from_torch]
     return f"; torch warned: {'; '.join(said)}" if said else ""
+
+
+def heaviest_call(facts: Facts) -> PyFrame | None:
+    """The function the code called that took the most with what it called, where that is over :data:`BENEATH`
+    times its own time; None otherwise (or in a results file written before the time was kept)."""
+    called = [f for f in facts.python_frames if f.called_from and not f.user and f.total_us > 0]
+    top = max(called, key=lambda f: f.total_us) if called else None
+    return top if top is not None and top.total_us > BENEATH * top.own_us else None
 
 
 def op_call_on_top(facts: Facts) -> tuple[str, str] | None:
@@ -150,6 +163,9 @@ class PythonTime(Cause):
             return None
         frames = ", ".join(f.text for f in facts.python_frames[:3])
         said = _share_text(facts, outside) + (f"; top Python-side functions by own time: {frames}" if frames else "")
+        heaviest = heaviest_call(facts)
+        if heaviest is not None:
+            said += f"; the call of its code that took the most: {heaviest.total_text}"
         said += warnings_text(facts)
         median_ms = facts.median_ms.get(ctx.phase)
         slowed = None if not median_ms else (facts.call_wall_us or 0.0) / 1e3 / median_ms
