@@ -128,3 +128,31 @@ def test_a_stuck_probe_worker_ends_explain_with_why(tmp_path, monkeypatch):
     with pytest.raises(workloads.WorkloadFailed, match="the workload failed in its probe worker: worker exceeded "
                                                        "the 2.0 s timeout and was killed"):
         pipeline._probe(study, lambda line: None)
+
+
+def test_a_budget_the_probe_worker_spent_is_refused_with_the_budget_the_workers_need():
+    # A step of 40 s under --budget 60: the probe worker took 6.1 min, and explain went on to start its first round.
+    study = pipeline.Study(name="explain", workload="slow.py:step", args={"iterations": 30, "seconds": 0.0},
+                           rules=(), budget_s=60.0)
+    sizing = {"start_s": 5.0, "iteration_s": 40.0, "processes": 15, "left_s": -306.0}
+    with pytest.raises(ArgumentError) as refused:
+        pipeline._check_budget_left(study, sizing, 366.0)
+    assert str(refused.value) == (
+        "--budget 60: the probe worker alone took 6.1 min (one call of slow.py:step takes 40 s), which leaves no time "
+        "for a worker of 3 iterations; its 15 planned workers need a budget of about 38 min (--budget 2241)")
+    fits = dict(sizing, left_s=5.0 + 3 * 40.0)  # one worker of the fewest iterations fits: the runner sizes the rest
+    pipeline._check_budget_left(study, fits, 366.0)
+
+
+@pytest.mark.slow  # a real probe worker (torch's import, a few calls of 1 s)
+def test_explain_stops_where_the_probe_worker_spent_the_budget(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "slow_step.py"
+    path.write_text("import time\n\ndef step():\n    time.sleep(1.0)\n")
+    done = subprocess.run([sys.executable, "-m", "benchctl", "explain", f"{path}:step", "--budget", "2",
+                           "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--budget 2: the probe worker alone took" in done.stderr and "which leaves no time" in done.stderr
+    assert "workers planned" not in done.stdout

@@ -24,6 +24,7 @@ lines, and ``cli/`` or ``bench/`` prints them, the report and the answer):
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -160,6 +161,21 @@ def _sizing(study: Study, probe: dict, matrix: dict[str, list], left: float) -> 
             "timed_shares": shares, "left_s": left, "first_rounds": first}
 
 
+def _check_budget_left(study: Study, sizing: dict[str, Any], spent_s: float) -> None:
+    """Refuse to go on where the budget left after the probe cannot hold one worker of the fewest iterations (a
+    workload whose call takes a large share of the budget): the runner would still start its first round, and run
+    minutes past the budget. The message gives the budget the planned workers need."""
+    one_worker_s = sizing["start_s"] + user.MIN_ITERATIONS * sizing["iteration_s"]
+    if sizing["left_s"] >= one_worker_s:
+        return
+    needed_s = spent_s + sizing["processes"] * one_worker_s
+    raise _validate.ArgumentError(
+        f"--budget {study.budget_s:g}: the probe worker alone took {wording.duration(spent_s)} (one call of "
+        f"{study.workload} takes {sizing['iteration_s']:.3g} s), which leaves no time for a worker of "
+        f"{user.MIN_ITERATIONS} iterations; its {sizing['processes']} planned workers need a budget of about "
+        f"{math.ceil(needed_s / 60)} min (--budget {math.ceil(needed_s)})")
+
+
 def measure_penalty(ops: tuple[str, ...], say: Callable[[str], None] = _quiet) -> dict[str, Any]:
     """The CPU's penalty profile for ``ops``, raw and as the rules read it, or why it is missing."""
     say(f"penalty profile of {', '.join(ops)} on this CPU")
@@ -294,6 +310,7 @@ def run_study(study: Study, say: Callable[[str], None] = _quiet) -> dict:
     left = None if budget_s is None else budget_s - (time.perf_counter() - started)
     if probe is not None and left is not None and _sized(study):
         evidence["sizing"] = _sizing(study, probe, matrix, left)
+        _check_budget_left(study, evidence["sizing"], time.perf_counter() - started)
         args = {**args, "iterations": evidence["sizing"]["iterations"]}
         sizing = evidence["sizing"]
         first = sizing["first_rounds"]
