@@ -119,6 +119,17 @@ def test_failed_worker_is_recorded_and_the_run_goes_on(tmp_path):
     assert queries.failed_runs(doc) == [bad]
 
 
+def test_a_workload_that_exits_is_recorded_with_what_its_code_did(tmp_path):
+    path = tmp_path / "exits.py"
+    path.write_text("import sys\n\ndef step():\n    sys.exit(0)  # a 'done' exit left in the step\n")
+    doc = runner.run_matrix(f"{path}:step", {"iterations": 2}, {}, progress=False, control=False)
+    (run,) = doc["runs"]
+    assert run["status"] == "failed", run
+    assert run["error"].startswith(f"SystemExit while running workload '{path}:step': 0 (the code called "
+                                   "sys.exit(0) or raised SystemExit, which ends the process its calls are timed "
+                                   "in: leave it out of the timed code)"), run["error"]
+
+
 def test_worker_over_its_timeout_is_killed():
     started = time.monotonic()
     doc = runner.run_matrix("sleep", {"iterations": 1, "ms": 60_000.0}, {}, progress=False, worker_timeout_s=1.0,

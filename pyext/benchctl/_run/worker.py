@@ -164,6 +164,9 @@ def run_job(job: dict) -> dict:
         result["status"] = "ok"
     except BaseException as e:  # the result must say what happened, whatever it was
         result["error"] = f"{type(e).__name__} while {stage.now}: {e}"
+        if isinstance(e, SystemExit):  # "SystemExit ...: 0" alone reads as a number, not as what the code did
+            result["error"] += (f" (the code called sys.exit({e.code!r}) or raised SystemExit, which ends the "
+                                "process its calls are timed in: leave it out of the timed code)")
         result["traceback"] = traceback.format_exc()[-_TRACEBACK_CHARS:]
         traceback.print_exc(file=sys.stderr)
     finally:
