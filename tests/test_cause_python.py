@@ -11,6 +11,7 @@ from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts, OpRow, PyFrame, WarningSeen
 from benchctl._results.findings import Status
 from benchctl._causes.python_time import rule as python_time
+from benchctl._causes.python_time.probe import CHILDREN, ChildProcesses
 from benchctl._workloads import probe_python
 from synthetic_results import make_doc
 
@@ -102,6 +103,38 @@ def test_open_when_the_calling_thread_waited_through_the_time_outside_the_ops():
     assert judge(busy).status is Status.CAUSE and busy.outside_on_cpu_share() > python_time.ON_CPU_SHARE
     assert facts(5_000.0).outside_on_cpu_share() is None  # not measured (an older results file): as before
     assert Facts.from_json(waited.to_json()).call_cpu_us == 15_000.0
+    pool = ChildProcesses(forks=2, cpu_ms=45.1)
+    forked = judge(facts(5_000.0, call_cpu_us=15_000.0, python_frames=(FRAME,), probed={CHILDREN.key: pool}))
+    assert forked.status is Status.UNCONFIRMED and ("; in its profiled call it forked 2 processes, and the child "
+                                                    "processes it waited for ran 45.1 ms of CPU") in forked.message
+    none = judge(facts(5_000.0, call_cpu_us=15_000.0, probed={CHILDREN.key: ChildProcesses()}))
+    assert "forked" not in none.message
+
+
+def test_the_child_processes_of_the_profiled_call_are_counted_and_survive_the_results_file():
+    import json
+    import os
+
+    from benchctl._probe import ProbedCall
+
+    def forks_two():
+        for _ in range(2):
+            pid = os.fork()
+            if pid == 0:
+                sum(range(200_000))
+                os._exit(0)
+            os.waitpid(pid, 0)
+
+    with CHILDREN.watch_call() as seen:
+        forks_two()
+    found = CHILDREN.read(CHILDREN.record(ProbedCall(call=forks_two, called={CHILDREN.key: seen})))
+    assert found.forks == 2 and found.cpu_ms > 0 and found.started, found
+    with CHILDREN.watch_call() as seen:
+        sum(range(1_000))
+    assert seen == {"forks": 0, "cpu_ms": 0.0}
+    assert CHILDREN.record(ProbedCall()) == {} and CHILDREN.read({}) is None
+    again = Facts.from_json(json.loads(json.dumps(Facts(probed={CHILDREN.key: found}).to_json())))
+    assert again.of(CHILDREN) == found
 
 
 def test_warnings_are_recorded_with_their_count_and_place_and_the_filters_restored():

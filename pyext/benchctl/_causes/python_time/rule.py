@@ -32,7 +32,7 @@ from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import EVIDENCE_ONLY, Cause
 from ..op_overhead.rule import overhead
-from .probe import PROBE as SPLIT_PROBE, SAID as SPLIT_SAID
+from .probe import CHILDREN, PROBE as SPLIT_PROBE, SAID as SPLIT_SAID
 
 __all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "BENEATH", "PythonTime", "heaviest_call",
            "op_call_on_top",
@@ -166,6 +166,9 @@ class PythonTime(Cause):
         heaviest = heaviest_call(facts)
         if heaviest is not None:
             said += f"; the call of its code that took the most: {heaviest.total_text}"
+        children = facts.of(CHILDREN)
+        if children is not None and children.started:
+            said += f"; {children.text()}"
         said += warnings_text(facts)
         median_ms = facts.median_ms.get(ctx.phase)
         slowed = None if not median_ms else (facts.call_wall_us or 0.0) / 1e3 / median_ms
