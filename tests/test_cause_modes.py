@@ -27,9 +27,9 @@ from synthetic_results import make_doc
 OFF = {"modes": "off"}
 SEEN = ModesFacts(on={"torch function": ["Counting"], "torch dispatch": []}, runs={"Counting": 40})
 DEVICE = ModesFacts(on={"torch function": ["DeviceContext(cpu)"], "torch dispatch": []},
-                    runs={"DeviceContext(cpu)": 40})
+                    runs={"DeviceContext(cpu)": 40}, devices=["DeviceContext(cpu)"])
 ELSEWHERE = ModesFacts(on={"torch function": ["DeviceContext(cuda)"], "torch dispatch": []},
-                       kept=["DeviceContext(cuda)"])
+                       kept=["DeviceContext(cuda)"], devices=["DeviceContext(cuda)"])
 NONE_ON = ModesFacts(on={"torch function": [], "torch dispatch": []})
 
 
@@ -93,8 +93,13 @@ def test_a_default_device_on_the_cpu_is_taken_off_and_one_elsewhere_kept():
 
     cpu, meta, own = DeviceContext("cpu"), DeviceContext("meta"), Counting()
     assert control.mode_name(cpu) == "DeviceContext(cpu)" and control.mode_name(own) == "Counting"
+    assert control.sets_device(cpu) and control.sets_device(meta) and not control.sets_device(own)
     assert control.switchable(cpu) and control.switchable(own) and not control.switchable(meta)
     with meta, own:
+        with watching() as tally:
+            pass
+        assert tally.note() == {"on": {"torch function": ["DeviceContext(meta)", "Counting"], "torch dispatch": []},
+                                "kept": ["DeviceContext(meta)"], "devices": ["DeviceContext(meta)"], "runs": {}}
         with control.suspended() as taken:
             assert _stacks()["torch function"] == [meta], "the meta device's mode kept"
             assert torch.ones(2).device.type == "meta"
@@ -118,7 +123,7 @@ def test_watching_counts_each_modes_handler_runs_and_gives_the_handlers_back():
     assert tally.runs["Counting"] == fn.calls >= 2 and tally.runs["CountingOps"] == ops.ops >= 2
     with watching() as tally:
         x + 1
-    assert tally.note() == {"on": {"torch function": [], "torch dispatch": []}, "kept": [], "runs": {}}
+    assert tally.note() == {"on": {"torch function": [], "torch dispatch": []}, "kept": [], "devices": [], "runs": {}}
     with fn, pytest.raises(ValueError), watching():
         raise ValueError("boom")
     assert Counting.__dict__["__torch_function__"] is own_fn

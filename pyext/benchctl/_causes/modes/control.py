@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator
 
 from ... import _timed_call
 
-__all__ = ["WHAT", "FUNCTION", "DISPATCH", "Stack", "STACKS", "mode_name", "switchable", "on", "suspended",
+__all__ = ["WHAT", "FUNCTION", "DISPATCH", "Stack", "STACKS", "mode_name", "sets_device", "switchable", "on",
+           "suspended",
            "suspend_calls", "restore_calls", "enabled", "held", "state"]
 
 #: The setting value this control serves, as :mod:`benchctl._timed_call` names it.
@@ -74,6 +75,11 @@ def mode_name(mode: Any) -> str:
     device = _device_context(mode)
     name = type(mode).__qualname__.rsplit("<locals>.", 1)[-1]
     return f"{name}({device})" if device is not None else name
+
+
+def sets_device(mode: Any) -> bool:
+    """Whether ``mode`` is the default device's (``torch.set_default_device``, ``with torch.device(...)``)."""
+    return _device_context(mode) is not None
 
 
 def switchable(mode: Any) -> bool:

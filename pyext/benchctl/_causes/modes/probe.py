@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..._probe import Probe, ProbedCall
-from .control import STACKS, mode_name, on, switchable
+from .control import STACKS, mode_name, on, sets_device, switchable
 
 __all__ = ["Tally", "watching", "ModesFacts", "ModesProbe", "PROBE", "PROBES"]
 
@@ -21,15 +21,16 @@ _HANDLER = {stack.kind: stack.handler for stack in STACKS}
 
 @dataclass
 class Tally:
-    """The modes on as a block started (``{kind: names}``, and the names of those the control would keep), and how
-    often each ran its handler inside it."""
+    """The modes on as a block started (``{kind: names}``, the names of those the control would keep and of those
+    that set the default device), and how often each ran its handler inside it."""
 
     on: dict[str, list[str]] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
     runs: Counter = field(default_factory=Counter)
 
     def note(self) -> dict:
-        return {"on": self.on, "kept": self.kept, "runs": dict(self.runs)}
+        return {"on": self.on, "kept": self.kept, "devices": self.devices, "runs": dict(self.runs)}
 
 
 @contextlib.contextmanager
@@ -42,13 +43,18 @@ def watching() -> Iterator[Tally]:
         for stack, modes in on().items():
             tally.on[stack.kind] = [mode_name(mode) for mode in modes]
             tally.kept += [mode_name(mode) for mode in modes if not switchable(mode)]
+            tally.devices += [mode_name(mode) for mode in modes if sets_device(mode)]
             for mode in modes:
                 # The class that defines the handler the mode runs (a subclass may inherit it): wrapped once.
                 cls = next((c for c in type(mode).__mro__ if stack.handler in vars(c)), None)
                 if cls is None or any(cls is done for done, _, _ in wrapped):
                     continue
-                wrapped.append((cls, stack.handler, vars(cls)[stack.handler]))
-                setattr(cls, stack.handler, _counting(vars(cls)[stack.handler], tally.runs))
+                own = vars(cls)[stack.handler]
+                try:
+                    setattr(cls, stack.handler, _counting(own, tally.runs))
+                except (TypeError, AttributeError):  # a class that takes no new attribute (native): not counted
+                    continue
+                wrapped.append((cls, stack.handler, own))
         yield tally
     finally:
         for cls, handler, own in reversed(wrapped):
@@ -83,11 +89,12 @@ _MODES = "modes"
 class ModesFacts:
     """As the profiled call started: ``on``, the modes on by kind (their names, the innermost last); ``kept``, those
     the control leaves on (a ``DeviceContext`` making tensors elsewhere than the CPU); ``runs``, how often each ran
-    its handler in the call."""
+    its handler in the call; ``devices``, those that set the default device."""
 
     on: dict[str, list[str]] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     runs: dict[str, int] = field(default_factory=dict)
+    devices: list[str] = field(default_factory=list)
 
     @classmethod
     def from_note(cls, note: dict | None) -> "ModesFacts | None":

@@ -27,8 +27,6 @@ FIX_DEFAULT_DEVICE = ("do not set a default device (torch.set_default_device(Non
 FIX_OWN = "enter the mode only around the calls that need it (a with-block), not for the whole program"
 #: What the probe cell is, said wherever its time is quoted for a mode of the code's own.
 TIMING_ONLY = "a timing probe: what the mode did no longer happens"
-# How torch names the default device's mode.
-_DEVICE_CONTEXT = "DeviceContext("
 
 
 def _seen(facts: Facts | None) -> ModesFacts | None:
@@ -60,7 +58,7 @@ class ModesLeftOn(Cause):
         seen = _seen(ctx.facts)
         switched = seen.switchable if seen is not None else []
         evidence = seen.text() if switched else None
-        own = [name for name in switched if not name.startswith(_DEVICE_CONTEXT)]
+        own = [name for name in switched if seen is None or name not in seen.devices]
         probe_kind = f" ({TIMING_ONLY})" if own else ""
         fix = "; ".join(([FIX_DEFAULT_DEVICE] if len(own) < len(switched) else []) + ([FIX_OWN] if own else []))
         read = self.readback_suffix(ctx, cell, MODES)
