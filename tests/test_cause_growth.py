@@ -49,6 +49,9 @@ def test_flat_noisy_or_one_process_growth_is_not_named():
 
 def test_too_short_a_series_or_too_few_processes_tells_nothing():
     assert growth.growth_of([1.0] * 5) is None and growth.growth_of([2.0] * 20) is None
-    assert _judge(lambda r: 1e6 * np.arange(1, 6)) is None  # 4 iterations after the first
+    short = _judge(lambda r: 1e6 * np.arange(1, 6))  # 4 iterations after the first: grows, but too few to tell
+    assert short.status is Status.NOT_CAUSE and short.message == (
+        "time that grows with each call: too few iterations to tell a trend: 0 of its 3 processes ran 6 or more "
+        "after their first")
     ratio, rho = growth.growth_of(list(np.arange(1.0, 31.0)))
     assert rho > 0.99 and abs(ratio - 26.0 / 6.0) < 1e-9

@@ -26,10 +26,10 @@ __all__ = ["GROWTH", "TREND", "MIN_ITERATIONS", "MIN_PROCESSES", "MECHANISM", "F
 GROWTH = 1.5
 #: The median over processes of the rank correlation of time with the iteration number at least this: a trend.
 TREND = 0.7
-#: A process with fewer iterations (after its first) tells no trend.
-MIN_ITERATIONS = 9
+#: A process with fewer iterations (after its first) tells no trend (a paired process's arm A holds 9-12).
+MIN_ITERATIONS = 6
 #: Fewer processes tell no trend either.
-MIN_PROCESSES = 3
+MIN_PROCESSES = 2
 MECHANISM = ("the code carries state from one call to the next that each call then works through (a list appended "
              "to and never cleared, a cache that grows, an autograd graph kept alive by a running total): a timing "
              "of it depends on how many calls ran before")
@@ -75,9 +75,14 @@ class Growth(Cause):
         return None  # the timed processes are its evidence
 
     def judge_phase(self, ctx: Context) -> Finding | None:
-        grown = [g for ns in _series(ctx) if (g := growth_of(ns)) is not None]
-        if len(grown) < MIN_PROCESSES:
+        series = _series(ctx)
+        if not series:
             return None
+        grown = [g for ns in series if (g := growth_of(ns)) is not None]
+        if len(grown) < MIN_PROCESSES:
+            return self.finding(ctx, None, f"too few iterations to tell a trend: {len(grown)} of its {len(series)} "
+                                           f"processes ran {MIN_ITERATIONS} or more after their first",
+                                Status.NOT_CAUSE, evidence={"processes": len(series), "long_enough": len(grown)})
         ratios, rhos = [g[0] for g in grown], [g[1] for g in grown]
         trend = float(np.median(rhos))
         evidence = {"last_over_first_third": ratios, "rank_correlation": rhos}
