@@ -1,8 +1,8 @@
 """Planted cause: a torch function mode left on. The program sets a default device at import
 (``torch.set_default_device("cpu")``, as scripts written for a GPU do with ``"cuda"``), which leaves
 torch's ``DeviceContext`` mode on: every torch call of every step runs its ``__torch_function__`` in
-Python first. The step is a small MLP's forward pass and a few elementwise ops, many torch calls of a
-few microseconds each. The fix takes the mode off after the setup (``torch.set_default_device(None)``);
+Python first. The step is four forward passes of a small MLP and a few elementwise ops, many torch calls
+of a few microseconds each. The fix takes the mode off after the setup (``torch.set_default_device(None)``);
 what it measured in fresh processes is ``bench/plant_toggles.py --only default_device_mode``'s to say."""
 
 import torch
@@ -11,6 +11,7 @@ import torch
 PLANT = {"target": "Step", "cause": "modes", "fixed": {"after_setup": "torch.set_default_device(None)"}}
 
 WIDTH, DEPTH, BATCH = 32, 8, 4
+CALLS = 4  # forward passes per iteration: a call long enough that a first call's start is an ordinary warm-up
 
 torch.set_default_device("cpu")  # left on for the whole program
 
@@ -27,5 +28,6 @@ class Step:
     def run(state):
         model, x = state
         with torch.no_grad():
-            out = model(x)
-            return (out * 0.5 + torch.ones(BATCH, WIDTH)).clamp(min=0).sum()
+            for _ in range(CALLS):
+                out = (model(x) * 0.5 + torch.ones(BATCH, WIDTH)).clamp(min=0)
+            return out.sum()
