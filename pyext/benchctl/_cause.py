@@ -25,14 +25,16 @@ from ._results.findings import Finding, Status
 from ._results.rules import Context, Rule
 from ._results.verdict import setting_text
 
-__all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NOT_RUN", "NEGLIGIBLE_SHARE",
-           "probe_phase", "faults_negligible"]
+__all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NOT_RUN", "NOT_WATCHED",
+           "NEGLIGIBLE_SHARE", "probe_phase", "faults_negligible"]
 
 
 #: What an evidence-only finding says of its fix.
 EVIDENCE_ONLY = "evidence only (no setting can change the code, so no fix was measured)"
 #: What a cause says when its probe cell ran no process (the budget ran out before it: a loaded machine).
 NOT_RUN = "not measured: its {probe} cell ran no process within the budget"
+#: Why a cause whose evidence or probe is the workload's call is out for a workload that times itself.
+NOT_WATCHED = "its calls were not watched (a @benchctl.workload function times its own iterations): {missing}"
 #: A cost under this share of an iteration cannot explain its time: what every pre-check calls negligible.
 NEGLIGIBLE_SHARE = 0.01
 #: How much of a failed process's error a finding quotes.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..._results.facts import Facts, OpRow
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
 from ..recording.probe import PROBE as AUTOGRAD
 from .probe import PROBE, AutocastFacts
 from .setting import AUTOCAST_CACHE
@@ -48,8 +48,7 @@ class AutocastRecast(Cause):
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         seen = _seen(facts)
         if seen is None:
-            return ("its calls were not watched (a @benchctl.workload function times its own iterations): there is "
-                    "no call to keep autocast's cache across")
+            return NOT_WATCHED.format(missing="there is no call to keep autocast's cache across")
         if not seen.cleared:
             return seen.none_text()
         autograd = facts.of(AUTOGRAD)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import EVIDENCE_ONLY, Cause
+from ..._cause import EVIDENCE_ONLY, NOT_WATCHED, Cause
 from .probe import PROBE, LoaderFacts
 
 __all__ = ["NEGLIGIBLE_SHARE", "PART_SHARE", "DOMINANT_SHARE", "MECHANISM", "FIX", "LoaderWorkers", "CAUSES"]
@@ -44,8 +44,7 @@ class LoaderWorkers(Cause):
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         seen = _seen(facts)
         if seen is None:
-            return ("its calls were not watched (a @benchctl.workload function times its own iterations): no call "
-                    "shows its DataLoader workers")
+            return NOT_WATCHED.format(missing="no call shows its DataLoader workers")
         if not seen.iterators:
             return "no DataLoader started worker processes in its profiled call"
         if seen.share < NEGLIGIBLE_SHARE:

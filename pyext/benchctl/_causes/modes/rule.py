@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, ModesFacts
 from .setting import MODES
 
@@ -45,8 +45,7 @@ class ModesLeftOn(Cause):
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         seen = _seen(facts)
         if seen is None:
-            return ("its calls were not watched (a @benchctl.workload function times its own iterations): there is "
-                    "no call to run with its modes off")
+            return NOT_WATCHED.format(missing="there is no call to run with its modes off")
         return None if seen.switchable else seen.none_text()
 
     def judge_phase(self, ctx: Context) -> Finding | None:

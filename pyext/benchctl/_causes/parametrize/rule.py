@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, ParametrizeFacts
 from .setting import PARAMETRIZE
 
@@ -45,8 +45,7 @@ class Recomputed(Cause):
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         seen = _seen(facts)
         if seen is None:
-            return ("its calls were not watched (a @benchctl.workload function times its own iterations): there is "
-                    "no call to run under parametrize.cached()")
+            return NOT_WATCHED.format(missing="there is no call to run under parametrize.cached()")
         if not seen.known:
             return None
         return None if seen.recomputed_again else seen.none_text()

@@ -16,7 +16,7 @@ from ..._results.document import cell_id
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, AutogradFacts
 from .setting import INFERENCE
 
@@ -51,8 +51,7 @@ class Recording(Cause):
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         seen = autograd_of(facts)
         if seen is None:
-            return ("its calls were not watched (a @benchctl.workload function times its own iterations): there is "
-                    "no call to run under torch.inference_mode()")
+            return NOT_WATCHED.format(missing="there is no call to run under torch.inference_mode()")
         if not seen.known:
             return None
         if seen.computes_gradients:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
 from ..recording.probe import PROBE as AUTOGRAD
 from .probe import PROBE, TrainModeFacts
 from .setting import TRAIN_MODE
@@ -44,8 +44,7 @@ class TrainModeLeftOn(Cause):
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
         seen = _seen(facts)
         if seen is None:
-            return ("its calls were not watched (a @benchctl.workload function times its own iterations): there is "
-                    "no call to run with its modules in eval mode")
+            return NOT_WATCHED.format(missing="there is no call to run with its modules in eval mode")
         autograd = facts.of(AUTOGRAD)
         if autograd is not None and autograd.known and autograd.computes_gradients:
             return f"{autograd.gradients_text()}: training mode is what its call is for"
