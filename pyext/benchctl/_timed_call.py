@@ -14,7 +14,7 @@ import contextlib
 import functools
 from typing import Any, Callable, ContextManager, Iterator
 
-__all__ = ["put", "put_runner", "take", "active", "wrapped", "HeldContext"]
+__all__ = ["put", "put_runner", "take", "active", "wrapped", "HeldContext", "SpanContext"]
 
 # The setting it serves ("hooks=off") -> how one timed call runs: runner(call) calls it and returns its result.
 _around: dict[str, Callable[[Callable[[], Any]], Any]] = {}
@@ -89,6 +89,55 @@ class HeldContext:
 
     def all_held(self) -> bool:
         """Whether at least one timed call ran inside it and it held to the end of every one of them."""
+        return self.enabled and self.calls > 0 and self.held == self.calls
+
+    def counts(self) -> dict[str, int]:
+        """``{"calls", "held"}``."""
+        return {"calls": self.calls, "held": self.held}
+
+
+class SpanContext:
+    """A setting's context held across the timed calls rather than put around each: entered as the first timed call
+    after :meth:`start` begins (the code may set up what it acts on after the setting is applied, at import) and left
+    by :meth:`stop`, so that entering and leaving it is no share of a short call's time. Each call is counted, and
+    held where ``mark(entered)``, given what the context yielded, reads the same after it as before (the code did
+    not undo the setting inside the call)."""
+
+    def __init__(self, what: str, context: Callable[[], ContextManager], mark: Callable[[Any], Any]) -> None:
+        self.what, self._context, self._mark = what, context, mark
+        self.enabled = False
+        self.calls = self.held = 0
+        self._span: contextlib.ExitStack | None = None
+        self._entered: Any = None
+
+    def _run(self, call: Callable[[], Any]) -> Any:
+        if self._span is None:
+            span = contextlib.ExitStack()
+            self._entered = span.enter_context(self._context())  # one that fails to enter is tried at the next call
+            self._span = span
+        before = self._mark(self._entered)
+        out = call()
+        self.calls += 1  # a call that raised is not counted
+        self.held += self._mark(self._entered) == before
+        return out
+
+    def start(self) -> None:
+        """Every later timed call runs inside the context, entered at the first of them (counts start at zero;
+        already so: kept)."""
+        if not self.enabled:
+            self.enabled, self.calls, self.held = True, 0, 0
+            put_runner(self.what, self._run)
+
+    def stop(self) -> None:
+        """The context left, if a call entered it; the timed calls run as written again."""
+        take(self.what)
+        span, self._span, self._entered = self._span, None, None
+        self.enabled, self.calls, self.held = False, 0, 0
+        if span is not None:
+            span.close()
+
+    def all_held(self) -> bool:
+        """Whether at least one timed call ran inside it and none undid it."""
         return self.enabled and self.calls > 0 and self.held == self.calls
 
     def counts(self) -> dict[str, int]:

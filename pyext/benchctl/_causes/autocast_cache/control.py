@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from ... import _timed_call
 
@@ -70,45 +70,21 @@ def kept() -> Iterator[Clears]:
         torch.autocast_decrement_nesting()
 
 
-class _KeptCalls:
-    """The cache kept across the timed calls: the nesting count raised, and the clears counted, as the first call
-    after :meth:`start` begins, both given back by :meth:`stop` (which clears what the cache holds), not around each
-    call, whose share of a short call that would be. Each call is counted, and held where nothing cleared the cache
-    in it."""
+@contextlib.contextmanager
+def _kept_then_cleared() -> Iterator[Clears]:
+    """:func:`kept`, and what the cache holds cleared after it (the casts kept for the calls, freed)."""
+    import torch
 
-    def __init__(self) -> None:
-        self.enabled = False
-        self.calls = self.held = 0
-        self._keeping: contextlib.ExitStack | None = None
-        self._clears: Clears | None = None
-
-    def run(self, call: Callable[[], Any]) -> Any:
-        if self._keeping is None:
-            self._keeping = contextlib.ExitStack()
-            self._clears = self._keeping.enter_context(kept())
-        before = self._clears.count
-        out = call()
-        self.calls += 1  # a call that raised is not counted
-        self.held += self._clears.count == before
-        return out
-
-    def start(self) -> None:
-        if not self.enabled:
-            self.enabled, self.calls, self.held = True, 0, 0
-            _timed_call.put_runner(WHAT, self.run)
-
-    def stop(self) -> None:
-        _timed_call.take(WHAT)
-        if self._keeping is not None:
-            self._keeping.close()
-            import torch
-
-            torch.clear_autocast_cache()  # the casts kept for the calls, freed
-        self._keeping = self._clears = None
-        self.enabled, self.calls, self.held = False, 0, 0
+    try:
+        with kept() as clears:
+            yield clears
+    finally:
+        torch.clear_autocast_cache()
 
 
-_kept_calls = _KeptCalls()
+# The cache kept from the first timed call to the switch back, not around each call; a call held where nothing
+# cleared the cache in it.
+_kept_calls = _timed_call.SpanContext(WHAT, _kept_then_cleared, lambda clears: clears.count)
 
 
 def keep_calls() -> dict[str, Any]:
@@ -131,9 +107,9 @@ def enabled() -> bool:
 
 def held() -> bool:
     """Whether at least one timed call ran with the cache kept and none cleared it."""
-    return _kept_calls.enabled and _kept_calls.calls > 0 and _kept_calls.held == _kept_calls.calls
+    return _kept_calls.all_held()
 
 
 def state() -> dict[str, Any]:
     """``{"keeping", "calls", "held"}``: whether timed calls keep the cache, how many did, how many held."""
-    return {"keeping": enabled(), "calls": _kept_calls.calls, "held": _kept_calls.held}
+    return {"keeping": enabled(), **_kept_calls.counts()}

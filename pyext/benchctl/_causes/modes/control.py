@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from ... import _timed_call
 
@@ -137,46 +137,6 @@ def suspended() -> Iterator[dict[Stack, list]]:
             _put_back(stack, held, kept)
 
 
-class _SuspendedCalls:
-    """The modes off across the timed calls: taken off as the first call after :meth:`start` begins (the code may
-    enter them after the setting is applied, at import) and put back by :meth:`stop`, not around each call (taking
-    them off and back costs about 10 us, a share of a call of a few hundred). Each call is counted, and held where
-    both stacks are as long at its end as they were at its start (no mode taken off was entered again and left
-    on)."""
-
-    def __init__(self) -> None:
-        self.enabled = False
-        self.calls = self.held = 0
-        self._taken: list[tuple[Stack, list, list]] | None = None
-
-    def _take(self) -> None:
-        self._taken = []
-        for stack in STACKS:
-            held, kept = _take_off(stack)
-            self._taken.append((stack, held, kept))
-
-    def run(self, call: Callable[[], Any]) -> Any:
-        if self._taken is None:
-            self._take()
-        lengths = _lengths()
-        out = call()
-        self.calls += 1  # a call that raised is not counted
-        self.held += _lengths() == lengths
-        return out
-
-    def start(self) -> None:
-        if not self.enabled:
-            self.enabled, self.calls, self.held = True, 0, 0
-            _timed_call.put_runner(WHAT, self.run)
-
-    def stop(self) -> None:
-        _timed_call.take(WHAT)
-        for stack, held, kept in reversed(self._taken or []):
-            _put_back(stack, held, kept)
-        self._taken = None
-        self.enabled, self.calls, self.held = False, 0, 0
-
-
 def _lengths() -> tuple[int, ...]:
     """The length of each stack (torch's own count: cheaper than listing them)."""
     import torch
@@ -184,7 +144,10 @@ def _lengths() -> tuple[int, ...]:
     return torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
 
 
-_suspended_calls = _SuspendedCalls()
+# The modes off from the first timed call to the switch back, not around each call (taking them off and back costs
+# about 10 us, a share of a call of a few hundred); a call held where both stacks are as long at its end as at its
+# start (no mode taken off was entered again and left on).
+_suspended_calls = _timed_call.SpanContext(WHAT, suspended, lambda _taken: _lengths())
 
 
 def suspend_calls() -> dict[str, Any]:
@@ -206,12 +169,11 @@ def enabled() -> bool:
 
 def held() -> bool:
     """Whether at least one timed call ran with the modes off and each ended with none of them on again."""
-    return _suspended_calls.enabled and _suspended_calls.calls > 0 and \
-        _suspended_calls.held == _suspended_calls.calls
+    return _suspended_calls.all_held()
 
 
 def state() -> dict[str, Any]:
     """``{"suspending", "calls", "held", "on"}``: whether timed calls run with the modes off, how many did, how many
     held, and the modes on this thread now by kind (their names)."""
-    return {"suspending": enabled(), "calls": _suspended_calls.calls, "held": _suspended_calls.held,
+    return {"suspending": enabled(), **_suspended_calls.counts(),
             "on": {stack.kind: [mode_name(m) for m in modes] for stack, modes in on().items()}}
