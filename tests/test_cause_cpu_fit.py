@@ -258,10 +258,24 @@ def test_the_codes_own_thread_counts_are_recorded_and_torchs_function_put_back()
         pass
     finally:
         torch.set_num_threads(before)
-    assert calls.asked == [1] and torch.set_num_threads is original
+    assert calls.asked == [1] and calls.calls == 1 and torch.set_num_threads is original
     with thread_calls(active=False) as idle:
         torch.set_num_threads(before)
     assert idle.asked == []
+
+
+def test_a_count_the_code_gives_in_every_call_is_said_once_with_its_calls():
+    before = torch.get_num_threads()
+    try:
+        with thread_calls() as calls:
+            for n in (1, 1, 1, 2, 2, 1):
+                torch.set_num_threads(n)
+    finally:
+        torch.set_num_threads(before)
+    assert calls.asked == [1, 2, 1] and calls.calls == 6
+    fit = CpuFit(threads=1, team=1, team_cpus=[0, 1], quota=None, asked=calls.asked, asked_calls=calls.calls)
+    assert fit.asked_text == "torch.set_num_threads(1), torch.set_num_threads(2), torch.set_num_threads(1), 6 calls"
+    assert CpuFit(threads=2, team=2, team_cpus=[0], quota=None, asked=[2]).asked_text == "torch.set_num_threads(2)"
 
 
 @two_cpus

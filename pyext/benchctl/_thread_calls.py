@@ -11,10 +11,18 @@ __all__ = ["ThreadCalls", "thread_calls"]
 
 
 class ThreadCalls:
-    """The counts given to ``torch.set_num_threads`` while :func:`thread_calls` records them (passed on unchanged)."""
+    """The counts given to ``torch.set_num_threads`` while :func:`thread_calls` records them (passed on unchanged):
+    ``asked``, in order, a count given again right after itself kept once (code that sets its count in every call
+    would otherwise list it once per call); ``calls``, every call."""
 
     def __init__(self) -> None:
         self.asked: list[Any] = []
+        self.calls = 0
+
+    def add(self, n: Any) -> None:
+        self.calls += 1
+        if not self.asked or self.asked[-1] != n:
+            self.asked.append(n)
 
 
 @contextlib.contextmanager
@@ -30,7 +38,7 @@ def thread_calls(active: bool = True) -> Iterator[ThreadCalls]:
     original = torch.set_num_threads
 
     def recorded(n: Any) -> None:
-        calls.asked.append(n)
+        calls.add(n)
         original(n)
 
     torch.set_num_threads = recorded

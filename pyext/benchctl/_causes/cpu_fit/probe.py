@@ -43,9 +43,9 @@ class CpuFitWatch:
         self._throttled = control.throttled_periods() - self._throttled
 
     def note(self, calls: ThreadCalls | None = None) -> dict:
-        """``{"cpu_fit": {"threads", "team", "team_cpus", "quota", "groups", "throttled", "asked", "environment"}}``;
-        ``asked`` from ``calls`` where given (default: those it was made with); ``environment``: the
-        :data:`COUNT_VARIABLES` the process has."""
+        """``{"cpu_fit": {"threads", "team", "team_cpus", "quota", "groups", "throttled", "asked", "asked_calls",
+        "environment"}}``; ``asked`` and ``asked_calls`` from ``calls`` where given (default: those it was made
+        with); ``environment``: the :data:`COUNT_VARIABLES` the process has."""
         calls = calls or self._calls
         import torch
 
@@ -54,7 +54,7 @@ class CpuFitWatch:
         found = control.quotas()
         return {_CPU_FIT: {"threads": torch.get_num_threads(), "team": len(team), "team_cpus": cpus,
                            "quota": control.quota_cpus(found), "groups": [q.text for q in found],
-                           "throttled": self._throttled, "asked": list(calls.asked),
+                           "throttled": self._throttled, "asked": list(calls.asked), "asked_calls": calls.calls,
                            "environment": {k: os.environ[k] for k in COUNT_VARIABLES if k in os.environ}}}
 
 
@@ -62,7 +62,8 @@ class CpuFitWatch:
 class CpuFit:
     """torch's thread count, its team's size and the CPUs the team's threads may use together, the tightest
     cgroup quota (CPUs; None: none), the groups read, the periods throttled during the profiled call, and
-    the counts the workload's own code gave ``torch.set_num_threads`` (``asked``) and the variables of
+    the counts the workload's own code gave ``torch.set_num_threads`` (``asked``: a count repeated at once kept
+    once; ``asked_calls``: its calls, 0 in a results file from before they were counted) and the variables of
     :data:`COUNT_VARIABLES` in its environment (``environment``; none in a results file from before they were
     read)."""
 
@@ -74,6 +75,7 @@ class CpuFit:
     throttled: int = 0
     asked: list = field(default_factory=list)
     environment: dict = field(default_factory=dict)
+    asked_calls: int = 0
 
     @property
     def environment_count(self) -> tuple[str, int] | None:
@@ -108,8 +110,10 @@ class CpuFit:
 
     @property
     def asked_text(self) -> str:
-        """``"torch.set_num_threads(2)"``: the code's own calls."""
-        return ", ".join(f"torch.set_num_threads({n})" for n in self.asked)
+        """``"torch.set_num_threads(2)"``: the code's own calls; ``"torch.set_num_threads(1), 31 calls"`` where it
+        gave a count again (in each call, say)."""
+        text = ", ".join(f"torch.set_num_threads({n})" for n in self.asked)
+        return text if self.asked_calls <= len(self.asked) else f"{text}, {self.asked_calls} calls"
 
     @property
     def text(self) -> str:
