@@ -31,7 +31,7 @@ class FakeWorkers:
         monkeypatch.setattr(rounds.time, "monotonic", lambda: self.now)
 
     def __call__(self, workload, args, cell, env, workdir, timeout_s=None, probe=False, server=None, pair=None,
-                 starts_as=None, carry_control=False, rotation=0):
+                 starts_as=None, carry_control=False, rotation=0, probe_limit_s=None):
         self.calls.append(cell)
         seconds = self.seconds_of(cell)
         self.now += seconds

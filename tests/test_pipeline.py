@@ -2,6 +2,8 @@
 facts, pre-checks that drop cells, the star matrix of probes, the saved evidence, and answering a
 saved document again by the same rules."""
 
+import time
+
 import pytest
 
 from benchctl import ArgumentError
@@ -144,15 +146,46 @@ def test_a_budget_the_probe_worker_spent_is_refused_with_the_budget_the_workers_
     pipeline._check_budget_left(study, fits, 366.0)
 
 
-@pytest.mark.slow  # a real probe worker (torch's import, a few calls of 1 s)
-def test_explain_stops_where_the_probe_worker_spent_the_budget(tmp_path):
+def test_a_probe_whose_calls_took_the_whole_budget_stops_there_and_is_refused():
+    # A step of 40 s under --budget 60 ran 3 timed calls and 4 probing ones (6.1 min) before explain refused it.
+    from benchctl._run.recorder import Recorder
+    from benchctl._workloads import user
+
+    calls = []
+    rec = Recorder(probe=True, probe_limit_s=0.05)
+    assert user._timed(rec, "call", lambda: calls.append(time.sleep(0.03)), {"iterations": 30, "seconds": 0.001})
+    assert len(calls) == 2 and rec.notes[user.PROBE_CUT]["calls"] == 2 and rec.notes[user.PROBE_CUT]["timed_s"] >= 0.05
+    free = Recorder(probe=False, probe_limit_s=0.05)  # only a probe worker has the limit
+    assert not user._timed(free, "call", lambda: time.sleep(0.03), {"iterations": 3, "seconds": 0.0})
+    assert len(free.ticks["call"]) == 3 and user.PROBE_CUT not in free.notes
+
+    study = pipeline.Study(name="explain", workload="slow.py:step", args={"iterations": 30, "seconds": 0.0},
+                           rules=(), budget_s=60.0)
+    run = {"duration_s": 86.0, "phases": {"call": {"ns": [41e9, 40e9]}}, "notes": {}}
+    with pytest.raises(ArgumentError) as refused:
+        pipeline._refuse_cut_probe(study, run, {"calls": 2, "timed_s": 81.0})
+    assert str(refused.value) == (
+        "--budget 60: 2 call(s) of slow.py:step took 81 s in the probe worker (about 40 s a call), the whole "
+        "budget, so it stopped there; each worker runs at least 3 calls after its start, and the 6 workers of the "
+        "unchanged workload and its A/A control alone, before any cause is probed, need about 13 min "
+        "(--budget 750); give several times that, or make one call shorter (fewer steps or a smaller input)")
+
+
+@pytest.mark.slow  # a real probe worker (torch's import, a few calls of up to 1 s)
+@pytest.mark.parametrize("call_s,budget,said", [
+    (1.0, "2", "--budget 2: 2 call(s) of"),  # its timed calls take the budget: the probe stops at them
+    (0.6, "2.5", "--budget 2.5: the probe worker alone took"),  # its probing calls and start do
+])
+def test_explain_stops_where_the_probe_worker_spent_the_budget(tmp_path, call_s, budget, said):
     import subprocess
     import sys
 
     path = tmp_path / "slow_step.py"
-    path.write_text("import time\n\ndef step():\n    time.sleep(1.0)\n")
-    done = subprocess.run([sys.executable, "-m", "benchctl", "explain", f"{path}:step", "--budget", "2",
+    path.write_text(f"import time\n\ndef step():\n    time.sleep({call_s})\n")
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "benchctl", "explain", f"{path}:step", "--budget", budget,
                            "--no-progress"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "--budget 2: the probe worker alone took" in done.stderr and "which leaves no time" in done.stderr
-    assert "workers planned" not in done.stdout
+    assert said in done.stderr and "workers planned" not in done.stdout, done.stderr
+    if call_s == 1.0:  # two calls and the worker's start, not its five probing calls more
+        assert "it stopped there" in done.stderr and time.perf_counter() - started < 60

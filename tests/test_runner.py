@@ -130,6 +130,20 @@ def test_a_workload_that_exits_is_recorded_with_what_its_code_did(tmp_path):
                                    "in: leave it out of the timed code)"), run["error"]
 
 
+def test_code_that_crashes_in_its_teardown_fails_neither_its_workers_nor_the_command(tmp_path):
+    # torch's profiler started at import and never stopped ends each process in SIGSEGV at exit: every worker failed
+    # after writing its result, and explain crashed (exit 139) after printing its answer.
+    path = tmp_path / "crashes_at_exit.py"
+    path.write_text("import atexit, os, signal\n\natexit.register(lambda: os.kill(os.getpid(), signal.SIGSEGV))\n\n"
+                    "def step():\n    return sum(range(1000))\n")
+    doc = runner.run_matrix(f"{path}:step", {"iterations": 2}, {}, progress=False, control=False, fork=False)
+    assert [r["status"] for r in doc["runs"]] == ["ok"], doc["runs"]
+    done = subprocess.run([sys.executable, "-m", "benchctl", "run", f"{path}:step", "--arg", "iterations=2",
+                           "--repeat", "1", "--no-control", "--no-progress"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and "Answer for" in done.stdout, done.stdout + done.stderr
+
+
 def test_worker_over_its_timeout_is_killed():
     started = time.monotonic()
     doc = runner.run_matrix("sleep", {"iterations": 1, "ms": 60_000.0}, {}, progress=False, worker_timeout_s=1.0,

@@ -1,5 +1,3 @@
-import sys
+from ._cli import run
 
-from ._cli import main
-
-sys.exit(main())
+run()

@@ -24,7 +24,7 @@ import traceback
 from .._version import __version__
 from ..errors import ExitCode, exit_code_of
 
-__all__ = ["COMMAND_MODULES", "exit_status", "document_status", "main"]
+__all__ = ["COMMAND_MODULES", "exit_status", "document_status", "main", "run"]
 
 # Listed explicitly (no plugin discovery): the order is the order in --help.
 COMMAND_MODULES = (
@@ -109,3 +109,21 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitCode.OK)
     except (Exception, KeyboardInterrupt) as error:
         return int(exit_status(args.command, error))
+
+
+def run() -> None:
+    """The command line's entry (``python -m benchctl``, the ``benchctl`` script): :func:`main`, then exit with its
+    status. A command that imported the user's code (explain, run) ends without the interpreter's teardown: the
+    code's own finalisers, no part of what was measured, run there, and one can crash (torch's profiler started
+    at import and never stopped ends in SIGSEGV at exit), which would turn an answer given into a crash."""
+    from .._workloads import user
+
+    code = main()
+    if user.imported_code():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a closed pipe: nothing more can be said there
+                pass
+        os._exit(code)
+    sys.exit(code)

@@ -181,11 +181,12 @@ def _record(result: dict | None, status: int, pid: int | None) -> dict[str, Any]
 def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workdir: str,
                timeout_s: float | None = None, probe: bool = False, server: ForkServer | None = None,
                pair: Pair | None = None, starts_as: dict | None = None, carry_control: bool = False,
-               rotation: int = 0) -> dict:
+               rotation: int = 0, probe_limit_s: float | None = None) -> dict:
     """Run one cell in a fresh worker process; return its run record (status ok or failed).
 
     ``probe``: the worker's recorder says so, for workloads that then measure
-    more about themselves (see :mod:`benchctl._workloads.user`). ``server``: fork
+    more about themselves (see :mod:`benchctl._workloads.user`); ``probe_limit_s``: such a worker stops once its
+    timed calls took this long (:class:`~benchctl._run.recorder.Recorder`). ``server``: fork
     the worker from this server (started with ``env``) instead of starting an
     interpreter (see :mod:`.forkserver`); a server that dies fails the worker.
     ``pair``: time the cell paired with the baseline (:mod:`.paired`): the worker applies the settings of
@@ -200,7 +201,8 @@ def run_worker(workload: str, args: dict, cell: dict, env: dict[str, str], workd
     files = _Files.in_dir(workdir)
     job = {"protocol": worker.PROTOCOL, "workload": workload, "args": args, "settings": cell_settings,
            "result_path": files.result, "runner_pid": os.getpid() if server is None else server.pid,
-           "probe": probe, **({"pair": pair.to_json()} if pair is not None else {}),
+           "probe": probe, **({"probe_limit_s": probe_limit_s} if probe and probe_limit_s else {}),
+           **({"pair": pair.to_json()} if pair is not None else {}),
            **({"carry_control": True} if carry_control else {}),
            **({"rotation": rotation} if pair is not None else {})}
     with open(files.job, "w") as f:

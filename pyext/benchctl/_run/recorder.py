@@ -42,14 +42,17 @@ class Recorder:
     ``only``: the one phase this process runs (None: all), as the ``only``
     setting asks through the environment; a workload with several phases
     asks :meth:`runs` before each. ``probe``: the worker measures a probe
-    for ``benchctl explain`` (user workloads then add one untimed, profiled call).
+    for ``benchctl explain`` (user workloads then add one untimed, profiled call); ``probe_limit_s``: a probe
+    whose timed calls took this long stops there, its probing calls left out (explain's whole budget: a call
+    that slow leaves no worker time, and the probe says so in minutes, not after its every call).
     """
 
-    def __init__(self, only: str | None = None, probe: bool = False) -> None:
+    def __init__(self, only: str | None = None, probe: bool = False, probe_limit_s: float | None = None) -> None:
         self.ticks: dict[str, list[int]] = {}
         self.notes: dict[str, Any] = {}
         self.only = only if only is not None else os.environ.get(ONLY_PHASE_ENV)
         self.probe = probe
+        self.probe_limit_s = probe_limit_s if probe else None
         self._waits = _settings.clock_waits()
 
     def _wait(self) -> None:
@@ -236,8 +239,8 @@ class CountedRecorder(Recorder):
     """
 
     def __init__(self, group: counters.CounterGroup | None = None, probe: bool = False,
-                 plan: tuple | list = ()) -> None:
-        super().__init__(probe=probe)
+                 plan: tuple | list = (), probe_limit_s: float | None = None) -> None:
+        super().__init__(probe=probe, probe_limit_s=probe_limit_s)
         self.counters: dict[str, dict[str, list]] = {}
         self._group = group
         self.during = {name: SettingWatch(setting, value) for name, setting, value in plan

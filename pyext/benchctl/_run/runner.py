@@ -284,12 +284,12 @@ class _Run:
 
     def __init__(self, plan: MatrixPlan, log: _Log, policy, budget: _rounds.Budget, control_slots: list,
                  focus: str | None, judge: Judge | None, worker_timeout_s: float | None, probe: bool,
-                 servers: ForkServers | None) -> None:
+                 servers: ForkServers | None, probe_limit_s: float | None = None) -> None:
         self.plan, self.log, self.policy, self.budget, self.focus = plan, log, policy, budget, focus
         self.servers = servers
         self.judge = judge
         self.control_slots = control_slots
-        self.worker_timeout_s, self.probe = worker_timeout_s, probe
+        self.worker_timeout_s, self.probe, self.probe_limit_s = worker_timeout_s, probe, probe_limit_s
         self.open_cells: set[int] | None = None
         self._since_last: BusySampler | None = None
         # The loads the gate's usual load is the median of (a resumed file's too), and the worker set aside last, not
@@ -367,7 +367,8 @@ class _Run:
             carrier = {"carrier_args": carrier_args(args)} if slot.carries_control else {}
             record = {"cell": cell, "repetition": index, **({"arm": slot.arm} if slot.arm else {}), **carrier,
                       **run_worker(self.plan.workload.name, carrier.get("carrier_args", args), cell, env, workdir,
-                                   self.worker_timeout_s, self.probe, self._server(env), **start)}
+                                   self.worker_timeout_s, self.probe, self._server(env),
+                                   probe_limit_s=self.probe_limit_s, **start)}
             self._since_last = BusySampler()  # the load between workers: the next one's first look
             why = gate.reason(record, self._usual_loads) if gated else None
             load = gate.Beside.of(record).other_cpus
@@ -432,7 +433,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
                shuffle_seed: int | None = None, progress: bool = True, worker_timeout_s: float | None = None,
                focus: str | None = None, control: bool = True, budget_s: float | None = None,
                probe: bool = False, judge: Judge | None = None, fork: bool = True, paired: bool = False,
-               first_rounds: int | None = None) -> dict:
+               first_rounds: int | None = None, probe_limit_s: float | None = None) -> dict:
     """Run ``workload`` for every cell of ``matrix``; return the results document.
 
     ``matrix`` maps setting names (``ftz``, ``threads``, ``pin``, ``alloc``,
@@ -446,7 +447,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     finished worker. ``focus`` names the matrix key whose contrast the
     verdict explains (see :func:`benchctl._results.verdict.findings`).
     ``probe``: each worker tells the workload it is probed, for ``benchctl
-    explain`` (see :mod:`benchctl._workloads.user`). ``judge``: the rules that
+    explain`` (see :mod:`benchctl._workloads.user`); ``probe_limit_s``: a probe worker whose timed calls took
+    this long stops there (:class:`~benchctl._run.recorder.Recorder`). ``judge``: the rules that
     decide which comparisons are open (and fill the verdict), when a study
     has its own (default: the generic verdict with ``focus``). ``fork``: fork
     the workers of a workload that declares modules to preload from a server
@@ -465,6 +467,8 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     repeat = _rounds.check_repeat(repeat)
     if worker_timeout_s is not None:
         worker_timeout_s = _validate.seconds("worker_timeout_s", worker_timeout_s)
+    if probe_limit_s is not None:
+        probe_limit_s = _validate.seconds("probe_limit_s", probe_limit_s)
     budget = _rounds.Budget(budget_s)
     control = _validate.flag("control", control)
     if plan.every_cell_paired and not resume:
@@ -487,7 +491,7 @@ def run_matrix(workload: str, args: dict | None = None, matrix: dict[str, list] 
     with tempfile.TemporaryDirectory(prefix="benchctl-run-") as workdir, ForkServers(workdir) as servers, \
             _progress_bar(max(policy.planned(), done), done, progress) as bar:
         _Run(plan, log, policy, budget, control_slots, focus, judge, worker_timeout_s, probe,
-             servers if fork else None).execute(workdir, bar)
+             servers if fork else None, probe_limit_s).execute(workdir, bar)
     analyse(log.doc, focus, judge=judge)
     log.save()
     return log.doc

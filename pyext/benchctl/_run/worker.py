@@ -21,6 +21,7 @@ exit status.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -140,7 +141,8 @@ def run_job(job: dict) -> dict:
         applied = _apply_settings(plan, stage, pair)
         stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
-        rec = (CountedRecorder(group, probe=bool(job.get("probe")), plan=plan) if pair is None
+        rec = (CountedRecorder(group, probe=bool(job.get("probe")), plan=plan,
+                                      probe_limit_s=job.get("probe_limit_s")) if pair is None
                else PairedRecorder(group, pair, plan=plan, carry_control=bool(job.get("carry_control")),
                                    rotation=int(job.get("rotation") or 0)))
         stage.now = f"running workload {workload.name!r}"
@@ -224,7 +226,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     result = run_job(job)
     atomic_write_text(job["result_path"], dumps(result))
-    return 0 if result["status"] == "ok" else 1
+    # Written: the interpreter's teardown would now run the code's own finalisers, no part of what was measured,
+    # and one can crash there (torch's profiler started at import and never stopped ends in SIGSEGV at exit),
+    # which would fail a finished worker. A forked worker ends this way too (forkserver._child).
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0 if result["status"] == "ok" else 1)
 
 
 if __name__ == "__main__":

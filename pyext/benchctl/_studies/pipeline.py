@@ -15,8 +15,10 @@ lines, and ``cli/`` or ``bench/`` prints them, the report and the answer):
    of ``with=[...]`` cells), with ``--repeat auto`` guided by the same rules and the A/A control,
    within the budget: a user workload that runs a count of iterations (``iterations``, ``seconds``:
    :mod:`benchctl._workloads.user`) gets its probe worker a time target of :data:`PROBE_SHARE` of the
-   budget, and each matrix worker the iterations that fit the budget left over the planned workers,
-   from the probe's time per iteration and per start (:func:`benchctl._run.rounds.iterations_for`);
+   budget (and stops once its timed calls took the whole budget: a budget that cannot hold the workers is
+   refused, with the budget they need), and each matrix worker the iterations that fit the budget left over
+   the planned workers, from the probe's time per iteration and per start
+   (:func:`benchctl._run.rounds.iterations_for`);
 5. the rules' findings, saved with the evidence in the document.
 
 :func:`reanswer` judges a saved document again by this version's rules.
@@ -103,13 +105,19 @@ def _sized(study: Study) -> bool:
 def _probe(study: Study, say: Callable[[str], None]) -> tuple[Facts, dict]:
     """(the facts, the probe worker's run record)."""
     say(f"probe: {study.workload} once, unchanged, in a fresh process")
-    args = {**study.args, "seconds": PROBE_SHARE * study.budget_s} if _sized(study) else study.args
+    sized = _sized(study)
+    args = {**study.args, "seconds": PROBE_SHARE * study.budget_s} if sized else study.args
+    # Timed calls that take the whole budget leave no worker time: the probe stops there, not after its probing.
     doc = runner.run_matrix(study.workload, args, {}, repeat=1, control=False, progress=False, probe=True,
-                            worker_timeout_s=probe_timeout_s(study.budget_s))
+                            worker_timeout_s=probe_timeout_s(study.budget_s),
+                            probe_limit_s=study.budget_s if sized else None)
     run = doc["runs"][0]
     if run["status"] != "ok":
         tail = (run.get("traceback") or run.get("stderr_tail") or "").strip()
         raise workloads.WorkloadFailed(f"the workload failed in its probe worker: {run.get('error')}\n{tail}")
+    cut = (run.get("notes") or {}).get(user.PROBE_CUT)
+    if cut is not None:
+        _refuse_cut_probe(study, run, cut)
     return Facts.from_probe(doc), run
 
 
@@ -174,6 +182,26 @@ def _check_budget_left(study: Study, sizing: dict[str, Any], spent_s: float) -> 
         f"{study.workload} takes {sizing['iteration_s']:.3g} s), which leaves no time for a worker of "
         f"{user.MIN_ITERATIONS} iterations; its {sizing['processes']} planned workers need a budget of about "
         f"{math.ceil(needed_s / 60)} min (--budget {math.ceil(needed_s)})")
+
+
+def _refuse_cut_probe(study: Study, run: dict, cut: dict) -> None:
+    """Refuse a budget that the probe worker's timed calls alone used up (it stopped there: the limit its recorder
+    was given); the message gives the budget the baseline and its A/A control alone would need, from its steady
+    calls' time (its first call's where it ran one)."""
+    samples = [ns / 1e9 for phase in run["phases"].values() for ns in phase["ns"]]
+    steady = samples[1:] or samples
+    iteration_s = sum(steady) / len(steady)
+    start_s = max(0.0, float(run.get("duration_s") or 0.0) - cut["timed_s"])
+    fewest = rounds.planned_processes(1, study.repeat, study.control)
+    needed_s = fewest * (start_s + user.MIN_ITERATIONS * iteration_s)
+    raise _validate.ArgumentError(
+        f"--budget {study.budget_s:g}: {cut['calls']} call(s) of {study.workload} took "
+        f"{wording.duration(cut['timed_s'])} in the probe worker (about {iteration_s:.3g} s a call), the whole "
+        f"budget, so it stopped there; each worker runs at least {user.MIN_ITERATIONS} calls after its start, and the "
+        f"{fewest} workers of the unchanged workload{' and its A/A control' if study.control else ''} alone, before "
+        f"any cause is probed, need about {math.ceil(needed_s / 60)} min "
+        f"(--budget {math.ceil(needed_s)}); give several times that, or make one call shorter (fewer steps or a "
+        f"smaller input)")
 
 
 def measure_penalty(ops: tuple[str, ...], say: Callable[[str], None] = _quiet) -> dict[str, Any]:

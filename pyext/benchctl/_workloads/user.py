@@ -79,6 +79,15 @@ def is_target(name: str) -> bool:
     return ":" in name or name.endswith(".py")
 
 
+_imported: list[str] = []  # what _resolve imported of the user's code in this process
+
+
+def imported_code() -> bool:
+    """Whether this process imported the user's code (a workload's file or module): its import-time side effects
+    and finalisers are in this process too (:func:`benchctl._cli.run`)."""
+    return bool(_imported)
+
+
 def _import_file(path: str) -> types.ModuleType:
     path = os.path.abspath(path)
     if not os.path.isfile(path):
@@ -103,6 +112,7 @@ def _import_file(path: str) -> types.ModuleType:
 
 def _resolve(target: str) -> Any:
     where, _, attribute = target.rpartition(":") if ":" in target else (target, "", "")
+    _imported.append(where)
     module = _import_file(where) if where.endswith(".py") else importlib.import_module(where)
     if not attribute:
         return module
