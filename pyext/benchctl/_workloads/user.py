@@ -50,13 +50,16 @@ from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
 from .._thread_calls import ThreadCalls, thread_calls
 
-__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "workload", "is_target", "load"]
+__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "PROBE_CUT", "workload", "is_target", "load"]
 
 DEFAULT_ITERATIONS = 30
 #: The fewest timed iterations a time target lets a process run: a first one (often a warm-up) and steady ones.
 MIN_ITERATIONS = 3
 #: The untimed calls a probe worker adds after the timed ones: the profiled one and the autograd census.
 PROBE_CALLS = 2
+#: The note of a probe worker that stopped at its limit (``rec.probe_limit_s``): ``{"calls", "timed_s"}``, what its
+#: timed calls took; its probing calls were left out.
+PROBE_CUT = "probe_cut"
 _PARAMS = {"iterations": DEFAULT_ITERATIONS, "seconds": 0.0}
 _MARK = "__benchctl_workload__"
 
@@ -237,11 +240,12 @@ def _op_inputs_census(call: Callable[[], Any], watch: CompileWatch) -> dict | No
         return None
 
 
-def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> None:
+def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> bool:
     """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
     (and :data:`MIN_ITERATIONS` ran, of each arm in a paired worker: ``rec.timed_enough``). Each call runs as
     the cell's settings ask (``inference=on``: under torch.inference_mode(); any setting's context around it:
-    :mod:`benchctl._timed_call`); ``watch`` reads dynamo's counters after each, outside its timing."""
+    :mod:`benchctl._timed_call`); ``watch`` reads dynamo's counters after each, outside its timing. A probe whose
+    calls took its ``probe_limit_s`` stops there and notes :data:`PROBE_CUT`; returns whether it did."""
     call = _timed_call.wrapped(call)
     spent = 0.0
     if watch is not None:
@@ -254,17 +258,23 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
         spent += took
         if watch is not None:
             watch.after_iteration(took)
+        limit = getattr(rec, "probe_limit_s", None)
+        if limit and spent >= limit:
+            rec.untimed()
+            rec.note(PROBE_CUT, {"calls": done, "timed_s": spent})
+            return True
         if args["seconds"] and spent >= args["seconds"] and rec.timed_enough(phase, MIN_ITERATIONS):
             break
     rec.untimed()  # what follows (the probe's profiled call) is in no window of the counters
+    return False
 
 
 def _callable_workload(fn: Callable[[], Any]) -> tuple[Callable, dict]:
     def run(args: dict, rec) -> None:
         with _probe_evidence(rec) as (seen, watch):
             with thread_calls(active=watch is not None) as calls, probes.watching(watch is not None) as watched:
-                _timed(rec, "call", fn, args, watch)
-            if watch is not None:
+                cut = _timed(rec, "call", fn, args, watch)
+            if watch is not None and not cut:
                 _probe_call(rec, fn, fn, seen, watch, calls, watched=watched)
 
     return run, dict(_PARAMS)
@@ -282,8 +292,8 @@ def _setup_run_workload(obj: Any, name: str) -> tuple[Callable, dict]:
             with thread_calls(active=watch is not None) as calls:
                 state = target.setup()
                 with probes.watching(watch is not None) as watched:
-                    _timed(rec, "run", lambda: target.run(state), args, watch)
-            if watch is not None:
+                    cut = _timed(rec, "run", lambda: target.run(state), args, watch)
+            if watch is not None and not cut:
                 _probe_call(rec, lambda: target.run(state), state, seen, watch, calls, watched=watched)
 
     return run, dict(_PARAMS)
