@@ -1,7 +1,8 @@
 """The copies of one profiled call that change a tensor's memory layout (channels_last <-> contiguous).
 
 A copy whose source and destination have the same shape but different strides moves every element
-to a new place: ``x.contiguous()`` of a channels_last tensor, a convolution converting its input to
+to a new place (a source that repeats its values, stride 0, is a fill instead: ``addmm`` copies its bias into
+its output so): ``x.contiguous()`` of a channels_last tensor, a convolution converting its input to
 its weight's format, ``.to(memory_format=...)``. Each such ``aten::copy_`` event of the profiler
 (``record_shapes`` records the strides) becomes a row keyed by shape, the two layouts and the op
 from Python that asked for it; causes read them through
@@ -57,6 +58,12 @@ def layout(shape: Sequence[int], strides: Sequence[int]) -> str:
     return STRIDED
 
 
+def _broadcast(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a tensor repeats its values along a dimension (stride 0: ``expand``): copying it fills its
+    destination, it moves no layout."""
+    return any(size > 1 and stride == 0 for size, stride in zip(shape, strides))
+
+
 def _asked_by(event: Any) -> str:
     """The op called from Python that this event runs inside (itself when it has no parent)."""
     while getattr(event, "cpu_parent", None) is not None:
@@ -75,6 +82,8 @@ def rows(events: Iterable[Any]) -> list[dict]:
         shapes = list(getattr(event, "input_shapes", None) or [])
         strides = list(getattr(event, "structured_input_strides", None) or [])
         if len(shapes) < 2 or len(strides) < 2 or not shapes[0] or shapes[0] != shapes[1]:
+            continue
+        if _broadcast(shapes[1], strides[1]):  # an expanded source (addmm copies its bias into the output): a fill
             continue
         to, source = layout(shapes[0], strides[0]), layout(shapes[1], strides[1])  # copy_(self=dst, src)
         if to == source:
