@@ -371,6 +371,7 @@ def test_an_unnamed_library_holding_the_time_is_named_by_its_object():
     found = _judge(_facts(split))
     assert found.status is Status.UNCONFIRMED
     assert "yet other libraries (mostly libz.so.1.2.13) held 60% of that CPU time" in found.message
+    assert split.text().startswith("other libraries (mostly libz.so.1.2.13) 60%, ")  # not "other 60%" in the split
 
 
 def test_python_holding_the_time_outside_the_ops_is_a_cause_quoting_the_split():

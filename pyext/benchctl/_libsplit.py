@@ -190,15 +190,23 @@ class LibrarySplit:
             found.append((Kind.KERNEL, self.share(Kind.KERNEL)))
         return sorted(((k, v) for k, v in found if v is not None), key=lambda kv: -kv[1])
 
+    def name_of(self, kind: Kind) -> str:
+        """``kind`` in words: its value, or for :attr:`Kind.OTHER` the object of that kind with the most samples
+        (``"other libraries (mostly libz.so.1)"``: "other" alone names nothing a reader can look up)."""
+        if kind is not Kind.OTHER:
+            return kind.value
+        top = next((o.path for o in self.objects if o.kind is Kind.OTHER), None)
+        return "other libraries" + (f" (mostly {os.path.basename(top)})" if top else "")
+
     def text(self) -> str:
-        """``"libtorch_cpu 61%, OpenMP runtime 22%, Python interpreter 9%, kernel 5%, other 3%"``, or why
-        there is no split."""
+        """``"libtorch_cpu 61%, OpenMP runtime 22%, Python interpreter 9%, kernel 5%, other libraries (mostly
+        libz.so.1) 3%"``, or why there is no split."""
         if self.unsampled:
             return f"not sampled: {self.unsampled}"
         if not self.sampled:
             return (f"no CPU time sampled ({_ms(self.cpu_ns)} of CPU time in {_ms(self.wall_ns)}; one sample per "
                     f"{_ms(self.period_ns)} of a thread's CPU time)")
-        said = ", ".join(f"{k.value} {v:.0%}" for k, v in self.shares() if v >= SHOWN_SHARE)
+        said = ", ".join(f"{self.name_of(k)} {v:.0%}" for k, v in self.shares() if v >= SHOWN_SHARE)
         return said + (f" ({self.dropped} samples dropped: the buffer was full)" if self.dropped else "")
 
     def to_json(self) -> dict:

@@ -23,7 +23,6 @@ their binding's (the per-op overhead cause), not Python's.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 
 from ..._libsplit import Kind, LibrarySplit
@@ -118,15 +117,6 @@ def library_holder(split: LibrarySplit) -> tuple[Kind, float] | None:
     return top if top[1] > python else None
 
 
-def _holder_name(split: LibrarySplit, held: Kind) -> str:
-    """The holder in words: its kind's name, or for :attr:`Kind.OTHER` the object of that kind with the most
-    samples (``"other libraries (mostly libz.so.1)"``)."""
-    if held is not Kind.OTHER:
-        return held.value
-    top = next((o.path for o in split.objects if o.kind is Kind.OTHER), None)
-    return "other libraries" + (f" (mostly {os.path.basename(top)})" if top else "")
-
-
 def _share_text(facts: Facts, outside: float) -> str:
     wall_ms = (facts.call_wall_us or 0.0) / 1e3
     compiling = f", {facts.call_compile_us / 1e3:.3g} ms compiling" if facts.call_compile_us else ""
@@ -199,7 +189,7 @@ class PythonTime(Cause):
                                 evidence=evidence)
         held = library_holder(split) if split is not None else None
         if held is not None:
-            return self.finding(ctx, None, f"{said}, yet {_holder_name(split, held[0])} held {held[1]:.0%} of that "
+            return self.finding(ctx, None, f"{said}, yet {split.name_of(held[0])} held {held[1]:.0%} of that "
                                            "CPU time, more "
                                            "than Python: the time outside the ops is its work, not Python's",
                                 Status.UNCONFIRMED, evidence=evidence)
