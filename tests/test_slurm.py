@@ -77,8 +77,10 @@ def test_the_command_line_refuses_bad_values_with_the_reason(capsys):
 
 def test_slurm_options_need_the_slurm_executor_and_never_run_inside_a_host_job(monkeypatch):
     opts, _ = _opts(["sleep", "--hosts", "2"])
-    with pytest.raises(slurm.ExecutorError, match="--hosts need --executor slurm"):
+    with pytest.raises(slurm.ExecutorError, match="--hosts needs --executor slurm"):
         slurm.use_slurm(opts)
+    with pytest.raises(slurm.ExecutorError, match="--slurm and --hosts need --executor slurm"):
+        slurm.use_slurm(_opts(["sleep", "--slurm", "partition=x", "--hosts", "2"])[0])
     assert slurm.use_slurm(_opts(["sleep"])[0]) is False
     assert slurm.use_slurm(_opts(["sleep", "--executor", "slurm"])[0]) is True
     monkeypatch.setenv(slurm.NODE_ENV, "amd")

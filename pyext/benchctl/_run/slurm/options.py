@@ -180,7 +180,7 @@ def use_slurm(opts: argparse.Namespace) -> bool:
     if executor == "local":
         given = [f"--{name}" for name in ("slurm", "hosts") if getattr(opts, name, None)]
         if given:
-            raise ExecutorError(f"{' and '.join(given)} need --executor slurm")
+            raise ExecutorError(f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} --executor slurm")
         return False
     if os.environ.get(NODE_ENV):
         raise ExecutorError(f"refusing to submit Slurm jobs from inside the benchctl host job "
