@@ -1,3 +1,3 @@
-from ._cli import run
+from ._cli import entry_point
 
-run()
+entry_point()

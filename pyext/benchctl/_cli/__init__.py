@@ -24,7 +24,7 @@ import traceback
 from .._version import __version__
 from ..errors import ExitCode, exit_code_of
 
-__all__ = ["COMMAND_MODULES", "exit_status", "document_status", "main", "run"]
+__all__ = ["COMMAND_MODULES", "exit_status", "document_status", "main", "entry_point"]
 
 # Listed explicitly (no plugin discovery): the order is the order in --help.
 COMMAND_MODULES = (
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exit_status(args.command, error))
 
 
-def run() -> None:
+def entry_point() -> None:
     """The command line's entry (``python -m benchctl``, the ``benchctl`` script): :func:`main`, then exit with its
     status. A command that imported the user's code (explain, run) ends without the interpreter's teardown: the
     code's own finalisers, no part of what was measured, run there, and one can crash (torch's profiler started

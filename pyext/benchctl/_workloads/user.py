@@ -87,7 +87,7 @@ _imported: list[str] = []  # what _resolve imported of the user's code in this p
 
 def imported_code() -> bool:
     """Whether this process imported the user's code (a workload's file or module): its import-time side effects
-    and finalisers are in this process too (:func:`benchctl._cli.run`)."""
+    and finalisers are in this process too (:func:`benchctl._cli.entry_point`)."""
     return bool(_imported)
 
 
