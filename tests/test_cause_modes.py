@@ -5,6 +5,7 @@ judgement on synthetic explaining runs. No timing is asserted: the synthetic doc
 
 import json
 import textwrap
+from dataclasses import replace
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from benchctl import _timed_call, settings
 from benchctl._causes.modes import control
 from benchctl._causes.modes.probe import PROBE, ModesFacts, watching
-from benchctl._causes.modes.rule import FIX_DEFAULT_DEVICE, FIX_OWN, TIMING_ONLY, ModesLeftOn
+from benchctl._causes.modes.rule import ENTERED_INSIDE, FIX_DEFAULT_DEVICE, FIX_OWN, TIMING_ONLY, ModesLeftOn
 from benchctl._causes.modes.setting import MODES
 from benchctl._probe import ProbedCall
 from benchctl._results import queries, rules
@@ -99,7 +100,8 @@ def test_a_default_device_on_the_cpu_is_taken_off_and_one_elsewhere_kept():
         with watching() as tally:
             pass
         assert tally.note() == {"on": {"torch function": ["DeviceContext(meta)", "Counting"], "torch dispatch": []},
-                                "kept": ["DeviceContext(meta)"], "devices": ["DeviceContext(meta)"], "runs": {}}
+                                "kept": ["DeviceContext(meta)"], "devices": ["DeviceContext(meta)"], "runs": {},
+                                "entered": {}}
         with control.suspended() as taken:
             assert _stacks()["torch function"] == [meta], "the meta device's mode kept"
             assert torch.ones(2).device.type == "meta"
@@ -123,7 +125,8 @@ def test_watching_counts_each_modes_handler_runs_and_gives_the_handlers_back():
     assert tally.runs["Counting"] == fn.calls >= 2 and tally.runs["CountingOps"] == ops.ops >= 2
     with watching() as tally:
         x + 1
-    assert tally.note() == {"on": {"torch function": [], "torch dispatch": []}, "kept": [], "devices": [], "runs": {}}
+    assert tally.note() == {"on": {"torch function": [], "torch dispatch": []}, "kept": [], "devices": [], "runs": {},
+                            "entered": {}}
     with fn, pytest.raises(ValueError), watching():
         raise ValueError("boom")
     assert Counting.__dict__["__torch_function__"] is own_fn
@@ -187,6 +190,46 @@ def test_the_probe_reads_its_count_back_through_a_results_file():
 
 def _facts(seen):
     return Facts(phases=["call"], median_ms={"call": 10.0}, probed={} if seen is None else {PROBE.key: seen})
+
+
+def test_watching_names_the_modes_the_call_enters_itself_and_counts_their_handlers():
+    from torch.utils import _python_dispatch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    push = _python_dispatch._push_mode
+    x = torch.ones(8, 8)
+    with watching() as tally:
+        with CountingOps() as ops:  # entered inside the watched block, as a step would
+            x @ x
+        with FlopCounterMode(display=False):  # torch's own tool, chosen by the code: counted
+            x @ x
+        with torch._subclasses.fake_tensor.FakeTensorMode():  # torch's machinery: not counted
+            pass
+    assert _python_dispatch._push_mode is push and CountingOps.__dict__["__torch_dispatch__"].__name__ != "counted"
+    entered = dict(tally.entered["torch dispatch"])
+    assert entered.pop("CountingOps") == 1 and list(entered) == ["_FlopCounterMode"]  # the mode FlopCounterMode pushes
+    assert tally.runs["CountingOps"] == ops.ops >= 1
+    facts = ModesFacts.from_note(tally.note())
+    assert facts.switchable == [] and facts.entered_text().startswith(
+        f"its call entered CountingOps (torch dispatch mode, 1 time; its __torch_dispatch__ run {ops.ops} times)")
+
+
+ENTERED = ModesFacts(on={"torch function": [], "torch dispatch": []}, runs={"Logged": 48},
+                     entered={"torch dispatch": {"Logged": 1}})
+
+
+def test_a_mode_entered_inside_the_call_is_named_open_without_a_probe_cell():
+    from benchctl._results.facts import OpRow
+
+    cause = ModesLeftOn()
+    facts = replace(_facts(ENTERED), op_table=(OpRow("aten::mm", ("float",), 8, 400.0),))  # a profiled call
+    assert cause.precheck(facts, None) is None and cause.probes(facts) == []
+    doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="call", control=True))
+    (found,) = cause.judge(rules.Context(doc, "call", queries.Comparisons(doc), facts=facts))
+    assert found.status == Status.UNCONFIRMED and found.mark == "?", found.message
+    assert ("no torch function or dispatch mode was on as its profiled call started; its call entered Logged (torch "
+            "dispatch mode, 1 time; its __torch_dispatch__ run 48 times) itself") in found.message
+    assert found.message.endswith(ENTERED_INSIDE)
 
 
 def test_precheck_rules_it_out_with_no_mode_on_or_only_a_device_elsewhere():

@@ -1,12 +1,14 @@
-"""What the probe worker learns of torch's modes: over its profiled call, the modes on as it started and how often
-each ran its handler (:func:`watching`), read back as :class:`ModesFacts`. It counts during the profiled call (a
-Python frame more per handler run, under the profiler's own cost) rather than in a call of its own. A mode the call
-enters itself is not counted: the control cannot take it off from outside the call either."""
+"""What the probe worker learns of torch's modes: over its profiled call, the modes on as it started, the modes the
+call entered itself, and how often each ran its handler (:func:`watching`), read back as :class:`ModesFacts`. It
+counts during the profiled call (a Python frame more per handler run, under the profiler's own cost) rather than in
+a call of its own. A mode the call enters itself is named but not probed: the control cannot take it off from
+outside the call; torch's own machinery (an infra dispatch mode, a class of a private ``torch._`` module: tracing,
+fake tensors) is not counted as entered."""
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -22,43 +24,76 @@ _HANDLER = {stack.kind: stack.handler for stack in STACKS}
 @dataclass
 class Tally:
     """The modes on as a block started (``{kind: names}``, the names of those the control would keep and of those
-    that set the default device), and how often each ran its handler inside it."""
+    that set the default device), the modes the block entered (``{kind: {name: times}}``), and how often each ran
+    its handler inside it."""
 
     on: dict[str, list[str]] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     devices: list[str] = field(default_factory=list)
     runs: Counter = field(default_factory=Counter)
+    entered: defaultdict = field(default_factory=lambda: defaultdict(Counter))
 
     def note(self) -> dict:
-        return {"on": self.on, "kept": self.kept, "devices": self.devices, "runs": dict(self.runs)}
+        return {"on": self.on, "kept": self.kept, "devices": self.devices, "runs": dict(self.runs),
+                "entered": {kind: dict(names) for kind, names in self.entered.items()}}
+
+
+def _users(mode: Any) -> bool:
+    """Whether ``mode`` is one of the code's own (or a torch tool it chose: FlopCounterMode, a device), not torch's
+    machinery entering a mode inside an op (an infra dispatch mode, a class of a private ``torch._`` module)."""
+    infra = getattr(mode, "is_infra_mode", None)
+    with contextlib.suppress(Exception):
+        if callable(infra) and infra():
+            return False
+    return not type(mode).__module__.startswith("torch._")
 
 
 @contextlib.contextmanager
 def watching() -> Iterator[Tally]:
-    """Count, inside the block, the handler runs of each mode on as it starts (each mode class's handler wrapped
-    for the block, the class's own back after it, also on an exception); yields the :class:`Tally` it fills."""
+    """Count, inside the block, the handler runs of each mode on as it starts and of each mode of the code's own
+    it enters (each mode class's handler wrapped for the block, and torch's ``_push_mode`` of each stack, the
+    originals back after it, also on an exception); yields the :class:`Tally` it fills."""
     tally = Tally()
-    wrapped: list[tuple[type, str, Any]] = []
+    wrapped: list[tuple[Any, str, Any]] = []
+
+    def count_handler(mode: Any, handler: str) -> None:
+        # The class that defines the handler the mode runs (a subclass may inherit it): wrapped once.
+        cls = next((c for c in type(mode).__mro__ if handler in vars(c)), None)
+        if cls is None or any(cls is done for done, _, _ in wrapped):
+            return
+        own = vars(cls)[handler]
+        try:
+            setattr(cls, handler, _counting(own, tally.runs))
+        except (TypeError, AttributeError):  # a class that takes no new attribute (native): not counted
+            return
+        wrapped.append((cls, handler, own))
+
     try:
         for stack, modes in on().items():
             tally.on[stack.kind] = [mode_name(mode) for mode in modes]
             tally.kept += [mode_name(mode) for mode in modes if not switchable(mode)]
             tally.devices += [mode_name(mode) for mode in modes if sets_device(mode)]
             for mode in modes:
-                # The class that defines the handler the mode runs (a subclass may inherit it): wrapped once.
-                cls = next((c for c in type(mode).__mro__ if stack.handler in vars(c)), None)
-                if cls is None or any(cls is done for done, _, _ in wrapped):
-                    continue
-                own = vars(cls)[stack.handler]
-                try:
-                    setattr(cls, stack.handler, _counting(own, tally.runs))
-                except (TypeError, AttributeError):  # a class that takes no new attribute (native): not counted
-                    continue
-                wrapped.append((cls, stack.handler, own))
+                count_handler(mode, stack.handler)
+        for stack in STACKS:
+            try:
+                module = stack._torch()
+                own_push = module._push_mode
+            except (ImportError, AttributeError):  # a torch without that stack
+                continue
+
+            def pushing(mode: Any, _own: Any = own_push, _stack: Any = stack) -> Any:
+                if _users(mode):
+                    tally.entered[_stack.kind][mode_name(mode)] += 1
+                    count_handler(mode, _stack.handler)
+                return _own(mode)
+
+            module._push_mode = pushing
+            wrapped.append((module, "_push_mode", own_push))
         yield tally
     finally:
-        for cls, handler, own in reversed(wrapped):
-            setattr(cls, handler, own)
+        for holder, name, own in reversed(wrapped):
+            setattr(holder, name, own)
 
 
 def _counting(own: Any, runs: Counter) -> Any:
@@ -89,12 +124,15 @@ _MODES = "modes"
 class ModesFacts:
     """As the profiled call started: ``on``, the modes on by kind (their names, the innermost last); ``kept``, those
     the control leaves on (a ``DeviceContext`` making tensors elsewhere than the CPU); ``runs``, how often each ran
-    its handler in the call; ``devices``, those that set the default device."""
+    its handler in the call; ``devices``, those that set the default device; ``entered``, the modes of the code's
+    own the call entered itself, by kind (``{kind: {name: times}}``; none in a results file from before they were
+    counted)."""
 
     on: dict[str, list[str]] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     runs: dict[str, int] = field(default_factory=dict)
     devices: list[str] = field(default_factory=list)
+    entered: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod
     def from_note(cls, note: dict | None) -> "ModesFacts | None":
@@ -130,6 +168,17 @@ class ModesFacts:
         kept = f"; left on by the probe: {', '.join(self.kept)} (it sets the device tensors are made on)" \
             if self.kept else ""
         return f"in its profiled call, on from its start: {'; '.join(parts)}{kept}"
+
+    def entered_text(self) -> str:
+        """``"its call entered FlopCounterMode itself (torch dispatch mode, 1 time; its __torch_dispatch__ run 96
+        times)"``; "" where it entered none."""
+        parts = []
+        for kind, names in self.entered.items():
+            for name, times in names.items():
+                runs = self.runs.get(name)
+                ran = f"; its {_HANDLER[kind]} run {runs:,} times" if runs else ""
+                parts.append(f"{name} ({kind} mode, {times:,} time{'s' * (times != 1)}{ran})")
+        return f"its call entered {', '.join(parts)} itself" if parts else ""
 
     def none_text(self) -> str:
         if self.names:
