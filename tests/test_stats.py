@@ -231,6 +231,19 @@ def test_compare_is_reproducible_and_accepts_samples():
     assert "faster" in r1["verdict"]
 
 
+def test_compare_gives_no_interval_from_too_few_iterations():
+    # One value each gave ratio 0.5 with a "95% CI [0.5, 0.5]": a bootstrap of one value is that value.
+    r = compare([1.0e6], [2.0e6])
+    assert r["ci95"] is None and not r["significant"] and r["ratio"] == 0.5
+    assert r["verdict"] == ("too few steady iterations for an interval (A: 1, B: 1; a confidence interval of a median "
+                            "needs at least 10 each): A/B = 0.50 is not judged; time more iterations")
+    rng = np.random.default_rng(10)
+    nine, many = 1e6 * rng.lognormal(0, 0.01, 9), 2e6 * rng.lognormal(0, 0.01, 40)
+    assert compare(nine, many)["ci95"] is None and "(A: 9, B: 40;" in compare(nine, many)["verdict"]
+    ten = 1e6 * rng.lognormal(0, 0.01, 10)
+    assert compare(ten, many)["significant"] and compare(ten, many)["ci95"][1] < 1.0
+
+
 def test_compare_refuses_zero_medians():
     with pytest.raises(ValueError, match="resolution"):
         compare([0.0, 0.0, 1.0], [1.0, 2.0, 3.0])

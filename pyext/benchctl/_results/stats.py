@@ -235,7 +235,9 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
 
     * ``ratio``: median(a) / median(b) (> 1: a is slower);
     * ``ci95``: percentile-bootstrap interval of that ratio (a and b resampled
-      independently, seeded); ``ci_method`` is ``"iterations"``;
+      independently, seeded); ``ci_method`` is ``"iterations"``; None where a side has fewer than
+      :data:`MIN_SAMPLES_FOR_CI` steady values (a bootstrap of one value is that value: an interval of
+      no width that no data backs), and then ``significant`` is False and the verdict says so;
     * ``p_value``: two-sided Mann-Whitney U test (:func:`mann_whitney_u`);
     * ``significant``: p_value < 1 - confidence;
     * ``verdict``: a sentence. When the U test finds a difference but the
@@ -252,20 +254,28 @@ def compare(a_ns: Any, b_ns: Any, seed: int = 0, labels: tuple[str, str] = ("A",
         raise ValueError(
             f"median durations must be > 0 to form a ratio (got {med_a} and {med_b} ns): "
             "the work is below the clock's resolution; time more work per iteration")
-    rng = np.random.default_rng(seed)
-    ratios = _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples)
-    tail = (1.0 - confidence) / 2.0
-    lo, hi = (float(v) for v in np.quantile(ratios, [tail, 1.0 - tail]))
     p = float(mann_whitney_u(a, b)[1])
     ratio = med_a / med_b
-    significant = p < 1.0 - confidence
+    few = min(a.size, b.size) < MIN_SAMPLES_FOR_CI
+    if few:
+        ci, significant = None, False
+        verdict = (f"too few steady iterations for an interval ({la}: {a.size}, {lb}: {b.size}; a confidence "
+                   f"interval of a median needs at least {MIN_SAMPLES_FOR_CI} each): {la}/{lb} = "
+                   f"{_fmt_ratio(ratio)} is not judged; time more iterations")
+    else:
+        rng = np.random.default_rng(seed)
+        ratios = _bootstrap_medians(a, rng, resamples) / _bootstrap_medians(b, rng, resamples)
+        tail = (1.0 - confidence) / 2.0
+        ci = [float(v) for v in np.quantile(ratios, [tail, 1.0 - tail])]
+        significant = p < 1.0 - confidence
+        verdict = _sentence(labels, ratio, (ci[0], ci[1]), p, significant, confidence)
     return {
         "ratio": ratio,
-        "ci95": [lo, hi],
+        "ci95": ci,
         "ci_method": "iterations",
         "p_value": p,
         "significant": bool(significant),
-        "verdict": _sentence(labels, ratio, (lo, hi), p, significant, confidence),
+        "verdict": verdict,
         "median_a": med_a,
         "median_b": med_b,
         "n_a": int(a.size),
