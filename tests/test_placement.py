@@ -61,6 +61,8 @@ def test_bad_input_raises_clearly(tmp_path):
         placement(3, 1, topo)
     with pytest.raises(ValueError, match="one CPU per thread"):
         placement([0, 1, 4], 2, topo)
+    with pytest.raises(ValueError, match="no CPU ids given: give one CPU per thread of the team, or a policy"):
+        placement([], 2, topo)  # its hint was set_num_threads(0), which is refused
     with pytest.raises(ValueError, match="num_threads must be >= 1"):
         placement("compact", 0, topo)
     with pytest.raises(TypeError, match="num_threads must be an integer"):

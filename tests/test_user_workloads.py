@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+import benchctl
 from benchctl import ArgumentError, _workloads as workloads
 from benchctl._results import report
 from benchctl._run import runner
@@ -126,6 +127,10 @@ def test_bad_targets_fail_before_any_worker(tmp_path):
         workloads.get(f"{path}:missing")
     with pytest.raises(workloads.TargetImportError, match="no such file"):
         workloads.get(str(tmp_path / "absent.py") + ":f")
+    with pytest.raises(ArgumentError, match=r"takes a dict of parameter names and their defaults.*got int"):
+        benchctl.workload(params=5)
+    with pytest.raises(ArgumentError, match="each name must be a Python identifier"):
+        benchctl.workload(params={"two words": 1})
     ok = write(tmp_path, "ok.py", "def f():\n    pass\n")
     with pytest.raises(SettingError, match="expected int"):
         runner.run_matrix(f"{ok}:f", {"iterations": "many"}, {}, progress=False)

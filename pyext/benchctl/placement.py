@@ -94,6 +94,9 @@ def placement(policy, num_threads: int, topology: dict, oversubscribe: bool = Fa
         cpus = [order[i % len(order)] for i in range(num_threads)]
     else:
         cpus = _explicit_cpus(policy, allowed)
+        if not cpus:
+            raise ValueError("no CPU ids given: give one CPU per thread of the team, or a policy "
+                             "('compact', 'scatter')")
         if len(cpus) != num_threads:
             raise ValueError(
                 f"{len(cpus)} CPU ids for a team of {num_threads} threads: give one CPU per thread "

@@ -66,6 +66,12 @@ _MARK = "__benchctl_workload__"
 
 def workload(params: dict[str, Any] | None = None, help: str = "") -> Callable:
     """Decorator: mark ``fn(rec, **params)`` as a benchctl workload with these parameters and defaults."""
+    if params is not None and not isinstance(params, dict):
+        raise _validate.ArgumentError(f"@benchctl.workload(params=...) takes a dict of parameter names and their "
+                                      f"defaults, e.g. params={{'iterations': 30}}; got {type(params).__name__}")
+    if any(not isinstance(name, str) or not name.isidentifier() for name in params or {}):
+        raise _validate.ArgumentError(f"@benchctl.workload(params=...): each name must be a Python identifier (a "
+                                      f"keyword argument of the function), got {sorted(map(repr, params))}")
     params = dict(params or {})
 
     def mark(fn: Callable) -> Callable:
