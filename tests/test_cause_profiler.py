@@ -52,13 +52,13 @@ def test_counting_sees_every_kind_of_profiler_start_and_gives_torchs_functions_b
 
 def test_kept_off_refuses_every_start_and_reads_back_what_it_refused():
     x = torch.randn(4, 4, requires_grad=True)
-    assert PROFILER.apply("off") == {"enabled": False, "kept_off": True, "refused": 0}
+    assert PROFILER.apply("off") == {"enabled": False, "kept_off": True, "refused": 0, "stopped": 0}
     with torch.profiler.profile():
         assert not control.is_on()
         assert PROFILER.during("off") == "off"
         _step(x)
     back = PROFILER.readback("off")
-    assert back == {"enabled": False, "kept_off": True, "refused": 1}
+    assert back == {"enabled": False, "kept_off": True, "refused": 1, "stopped": 0}
     assert PROFILER.facts_phrase(PROFILER.facts(back)) == "kept off against 1 profiler start of the code"
     assert PROFILER.during("code") is None
 
@@ -68,6 +68,28 @@ def test_the_setting_takes_code_or_off_and_switches_in_a_running_process():
     with pytest.raises(settings.SettingError, match="choose one of code, off"):
         PROFILER.canonical("on")
     assert settings.SETTINGS["profiler"] is PROFILER and PROFILER.in_process
+    assert PROFILER.carries_over, "a session stopped as it is applied cannot be started again: never paired"
+
+
+def test_kept_off_stops_a_session_the_code_started_before_it_and_the_codes_stop_finds_nothing():
+    # torch.profiler.profile().start() at import, never stopped: the worker applies profiler=off after the import,
+    # and the session recorded every timed call ("the code set profiler=on during the timed iterations").
+    x = torch.randn(4, 4, requires_grad=True)
+    left_on = torch.profiler.profile()
+    left_on.start()
+    try:
+        assert control.is_on()
+        back = PROFILER.apply("off")
+        assert back == {"enabled": False, "kept_off": True, "refused": 0, "stopped": 1}
+        _step(x)
+        assert PROFILER.during("off") == "off"
+        assert PROFILER.facts_phrase(PROFILER.facts(back)) == (
+            "its session recording from before the timed calls (started at its import) stopped, read back off after "
+            "the run")
+    finally:
+        PROFILER.apply("code")
+        left_on.stop()  # finds nothing running: no error
+    assert not control.is_on()
 
 
 def test_the_probe_counts_the_sessions_of_the_timed_iterations_through_a_results_file():

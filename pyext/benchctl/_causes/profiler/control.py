@@ -6,7 +6,9 @@ call time (after ``_prepare_profiler``, which readies the trace). Wrapping those
 start, also of a context the code imported before; refusing them keeps the profiler off (the
 session's exit then finds nothing to stop, and its results are empty). :func:`counting` counts
 over a block and :func:`keep_off` refuses for the rest of the process (a worker's ``profiler=off``
-cell), both giving torch's own functions back when released. :func:`nested_off` refuses inside
+cell), both giving torch's own functions back when released; :func:`keep_off` also stops a session
+already recording as it is applied (one the code started at its import, before a worker applies its
+settings), which no later switch can start again. :func:`nested_off` refuses inside
 another session (the probe worker's own profiled call): there the code's exit would stop the
 outer session too, so its ``_disable_profiler`` is refused as well (the code's context then holds
 no results).
@@ -26,14 +28,15 @@ _ENTRY_POINTS = ("_prepare_profiler", "_enable_profiler", "_disable_profiler")
 
 @dataclass
 class Guard:
-    """torch's own entry points, how many sessions the code started (``starts``), and whether they are
+    """torch's own entry points, how many sessions the code started (``starts``), whether they are
     refused (``refusing``: the profiler is kept off; ``nested``: and their stops too, inside a session of
-    benchctl's own)."""
+    benchctl's own), and the sessions :func:`keep_off` found recording and stopped (``stopped``)."""
 
     originals: dict[str, Callable[..., Any]]
     refusing: bool = False
     nested: bool = False
     starts: int = 0
+    stopped: int = 0
 
     def wrapper(self, name: str) -> Callable[..., Any]:
         original = self.originals[name]
@@ -87,8 +90,13 @@ def release() -> None:
 
 
 def keep_off() -> dict[str, Any]:
-    """Refuse every later profiler start in this process; what holds right after."""
-    _install(refusing=True)
+    """Refuse every later profiler start in this process, and stop a session recording now (started before the
+    guard went in: at the code's import); what holds right after. torch's stop of a session no longer running
+    returns nothing to the code, as for a refused start."""
+    guard = _install(refusing=True)
+    if is_on():
+        guard.originals["_disable_profiler"]()
+        guard.stopped += 1
     return state()
 
 
@@ -130,6 +138,8 @@ def is_on() -> bool:
 
 
 def state() -> dict[str, Any]:
-    """``{"enabled": is a session on now, "kept_off": are starts refused, "refused": starts refused so far}``."""
+    """``{"enabled": is a session on now, "kept_off": are starts refused, "refused": starts refused so far,
+    "stopped": sessions found recording and stopped as the guard went in}``."""
     refusing = _guard is not None and _guard.refusing
-    return {"enabled": is_on(), "kept_off": refusing, "refused": _guard.starts if refusing else 0}
+    return {"enabled": is_on(), "kept_off": refusing, "refused": _guard.starts if refusing else 0,
+            "stopped": _guard.stopped if refusing else 0}
