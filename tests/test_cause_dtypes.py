@@ -116,6 +116,28 @@ def test_each_cause_reads_only_its_own_dtypes():
     assert HalfPrecision().precheck(facts, None) is not None  # no half op: out before judging
 
 
+def test_a_float64_default_dtype_is_named_as_the_fix_and_read_by_the_probe():
+    from benchctl._causes.float64.probe import PROBE as DEFAULT_DTYPE, DefaultDtype
+    from benchctl._causes.float64.rule import DEFAULT_DTYPE_FIX
+    from benchctl._probe import ProbedCall
+
+    before = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)  # left on at import: every Linear and randn is float64
+        note = DEFAULT_DTYPE.record(ProbedCall(call=lambda: None))
+    finally:
+        torch.set_default_dtype(before)
+    assert DEFAULT_DTYPE.read(note) == DefaultDtype("torch.float64") and DEFAULT_DTYPE.read({}) is None
+    assert DEFAULT_DTYPE.record(ProbedCall()) == {}  # a workload that times itself: no call shows it
+    timings = [timing(2.1, 2.0, 2.2, dtype=DOUBLE)]
+    switched = judge(Float64(), facts_with(timings, dtype=DOUBLE, probed={DEFAULT_DTYPE.key: DEFAULT_DTYPE.read(note)}))
+    assert switched.status is Status.CAUSE and DEFAULT_DTYPE_FIX in switched.message
+    assert "cast to float32" not in switched.message
+    float32 = {DEFAULT_DTYPE.key: DefaultDtype("torch.float32")}
+    plain = judge(Float64(), facts_with(timings, dtype=DOUBLE, probed=float32))
+    assert "cast to float32" in plain.message and DEFAULT_DTYPE_FIX not in plain.message
+
+
 def test_calls_to_profile_keep_the_costly_ops_with_their_shares():
     calls = dtype_profile.calls_to_profile(facts_with(None))
     assert [(c.op, d, round(s, 2)) for c, d, s in calls] == [("aten::addmm", HALF, 0.9)]

@@ -103,6 +103,10 @@ class CostlyDtype(Cause):
             out.append((call, dtype, row.self_us / total))
         return sorted(out, key=lambda c: -c[2])[:MAX_OPS]
 
+    def fix_for(self, facts: Facts) -> str:
+        """What to change, as this workload's facts show it (default: :attr:`fix`)."""
+        return self.fix
+
     def _timings(self, profile: DtypeProfile | None) -> tuple[DtypeTiming, ...]:
         return () if profile is None else profile.of(self.dtypes)
 
@@ -133,7 +137,7 @@ class CostlyDtype(Cause):
                                            f"measured{flags}", Status.UNCONFIRMED, evidence=evidence)
         basis = NO_PROBE.format(threads=facts.dtype_profile.threads)
         # The fix and what it would do, or (where float32 measured slower) only what float32 would cost.
-        remedy = (f"{self.fix}: an estimated {speedup:.2f}× faster on the whole call" if speedup >= 1 else
+        remedy = (f"{self.fix_for(facts)}: an estimated {speedup:.2f}× faster on the whole call" if speedup >= 1 else
                   f"in float32 the whole call would be an estimated {1 / speedup:.2f}× slower")
         if slower and slower_share >= LARGE_SHARE:
             return self.finding(ctx, None, f"{_percent(slower_share)} of its op time is {self._ops(slower)}, "
