@@ -377,6 +377,21 @@ def test_a_switch_the_process_does_not_hold_is_recorded(fake_setting, fake_clock
     assert rec.watches["A"][FakeSwitch.name].to_json()["held"] is True
 
 
+def test_a_setting_held_by_the_calls_is_not_read_at_the_switch_before_any_call(fake_setting, fake_clock):
+    # hooks, inference, ... read "held" from the calls since the switch: at the switch none has run, and every
+    # switch to arm B was recorded as not held.
+    setting = fake_setting(clock=fake_clock, stuck=("on",))
+    setting.held_by_calls = True
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+    _drive(rec, len(EXACT), fake_clock)
+    _, record = rec.split(_phases(rec))
+    assert record["not_held"] == [] and record["switches"] > 2
+    assert rec.watches["B"][FakeSwitch.name].to_json()["held"] is False  # the in-run check still reads the calls
+    assert all(s.held_by_calls for s in (settings.SETTINGS[n] for n in ("hooks", "inference", "train_mode",
+                                                                         "parametrize", "modes", "autocast_cache")))
+    assert not any(settings.SETTINGS[n].held_by_calls for n in ("ftz", "threads", "pin", "anomaly"))
+
+
 def test_the_paired_control_switches_nothing_and_still_alternates(fake_setting, fake_clock):
     fake = fake_setting(clock=fake_clock)
     rec = PairedRecorder(None, Pair())

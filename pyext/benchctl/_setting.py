@@ -69,6 +69,9 @@ class Setting(abc.ABC):
     in_process = False
     #: Whether its effect outlasts a switch by more than a few ms: an ``in_process`` setting that is never paired.
     carries_over = False
+    #: Whether what :meth:`during` reads is what the timed calls since a switch held (a setting applied around each
+    #: call: ``hooks``, ``inference``, ...): a paired worker does not read it at the switch, before any call ran.
+    held_by_calls = False
     #: Whether :meth:`switch` also sets all that :meth:`environment` set when the process started, so that a
     #: paired worker, which starts in the baseline's environment, may start with this setting's baseline value
     #: there and switch away from it (``threads``: every pool resized whatever it was sized to at start; not

@@ -221,7 +221,9 @@ class PairedRecorder(CountedRecorder):
             observed = setting.switch(value)
             self.applied[arm].setdefault(name, observed.to_json() if hasattr(observed, "to_json") else observed)
         took = time.perf_counter() - started
-        seen = {name: setting.during(value) for name, setting, value in settings.ordered(self.values[arm])}
+        # A setting held by the calls has none to read yet: its during() would read "not held" at every switch.
+        seen = {name: setting.during(value) for name, setting, value in settings.ordered(self.values[arm])
+                if not setting.held_by_calls}
         missed = {name: now for name, now in seen.items() if now is not None and now != self.values[arm][name]}
         self.switches.append({"to": arm, "seconds": took, **({"not_held": missed} if missed else {})})
         self.arm = arm

@@ -23,6 +23,7 @@ class AutocastCache(Setting):
     order = 50
     needs_torch = True
     in_process = True  # the keeping context is put around the timed calls and taken out in a running process
+    held_by_calls = True  # during() reads the calls since the switch
     unapplied = "code"
     probe = "kept"
     # No counter shows it: the cause reads the cache clears of the probe worker's call (its evidence).

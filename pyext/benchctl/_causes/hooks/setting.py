@@ -20,6 +20,7 @@ class Hooks(Setting):
     order = 50
     needs_torch = True
     in_process = True  # the detaching context is put around the timed calls and taken out in a running process
+    held_by_calls = True  # during() reads the calls since the switch
     unapplied = "code"
     probe = "off"
     # No counter shows it: the cause reads the hooks the probe worker's call ran (its evidence).

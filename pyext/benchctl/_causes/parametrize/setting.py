@@ -21,6 +21,7 @@ class Parametrize(Setting):
     order = 50
     needs_torch = True
     in_process = True  # the cache is put around the timed calls and taken out in a running process
+    held_by_calls = True  # during() reads the calls since the switch
     unapplied = "code"
     probe = "cached"
     # No counter shows it: the cause reads the recomputes of the probe worker's call (its evidence).

@@ -20,6 +20,7 @@ class InferenceMode(Setting):
     order = 50
     needs_torch = True
     in_process = True  # the wrapper is switched on and off in a running process
+    held_by_calls = True  # during() reads the calls since the switch
     unapplied = "off"
 
     def canonical(self, value: Any) -> str:

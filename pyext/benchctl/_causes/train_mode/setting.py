@@ -22,6 +22,7 @@ class TrainMode(Setting):
     order = 50
     needs_torch = True
     in_process = True  # the evaluating context is put around the timed calls and taken out in a running process
+    held_by_calls = True  # during() reads the calls since the switch
     unapplied = "code"
     probe = "eval"
     # No counter shows it: the cause reads the modules the probe worker's call ran in training mode (its evidence).
