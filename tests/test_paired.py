@@ -392,6 +392,38 @@ def test_a_setting_held_by_the_calls_is_not_read_at_the_switch_before_any_call(f
     assert not any(settings.SETTINGS[n].held_by_calls for n in ("ftz", "threads", "pin", "anomaly"))
 
 
+class CountingSwitch(FakeSwitch):
+    """A setting held by the calls: its counts start again at each switch, as hooks' and inference's do."""
+
+    held_by_calls = True
+
+    def switch(self, value):
+        self.counted = {"calls": 0, "held": 0}
+        return super().switch(value)
+
+    def readback(self, value):
+        return {"on": self.current == "on", **self.counted}
+
+
+def test_a_paired_readback_of_a_setting_held_by_the_calls_counts_every_span_of_its_arm(monkeypatch, fake_clock):
+    # Read back after the worker switched back to arm B, its counts had started again at zero: "every timed call
+    # read back with them detached" was never said of a paired cell.
+    from benchctl._run.worker import _paired_read_back, _Stage
+
+    setting = CountingSwitch()
+    monkeypatch.setitem(settings.SETTINGS, CountingSwitch.name, setting)
+    rec = PairedRecorder(None, Pair(a={}, b={CountingSwitch.name: "on"}))
+    b_calls = 0
+    for _ in range(len(EXACT)):
+        with rec.iteration("run"):
+            fake_clock.now += 0.0025
+        setting.counted["calls"] += 1
+        setting.counted["held"] += 1
+        b_calls += rec.arm == "B"
+    back = _paired_read_back(rec, _Stage())[CountingSwitch.name]["observed"]
+    assert b_calls > 2 and back == {"on": True, "calls": b_calls, "held": b_calls}
+
+
 def test_the_paired_control_switches_nothing_and_still_alternates(fake_setting, fake_clock):
     fake = fake_setting(clock=fake_clock)
     rec = PairedRecorder(None, Pair())

@@ -190,6 +190,9 @@ class PairedRecorder(CountedRecorder):
         self.values: dict[str, dict[str, Any]] = {}  # arm -> {name: value}, resolved at the first iteration
         self.applied: dict[str, dict[str, Any]] = {arm: {} for arm in self.arms}  # each setting's first switch
         self.watches: dict[str, dict[str, SettingWatch]] = {}
+        # arm -> {name: {"calls", "held"}}: a setting held by the calls counts them from its switch on; the spans
+        # an arm left, summed, so that its readback counts every timed call of the arm (held_calls).
+        self._left_calls: dict[str, dict[str, dict[str, int]]] = {arm: {} for arm in self.arms}
         self.switches: list[dict] = []
         self.arm: str | None = None  # the arm the process holds now
         self._block = 0
@@ -212,10 +215,29 @@ class PairedRecorder(CountedRecorder):
                                  for name, value in self.values[arm].items()
                                  if settings.SETTINGS[name].during(value) is not None}
 
+    def held_calls(self, arm: str, name: str, observed: dict) -> dict:
+        """``observed`` (``name``'s readback as ``arm``, a setting held by the calls) with ``calls`` and ``held``
+        counted over every span of the arm, not only the one since its last switch."""
+        left = self._left_calls[arm].get(name, {})
+        if not isinstance(observed, dict):  # a readback without counts: nothing to add to
+            return observed
+        return {**observed, **{k: int(observed.get(k) or 0) + left.get(k, 0) for k in ("calls", "held")}}
+
+    def _leave(self, arm: str) -> None:
+        """Before a switch away from ``arm``: add what its settings held by the calls counted in this span."""
+        for name, setting, value in settings.ordered(self.values[arm]):
+            now = setting.readback(value) if setting.held_by_calls else None
+            if isinstance(now, dict):
+                total = self._left_calls[arm].setdefault(name, {"calls": 0, "held": 0})
+                for key in total:
+                    total[key] += int(now.get(key) or 0)
+
     def switch_to(self, arm: str) -> None:
         """Move the process to ``arm``'s values (outside any timed iteration), read back and timed."""
         if not self.values:
             self._resolve()
+        if self.arm is not None and self.arm != arm:
+            self._leave(self.arm)
         started = time.perf_counter()
         for name, setting, value in settings.ordered(self.values[arm]):
             observed = setting.switch(value)

@@ -105,7 +105,10 @@ def _paired_read_back(rec: PairedRecorder, stage: _Stage, arm: str = "B") -> dic
     out = {}
     for name, setting, value in settings.ordered(rec.values[arm]):
         stage.now = f"reading back {name}={settings.format_value(value)}"
-        out[name] = {"requested": value, "applied": rec.applied[arm].get(name), "observed": setting.readback(value)}
+        observed = setting.readback(value)
+        if setting.held_by_calls:  # counted from its last switch on: every span of the arm, summed
+            observed = rec.held_calls(arm, name, observed)
+        out[name] = {"requested": value, "applied": rec.applied[arm].get(name), "observed": observed}
         if name in rec.watches[arm]:
             out[name]["during"] = rec.watches[arm][name].to_json()
     return out
