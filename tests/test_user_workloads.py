@@ -51,6 +51,24 @@ def test_a_decorated_function_times_its_own_phases_with_its_params(tmp_path):
     assert all(r["notes"]["label"] == "seen" and list(r["phases"]) == ["build", "sum"] for r in doc["runs"])
 
 
+def test_a_decorated_function_may_name_a_parameter_iterations_without_seconds(tmp_path):
+    # explain ended in "KeyError: 'seconds'" (an internal error): benchctl's own check of iterations and seconds
+    # was applied to the decorated function's own parameter.
+    path = write(tmp_path, "own_iterations.py", """
+        import benchctl
+
+        @benchctl.workload(params={"iterations": 2})
+        def work(rec, iterations):
+            for _ in range(iterations):
+                with rec.iteration("mm"):
+                    sum(range(100))
+    """)
+    workload = workloads.get(f"{path}:work")
+    workload.check_args(workload.resolve_args({"iterations": 3}))
+    doc = run(f"{path}:work", {"iterations": ["3"]})
+    assert [len(r["phases"]["mm"]["ns"]) for r in doc["runs"]] == [3]
+
+
 def test_setup_runs_once_untimed_then_run_per_iteration(tmp_path):
     path = write(tmp_path, "setup_run.py", """
         import os

@@ -343,7 +343,8 @@ def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
         raise _validate.ArgumentError(
             f"{target} is not a workload: give a function decorated @benchctl.workload, an object with "
             "setup() and run(state), or a callable taking no arguments")
-    return fn, params, help_text, _check_iterations if "iterations" in params else None
+    # A @benchctl.workload's parameters are its own, whatever their names: an "iterations" of it is not benchctl's.
+    return fn, params, help_text, None if mark is not None else _check_iterations
 
 
 def _unbindable(fn: Callable, arguments: int) -> str | None:
