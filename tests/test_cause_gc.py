@@ -57,6 +57,7 @@ def test_the_collector_is_off_from_the_first_timed_call_until_switched_back():
     with pytest.raises(settings.SettingError, match="choose one of code, off"):
         GC.canonical("on")
     assert settings.SETTINGS["gc"] is GC and GC.in_process and GC.held_by_calls and GC.during("code") is None
+    assert GC.carries_over, "the pass after the switch back lands in the unchanged arm: never paired"
     call = _timed_call.wrapped(_churn)  # wrapped once, as the timed loop does
     assert GC.apply("off") == {"off": True, "calls": 0, "held": 0, "collector_on": True}
     assert GC.during("off") == "code", "no call wrapped yet"
@@ -97,7 +98,7 @@ def test_the_probe_reads_its_passes_back_through_a_results_file():
     assert SEEN.text() == ("over its timed iterations the collector ran 134 passes by itself (3 of the oldest "
                            "generation), 80% of their time, with 500,000 objects tracked")
     explicit = GcFacts(passes={"2": 4}, seconds=0.4, explicit=4, explicit_s=0.4, window_s=1.0)
-    assert explicit.share == 0.0 and explicit.text().endswith("; the code's own gc.collect() ran 4 times, 40%")
+    assert explicit.share == 0.0 and explicit.text().endswith("; gc.collect() called in its calls ran 4 times, 40%")
 
 
 def _facts(seen):
@@ -111,7 +112,7 @@ def test_precheck_rules_it_out_where_the_passes_are_negligible_or_the_code_turne
     small = GcFacts(passes={"0": 3}, seconds=0.01, window_s=1.0)
     assert cause.precheck(_facts(small), None).endswith(f": under {NEGLIGIBLE_SHARE:.0%}")
     explicit = GcFacts(passes={"2": 4}, seconds=0.4, explicit=4, explicit_s=0.4, window_s=1.0)
-    assert "the code's own gc.collect() ran 4 times" in cause.precheck(_facts(explicit), None)
+    assert "gc.collect() called in its calls ran 4 times" in cause.precheck(_facts(explicit), None)
     assert "turned the collector off itself" in cause.precheck(_facts(GcFacts(enabled=False, window_s=1.0)), None)
     assert "times its own iterations" in cause.precheck(_facts(None), None)
 

@@ -144,8 +144,8 @@ def run_job(job: dict) -> dict:
         applied = _apply_settings(plan, stage, pair)
         stage.now = "opening counters"
         group, result["counters_info"] = open_counter_group()
-        rec = (CountedRecorder(group, probe=bool(job.get("probe")), plan=plan,
-                                      probe_limit_s=job.get("probe_limit_s")) if pair is None
+        rec = (CountedRecorder(group, probe=bool(job.get("probe")), plan=plan, probe_limit_s=job.get("probe_limit_s"))
+               if pair is None
                else PairedRecorder(group, pair, plan=plan, carry_control=bool(job.get("carry_control")),
                                    rotation=int(job.get("rotation") or 0)))
         stage.now = f"running workload {workload.name!r}"

@@ -50,7 +50,7 @@ class GcFacts:
         time, with 1,201,344 objects tracked"``."""
         own = max(0, sum(self.passes.values()) - self.explicit)  # each gc.collect() call is one pass
         oldest = max(0, self.passes.get("2", 0) - self.explicit)
-        explicit = (f"; the code's own gc.collect() ran {self.explicit:,} time{'s' * (self.explicit != 1)}, "
+        explicit = (f"; gc.collect() called in its calls ran {self.explicit:,} time{'s' * (self.explicit != 1)}, "
                     f"{self.explicit_share:.0%}") if self.explicit else ""
         return (f"over its timed iterations the collector ran {own:,} pass{'es' * (own != 1)} by itself ({oldest:,} "
                 f"of the oldest generation), {self.share:.0%} of their time, with {self.tracked:,} objects "

@@ -5,8 +5,8 @@ A call that allocates many container objects (dicts, lists, tuples, class instan
 few hundred allocations, each walking the objects it tracks: the time goes to the collector, not to the code's own
 lines. The probe worker counts and times the passes over its timed iterations (:mod:`.probe`): where they took under
 :data:`NEGLIGIBLE_SHARE` of the time, or the code turned the collector off itself, the cause is out before any cell
-runs. The probe is ``gc=off``, the collector off across the timed calls (:mod:`.control`): a timing probe, since the
-garbage of cycles then waits for a pass after them.
+runs. The probe is ``gc=off``, the collector off across the timed calls (:mod:`.control`), in fresh processes of its
+own: a timing probe, since the garbage of cycles then waits for a pass after them.
 """
 
 from __future__ import annotations

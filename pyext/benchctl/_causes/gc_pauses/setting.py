@@ -22,6 +22,10 @@ class Collector(Setting):
     order = 50
     in_process = True  # the collector is turned off and on again in a running process
     held_by_calls = True  # during() reads the calls since the switch
+    # Its counts of allocations go on rising while it is off, and the first pass after the switch back (a full one,
+    # often) lands in the unchanged arm: paired, the gc_churn plant's A/A control read 0.50× [0.15, 1.63]. Timed in
+    # fresh processes, never paired.
+    carries_over = True
     unapplied = "code"
     probe = "off"
     # No counter shows it: the cause reads the passes over the probe worker's timed iterations (its evidence).

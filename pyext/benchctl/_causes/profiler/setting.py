@@ -24,7 +24,6 @@ class Profiler(KeptOff):
     mechanism = ("the autograd profiler recording every op (its event, inputs and timing) while the work ran: "
                  "a profiling session left around the work")
 
-
     def facts(self, observed: dict) -> dict:
         return {**super().facts(observed), "stopped": observed.get("stopped")}
 
