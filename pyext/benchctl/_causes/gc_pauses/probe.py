@@ -6,7 +6,7 @@ collector was on and how many objects it tracked (:func:`benchctl._causes.gc_pau
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from ..._probe import Probe, ProbedCall
 from .control import watching
@@ -71,9 +71,7 @@ class GcProbe(Probe):
         seen = probed.watcher(self)
         if probed.call is None or seen is None:
             return {}
-        return {_GC: {"passes": {str(k): v for k, v in seen.passes.items()}, "seconds": seen.seconds,
-                      "explicit": seen.explicit, "explicit_s": seen.explicit_s, "window_s": seen.window_s,
-                      "enabled": seen.enabled, "tracked": seen.tracked}}
+        return {_GC: {**asdict(seen), "passes": {str(k): v for k, v in seen.passes.items()}}}  # JSON keys: text
 
     def read(self, note: dict) -> GcFacts | None:
         data = note.get(_GC)
