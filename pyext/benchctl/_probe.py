@@ -8,7 +8,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-__all__ = ["ProbedCall", "Probe"]
+__all__ = ["ProbedCall", "Probe", "NoteFacts", "EntryProbe"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +66,27 @@ class Probe(abc.ABC):
         """Where the workload's time goes by this probe's ``fact``, said beneath an answer no cause explains
         (the library split's: by library); None (the default): this probe has nothing to say there."""
         return None
+
+
+class NoteFacts:
+    """A typed fact written as one entry of the probe note: a dict of its dataclass fields, read back by name
+    (a key it does not know is left out, so a results file of another benchctl version still reads)."""
+
+    @classmethod
+    def from_note(cls, note: dict | None) -> Any:
+        """The fact of the note's entry ``note``; None where the entry is missing (the call was not watched)."""
+        if note is None:
+            return None
+        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
+
+
+class EntryProbe(Probe):
+    """A probe whose note is one entry, ``entry``, holding the fields of its :class:`NoteFacts` fact."""
+
+    entry: ClassVar[str] = ""
+
+    def read(self, note: dict) -> Any:
+        return self.fact.from_note(note.get(self.entry))
+
+    def from_json(self, data: dict) -> Any:
+        return self.fact.from_note(data)

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..._probe import Probe, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall
 
 __all__ = ["KINDS", "TOP_HOOKS", "census", "HooksFacts", "HooksProbe", "PROBE", "PROBES"]
 
@@ -81,7 +81,7 @@ _HOOKS = "hooks"
 
 
 @dataclass(frozen=True)
-class HooksFacts:
+class HooksFacts(NoteFacts):
     """In one call of the workload: ``module_calls`` module calls, ``runs`` the hooks they ran (forward side) or
     set up (backward side) by kind, ``registered`` the distinct hooks seen by kind, ``global_hooks`` those
     registered for every module, ``names`` the most run hook functions. ``error``: the call failed under the
@@ -93,12 +93,6 @@ class HooksFacts:
     global_hooks: int = 0
     names: dict[str, int] = field(default_factory=dict)
     error: str | None = None
-
-    @classmethod
-    def from_note(cls, note: dict | None) -> "HooksFacts | None":
-        if note is None:
-            return None
-        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
 
     @property
     def known(self) -> bool:
@@ -122,22 +116,17 @@ class HooksFacts:
         return f"no module hook ran in its probe call ({self.module_calls:,} module calls)"
 
 
-class HooksProbe(Probe):
+class HooksProbe(EntryProbe):
     """One more call of the workload under :func:`census` (none for a workload that times itself)."""
 
     key = "hooks"
     fact = HooksFacts
+    entry = _HOOKS
 
     def record(self, probed: ProbedCall) -> dict:
         if probed.call is None:
             return {}  # a @benchctl.workload function times its own iterations: no call to count
         return {_HOOKS: census(probed.call, TOP_HOOKS)}
-
-    def read(self, note: dict) -> HooksFacts | None:
-        return HooksFacts.from_note(note.get(_HOOKS))
-
-    def from_json(self, data: dict) -> HooksFacts | None:
-        return HooksFacts.from_note(data)
 
 
 PROBE = HooksProbe()

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..._probe import Probe, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall
 
 __all__ = ["LoaderTally", "watching_loaders", "LoaderFacts", "LoaderProbe", "PROBE", "PROBES"]
 
@@ -89,7 +89,7 @@ _LOADERS = "loader_workers"
 
 
 @dataclass(frozen=True)
-class LoaderFacts:
+class LoaderFacts(NoteFacts):
     """In the profiled call: ``iterators`` multi-process DataLoader iterators made, ``workers`` processes they
     started, ``start_ms`` and ``stop_ms`` spent starting and stopping them, ``wall_ms`` the call's time."""
 
@@ -98,12 +98,6 @@ class LoaderFacts:
     start_ms: float = 0.0
     stop_ms: float = 0.0
     wall_ms: float = 0.0
-
-    @classmethod
-    def from_note(cls, note: dict | None) -> "LoaderFacts | None":
-        if note is None:
-            return None
-        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
 
     @property
     def share(self) -> float:
@@ -119,11 +113,12 @@ class LoaderFacts:
                 f"{self.wall_ms:.3g} ms call")
 
 
-class LoaderProbe(Probe):
+class LoaderProbe(EntryProbe):
     """The DataLoader workers of the profiled call, counted and timed (none for a workload that times itself)."""
 
     key = "loader_workers"
     fact = LoaderFacts
+    entry = _LOADERS
 
     def watch_call(self) -> contextlib.AbstractContextManager:
         return watching_loaders()
@@ -133,12 +128,6 @@ class LoaderProbe(Probe):
         if probed.call is None or tally is None:
             return {}
         return {_LOADERS: tally.note()}
-
-    def read(self, note: dict) -> LoaderFacts | None:
-        return LoaderFacts.from_note(note.get(_LOADERS))
-
-    def from_json(self, data: dict) -> LoaderFacts | None:
-        return LoaderFacts.from_note(data)
 
 
 PROBE = LoaderProbe()

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..._probe import Probe, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall
 from .control import STACKS, mode_name, on, sets_device, switchable
 
 __all__ = ["Tally", "watching", "ModesFacts", "ModesProbe", "PROBE", "PROBES"]
@@ -121,7 +121,7 @@ _MODES = "modes"
 
 
 @dataclass(frozen=True)
-class ModesFacts:
+class ModesFacts(NoteFacts):
     """As the profiled call started: ``on``, the modes on by kind (their names, the innermost last); ``kept``, those
     the control leaves on (a ``DeviceContext`` making tensors elsewhere than the CPU); ``runs``, how often each ran
     its handler in the call; ``devices``, those that set the default device; ``entered``, the modes of the code's
@@ -133,12 +133,6 @@ class ModesFacts:
     runs: dict[str, int] = field(default_factory=dict)
     devices: list[str] = field(default_factory=list)
     entered: dict[str, dict[str, int]] = field(default_factory=dict)
-
-    @classmethod
-    def from_note(cls, note: dict | None) -> "ModesFacts | None":
-        if note is None:
-            return None
-        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
 
     @property
     def names(self) -> list[str]:
@@ -187,11 +181,12 @@ class ModesFacts:
         return "no torch function or dispatch mode was on as its profiled call started"
 
 
-class ModesProbe(Probe):
+class ModesProbe(EntryProbe):
     """The modes on around the profiled call, and their handlers' runs (none for a workload that times itself)."""
 
     key = "modes"
     fact = ModesFacts
+    entry = _MODES
 
     def watch_call(self) -> contextlib.AbstractContextManager:
         return watching()
@@ -201,12 +196,6 @@ class ModesProbe(Probe):
         if probed.call is None or tally is None:
             return {}  # a @benchctl.workload function times its own iterations: no call was watched
         return {_MODES: tally.note()}
-
-    def read(self, note: dict) -> ModesFacts | None:
-        return ModesFacts.from_note(note.get(_MODES))
-
-    def from_json(self, data: dict) -> ModesFacts | None:
-        return ModesFacts.from_note(data)
 
 
 PROBE = ModesProbe()

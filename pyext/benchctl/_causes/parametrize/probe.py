@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..._probe import Probe, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall
 
 __all__ = ["kind", "census", "ParametrizeFacts", "ParametrizeProbe", "PROBE", "PROBES"]
 
@@ -58,7 +58,7 @@ def census(call: Callable[[], Any], modules: Iterable) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class ParametrizeFacts:
+class ParametrizeFacts(NoteFacts):
     """In one call of the workload: ``tensors`` parametrized tensors (of the modules in its state, or recomputed
     in the call), ``recomputed`` of them recomputed, ``recomputes`` in all, ``most`` of the one recomputed most,
     ``kinds`` tensors by parametrization. ``error``: the call failed under the count (then nothing else is known)."""
@@ -69,12 +69,6 @@ class ParametrizeFacts:
     most: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     error: str | None = None
-
-    @classmethod
-    def from_note(cls, note: dict | None) -> "ParametrizeFacts | None":
-        if note is None:
-            return None
-        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
 
     @property
     def known(self) -> bool:
@@ -99,22 +93,17 @@ class ParametrizeFacts:
                 f"{self.tensors:,} tensors): parametrize.cached() around the call would compute as many")
 
 
-class ParametrizeProbe(Probe):
+class ParametrizeProbe(EntryProbe):
     """One more call of the workload under :func:`census` (none for a workload that times itself)."""
 
     key = "parametrize"
     fact = ParametrizeFacts
+    entry = _PARAMETRIZE
 
     def record(self, probed: ProbedCall) -> dict:
         if probed.call is None:
             return {}  # a @benchctl.workload function times its own iterations: no call to count
         return {_PARAMETRIZE: census(probed.call, probed.modules)}
-
-    def read(self, note: dict) -> ParametrizeFacts | None:
-        return ParametrizeFacts.from_note(note.get(_PARAMETRIZE))
-
-    def from_json(self, data: dict) -> ParametrizeFacts | None:
-        return ParametrizeFacts.from_note(data)
 
 
 PROBE = ParametrizeProbe()

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..._probe import Probe, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall
 
 __all__ = ["TOP_OPS", "autograd_census", "AutogradFacts", "AutogradProbe", "PROBE", "PROBES"]
 
@@ -84,7 +84,7 @@ def _calls(n: int) -> str:
 
 
 @dataclass(frozen=True)
-class AutogradFacts:
+class AutogradFacts(NoteFacts):
     """In one call of the workload: ``calls`` torch calls from Python that returned tensors, ``anomaly`` of
     them run with anomaly detection on, ``recording`` whose result records an autograd graph (the most
     frequent by name in ``recording_ops``), ``gradients`` calls that compute gradients (``backward``,
@@ -99,13 +99,6 @@ class AutogradFacts:
     parameters: int = 0
     grad_parameters: int = 0
     error: str | None = None
-
-    @classmethod
-    def from_note(cls, note: dict | None) -> "AutogradFacts | None":
-        """The facts of the probe note's ``autograd`` entry; None where the probe call was not watched."""
-        if note is None:
-            return None
-        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
 
     @property
     def known(self) -> bool:
@@ -149,22 +142,17 @@ class AutogradFacts:
 _AUTOGRAD = "autograd"
 
 
-class AutogradProbe(Probe):
+class AutogradProbe(EntryProbe):
     """One more call of the workload under :func:`autograd_census` (none for a workload that times itself)."""
 
     key = "autograd"
     fact = AutogradFacts
+    entry = _AUTOGRAD
 
     def record(self, probed: ProbedCall) -> dict:
         if probed.call is None:
             return {}  # a @benchctl.workload function times its own iterations: no call to watch
         return {_AUTOGRAD: autograd_census(probed.call, list(probed.modules))}
-
-    def read(self, note: dict) -> AutogradFacts | None:
-        return AutogradFacts.from_note(note.get(_AUTOGRAD))
-
-    def from_json(self, data: dict) -> AutogradFacts | None:
-        return AutogradFacts.from_note(data)
 
 
 PROBE = AutogradProbe()

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..._probe import Probe, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall
 
 __all__ = ["TOP_CLASSES", "differs_in_training", "Tally", "counting", "TrainModeFacts", "TrainModeProbe", "PROBE",
            "PROBES"]
@@ -79,7 +79,7 @@ _TRAIN_MODE = "train_mode"
 
 
 @dataclass(frozen=True)
-class TrainModeFacts:
+class TrainModeFacts(NoteFacts):
     """In the profiled call: ``module_calls`` module calls, ``training_calls`` of them in training mode,
     ``differing_calls`` of those in modules that compute differently there, ``classes`` the most called of
     those by class."""
@@ -88,12 +88,6 @@ class TrainModeFacts:
     training_calls: int = 0
     differing_calls: int = 0
     classes: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def from_note(cls, note: dict | None) -> "TrainModeFacts | None":
-        if note is None:
-            return None
-        return cls(**{k: v for k, v in note.items() if k in cls.__dataclass_fields__})
 
     @property
     def differs(self) -> bool:
@@ -113,11 +107,12 @@ class TrainModeFacts:
                 f"({self.module_calls:,} module calls, {self.training_calls:,} in training mode)")
 
 
-class TrainModeProbe(Probe):
+class TrainModeProbe(EntryProbe):
     """The module calls of the profiled call, counted (none for a workload that times itself)."""
 
     key = "train_mode"
     fact = TrainModeFacts
+    entry = _TRAIN_MODE
 
     def watch_call(self) -> contextlib.AbstractContextManager:
         return counting()
@@ -127,12 +122,6 @@ class TrainModeProbe(Probe):
         if probed.call is None or tally is None:
             return {}  # a @benchctl.workload function times its own iterations: no call was counted
         return {_TRAIN_MODE: tally.note()}
-
-    def read(self, note: dict) -> TrainModeFacts | None:
-        return TrainModeFacts.from_note(note.get(_TRAIN_MODE))
-
-    def from_json(self, data: dict) -> TrainModeFacts | None:
-        return TrainModeFacts.from_note(data)
 
 
 PROBE = TrainModeProbe()
