@@ -11,9 +11,8 @@ before any cell runs. The probe is ``autocast_cache=kept``, the cache kept from 
 from __future__ import annotations
 
 from ..._results.facts import Facts, OpRow
-from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
+from ..._switched_cause import SwitchedCause
 from ..recording.probe import PROBE as AUTOGRAD
 from .probe import PROBE, AutocastFacts
 from .setting import AUTOCAST_CACHE
@@ -28,27 +27,23 @@ FIX = ("for inference, cast the model once to the lower precision (model.to(torc
        "to the next)")
 
 
-def _seen(facts: Facts | None) -> AutocastFacts | None:
-    return facts.of(PROBE) if facts is not None else None
-
-
 def _casts(row: OpRow) -> bool:
     return row.op in CASTS
 
 
-class AutocastRecast(Cause):
+class AutocastRecast(SwitchedCause):
     name = "autocast_cache"
     order = 135
     title = "autocast casting the weights anew in every call"
-    probe = probe_of(AUTOCAST_CACHE)
+    setting = AUTOCAST_CACHE
+    watch = PROBE
+    under = "with autocast's cache kept across calls"
+    switched = "autocast's cache kept across calls"
+    unseen = "the cache was not cleared in its profiled call"
+    unwatched = "there is no call to keep autocast's cache across"
+    fix = FIX
 
-    def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe]
-
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen = _seen(facts)
-        if seen is None:
-            return NOT_WATCHED.format(missing="there is no call to keep autocast's cache across")
+    def rule_out(self, facts: Facts, seen: AutocastFacts) -> str | None:
         if not seen.cleared:
             return seen.none_text()
         autograd = facts.of(AUTOGRAD)
@@ -57,36 +52,17 @@ class AutocastRecast(Cause):
                     "cast them anew")
         return None
 
-    def _evidence(self, facts: Facts | None) -> str | None:
-        seen = _seen(facts)
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
         if seen is None or not seen.cleared:
             return None
         share = facts.op_share(_casts) if facts is not None else None
         casts = "" if share is None else f", and casts ({', '.join(CASTS)}) took {share:.0%} of its op time"
         return seen.text() + casts
 
-    def judge_phase(self, ctx: Context) -> Finding | None:
-        probed = self.probed(ctx)
-        cell = ctx.probe_cell(self.probe)
-        if probed is None:
-            return self.unmeasured(ctx, cell, "with autocast's cache kept across calls")
-        cell, cmp = probed
-        evidence = self._evidence(ctx.facts)
-        read = self.readback_suffix(ctx, cell, AUTOCAST_CACHE)
-        seen = _seen(ctx.facts)
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"autocast_cache": None if seen is None else seen.clears,
-                                "readback": ctx.readback(cell, AUTOCAST_CACHE.name) or {}})
-        if cmp.faster and evidence is None:
-            return self.finding(ctx, cmp, f"with autocast's cache kept across calls it is {cmp.effect_text()}{read}, "
-                                          "yet the cache was not cleared in its profiled call: the mechanism is "
-                                          "unconfirmed", Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            return self.finding(ctx, cmp, f"with autocast's cache kept across calls it is {cmp.effect_text()}; "
-                                          f"{evidence}{read}: {mechanism(AUTOCAST_CACHE)}; the fix: {FIX}",
-                                Status.CAUSE, **fields)
-        return self.not_found(ctx, cmp, "autocast's cache kept across calls",
-                              suffix=read + (f"; {evidence}" if evidence else ""), **fields)
+    def evidence_json(self, ctx: Context) -> int | None:
+        seen = self.seen(ctx.facts)
+        return None if seen is None else seen.clears
 
 
 CAUSES = (AutocastRecast(),)

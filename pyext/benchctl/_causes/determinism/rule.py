@@ -12,9 +12,8 @@ back; the evidence is the time falling with it while the mode was seen on.
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._switched_cause import KeptCause
 from .probe import PROBE, DeterminismFacts
 from .setting import DETERMINISTIC
 
@@ -26,45 +25,28 @@ FIX = ("turn it on only for the runs that must reproduce bit for bit (torch.use_
        "= False stops the filling of new memory")
 
 
-class DeterministicLeftOn(Cause):
+class DeterministicLeftOn(KeptCause):
     name = DETERMINISTIC.name
     order = 142
     title = "deterministic algorithms left on"
-    probe = probe_of(DETERMINISTIC)
+    setting = DETERMINISTIC
+    watch = PROBE
+    under = "with the deterministic mode kept off"
+    switched = "the deterministic mode kept off"
+    unseen = "it was not seen on"
+    fix = FIX
 
-    def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe]
-
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen: DeterminismFacts | None = facts.of(PROBE)
-        if seen is None:
-            return None  # its iterations were not watched: nothing rules it out
+    def rule_out(self, facts: Facts, seen: DeterminismFacts) -> str | None:
         return None if seen.seen_on else seen.text()
 
-    def judge_phase(self, ctx: Context) -> Finding | None:
-        probed = self.probed(ctx)
-        if probed is None:
-            return self.not_run(ctx, ctx.probe_cell(self.probe))
-        cell, cmp = probed
-        seen: DeterminismFacts | None = ctx.facts.of(PROBE) if ctx.facts else None
-        readback = ctx.readback(cell, DETERMINISTIC.name) or {}
-        phrase = DETERMINISTIC.facts_phrase(readback)
-        read = f"; {phrase}" if phrase else ""
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"determinism": None if seen is None else {
-                          "on_before": seen.on_before, "on_after": seen.on_after, "asked": seen.asked,
-                          "warn_only": seen.warn_only, "fills": seen.fills}, "readback": readback})
-        on = seen.text() if seen is not None and seen.seen_on else None
-        if cmp.faster and on is None and not readback.get("refused"):
-            return self.finding(ctx, cmp, f"with the deterministic mode kept off it is {cmp.effect_text()}{read}, "
-                                          "yet it was not seen on: the mechanism is unconfirmed",
-                                Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            why = f"{on}{read}" if on else phrase  # the readback is the evidence where the probe saw none
-            return self.finding(ctx, cmp, f"with the deterministic mode kept off it is {cmp.effect_text()}; {why}: "
-                                          f"{mechanism(DETERMINISTIC)}; the fix: {FIX}", Status.CAUSE, **fields)
-        return self.not_found(ctx, cmp, "the deterministic mode kept off", suffix=read + (f"; {on}" if on else ""),
-                              **fields)
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
+        return seen.text() if seen is not None and seen.seen_on else None
+
+    def evidence_json(self, ctx: Context) -> dict | None:
+        seen = self.seen(ctx.facts)
+        return None if seen is None else {"on_before": seen.on_before, "on_after": seen.on_after, "asked": seen.asked,
+                                          "warn_only": seen.warn_only, "fills": seen.fills}
 
 
 CAUSES = (DeterministicLeftOn(),)

@@ -12,9 +12,7 @@ own: a timing probe, since the garbage of cycles then waits for a pass after the
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
-from ..._results.rules import Context
-from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
+from ..._switched_cause import SwitchedCause
 from .probe import PROBE, GcFacts
 from .setting import GC
 
@@ -30,51 +28,29 @@ FIX = ("keep fewer container objects alive across calls (a list that grows each 
 TIMING_ONLY = "a timing probe: the garbage of reference cycles waits for a pass after the calls"
 
 
-def _seen(facts: Facts | None) -> GcFacts | None:
-    return facts.of(PROBE) if facts is not None else None
-
-
-class GcPauses(Cause):
+class GcPauses(SwitchedCause):
     name = "gc"
     order = 165
     title = "Python's garbage collector pausing the calls"
-    probe = probe_of(GC)
+    setting = GC
+    watch = PROBE
+    under = "with the collector off"
+    switched = "the collector off"
+    unseen = "its passes were not counted"
+    unwatched = "its passes over the calls were not counted"
+    fix = FIX
+    timing_only = TIMING_ONLY
 
-    def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe]
-
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen = _seen(facts)
-        if seen is None:
-            return NOT_WATCHED.format(missing="its passes over the calls were not counted")
+    def rule_out(self, facts: Facts, seen: GcFacts) -> str | None:
         if not seen.enabled:
             return "the code turned the collector off itself (gc.disable()): it ran no pass of its own"
         if seen.share < NEGLIGIBLE_SHARE:
             return f"{seen.text()}: under {NEGLIGIBLE_SHARE:.0%}"
         return None
 
-    def judge_phase(self, ctx: Context) -> Finding | None:
-        probed = self.probed(ctx)
-        cell = ctx.probe_cell(self.probe)
-        if probed is None:
-            return self.unmeasured(ctx, cell, "with the collector off")
-        cell, cmp = probed
-        seen = _seen(ctx.facts)
-        evidence = seen.text() if seen is not None else None
-        read = self.readback_suffix(ctx, cell, GC)
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"gc": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
-                                "readback": ctx.readback(cell, GC.name) or {}})
-        if cmp.faster and evidence is None:
-            return self.finding(ctx, cmp, f"with the collector off it is {cmp.effect_text()} ({TIMING_ONLY}){read}, "
-                                          "yet its passes were not counted: the mechanism is unconfirmed",
-                                Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            return self.finding(ctx, cmp, f"with the collector off it is {cmp.effect_text()} ({TIMING_ONLY}); "
-                                          f"{evidence}{read}: {mechanism(GC)}; the fix: {FIX}", Status.CAUSE,
-                                **fields)
-        return self.not_found(ctx, cmp, "the collector off", suffix=read + (f"; {evidence}" if evidence else ""),
-                              **fields)
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
+        return seen.text() if seen is not None else None
 
 
 CAUSES = (GcPauses(),)

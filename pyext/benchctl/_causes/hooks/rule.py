@@ -12,9 +12,7 @@ the call computes.
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
-from ..._results.rules import Context
-from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
+from ..._switched_cause import SwitchedCause
 from .probe import PROBE, HooksFacts
 from .setting import HOOKS
 
@@ -27,51 +25,28 @@ FIX = ("remove the debugging or logging hooks, register them only around the cal
 TIMING_ONLY = "a timing probe: a hook that changes a module's inputs or outputs changes what the call computes"
 
 
-def _seen(facts: Facts | None) -> HooksFacts | None:
-    return facts.of(PROBE) if facts is not None else None
-
-
-class HooksOnEveryCall(Cause):
+class HooksOnEveryCall(SwitchedCause):
     name = "hooks"
     order = 132
     title = "module hooks run on every call"
-    probe = probe_of(HOOKS)
+    setting = HOOKS
+    watch = PROBE
+    # The code may need its hooks (they hold state it reads, or shape what later modules get): then not measured.
+    under = "with its hooks detached"
+    switched = "detaching its hooks"
+    unseen = "no hook was seen running"
+    unwatched = "there is no call to run with its hooks detached"
+    fix = FIX
+    timing_only = TIMING_ONLY
 
-    def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe]
-
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen = _seen(facts)
-        if seen is None:
-            return NOT_WATCHED.format(missing="there is no call to run with its hooks detached")
+    def rule_out(self, facts: Facts, seen: HooksFacts) -> str | None:
         if not seen.known:
             return None
         return None if seen.ran else seen.none_text()
 
-    def judge_phase(self, ctx: Context) -> Finding | None:
-        probed = self.probed(ctx)
-        cell = ctx.probe_cell(self.probe)
-        if probed is None:
-            # The code needs its hooks (they hold state it reads, or shape what later modules get): not measured.
-            return self.unmeasured(ctx, cell, "with its hooks detached")
-        cell, cmp = probed
-        seen = _seen(ctx.facts)
-        evidence = seen.text() if seen is not None and seen.ran else None
-        readback = ctx.readback(cell, HOOKS.name) or {}
-        read = self.readback_suffix(ctx, cell, HOOKS)
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"hooks": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
-                                "readback": readback})
-        if cmp.faster and evidence is None:
-            return self.finding(ctx, cmp, f"with its hooks detached it is {cmp.effect_text()} ({TIMING_ONLY}){read}, "
-                                          "yet no hook was seen running: the mechanism is unconfirmed",
-                                Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            return self.finding(ctx, cmp, f"with its hooks detached it is {cmp.effect_text()} ({TIMING_ONLY}); "
-                                          f"{evidence}{read}: {mechanism(HOOKS)}; the fix: {FIX}", Status.CAUSE,
-                                **fields)
-        return self.not_found(ctx, cmp, "detaching its hooks", suffix=read + (f"; {evidence}" if evidence else ""),
-                              **fields)
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
+        return seen.text() if seen is not None and seen.ran else None
 
 
 CAUSES = (HooksOnEveryCall(),)

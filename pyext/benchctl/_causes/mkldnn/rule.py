@@ -12,9 +12,8 @@ call ran.
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._switched_cause import KeptCause
 from .probe import PROBE, MkldnnFacts
 from .setting import MKLDNN
 
@@ -34,45 +33,35 @@ def fallbacks_run(facts: Facts | None) -> list[str]:
     return [row.op for row in rows if row.op in FALLBACKS]
 
 
-class MkldnnOff(Cause):
+class MkldnnOff(KeptCause):
     name = MKLDNN.name
     order = 144
     title = "mkldnn turned off"
-    probe = probe_of(MKLDNN)
+    setting = MKLDNN
+    watch = PROBE
+    under = "with mkldnn kept on"
+    switched = "mkldnn kept on"
+    unseen = "it was not seen off"
+    fix = FIX
 
-    def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe]
-
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen: MkldnnFacts | None = facts.of(PROBE)
-        if seen is None:
-            return None  # its iterations were not watched: nothing rules it out
+    def rule_out(self, facts: Facts, seen: MkldnnFacts) -> str | None:
         return None if seen.seen_off else seen.text()
 
-    def judge_phase(self, ctx: Context) -> Finding | None:
-        probed = self.probed(ctx)
-        if probed is None:
-            return self.not_run(ctx, ctx.probe_cell(self.probe))
-        cell, cmp = probed
-        seen: MkldnnFacts | None = ctx.facts.of(PROBE) if ctx.facts else None
-        readback = ctx.readback(cell, MKLDNN.name) or {}
-        phrase = MKLDNN.facts_phrase(readback)
-        read = f"; {phrase}" if phrase else ""
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
+        return seen.text() if seen is not None and seen.seen_off else None
+
+    def evidence_json(self, ctx: Context) -> dict | None:
+        seen = self.seen(ctx.facts)
+        return None if seen is None else {"available": seen.available, "off_before": seen.off_before,
+                                          "off_after": seen.off_after, "asked": seen.asked}
+
+    def evidence_fields(self, ctx: Context) -> dict:
+        return {"fallbacks": fallbacks_run(ctx.facts)}
+
+    def also(self, ctx: Context) -> str:
         ran = fallbacks_run(ctx.facts)
-        kernels = f"; its profiled call ran {', '.join(ran)}" if ran else ""
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"mkldnn": None if seen is None else {
-                          "available": seen.available, "off_before": seen.off_before, "off_after": seen.off_after,
-                          "asked": seen.asked}, "fallbacks": ran, "readback": readback})
-        off = seen.text() if seen is not None and seen.seen_off else None
-        if cmp.faster and off is None and not readback.get("refused"):
-            return self.finding(ctx, cmp, f"with mkldnn kept on it is {cmp.effect_text()}{read}, yet it was not "
-                                          "seen off: the mechanism is unconfirmed", Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            why = f"{off}{read}" if off else phrase  # the readback is the evidence where the probe saw none
-            return self.finding(ctx, cmp, f"with mkldnn kept on it is {cmp.effect_text()}; {why}{kernels}: "
-                                          f"{mechanism(MKLDNN)}; the fix: {FIX}", Status.CAUSE, **fields)
-        return self.not_found(ctx, cmp, "mkldnn kept on", suffix=read + (f"; {off}" if off else ""), **fields)
+        return f"; its profiled call ran {', '.join(ran)}" if ran else ""
 
 
 CAUSES = (MkldnnOff(),)

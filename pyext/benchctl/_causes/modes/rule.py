@@ -15,7 +15,8 @@ from __future__ import annotations
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_phase, probe_text
+from ..._cause import probe_phase
+from ..._switched_cause import SwitchedCause
 from .probe import PROBE, ModesFacts
 from .setting import MODES
 
@@ -34,61 +35,57 @@ ENTERED_INSIDE = ("its handler runs in Python on every torch call or op inside t
                   "block to weigh it, and enter it only in the runs that need what it records")
 
 
-def _seen(facts: Facts | None) -> ModesFacts | None:
-    return facts.of(PROBE) if facts is not None else None
-
-
-class ModesLeftOn(Cause):
+class ModesLeftOn(SwitchedCause):
     name = "modes"
     order = 133
     title = "torch function / dispatch modes left on"
-    probe = probe_of(MODES)
+    setting = MODES
+    watch = PROBE
+    under = "with its modes off"
+    switched = "its modes off"
+    unseen = "no mode was on as its profiled call started"
+    unwatched = "there is no call to run with its modes off"
 
     def probes(self, facts: Facts | None) -> list[dict]:
-        seen = _seen(facts)
+        seen = self.seen(facts)
         return [] if seen is not None and not seen.switchable else [self.probe]  # entered only: nothing to switch
 
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen = _seen(facts)
-        if seen is None:
-            return NOT_WATCHED.format(missing="there is no call to run with its modes off")
+    def rule_out(self, facts: Facts, seen: ModesFacts) -> str | None:
         if seen.switchable or seen.entered_text():
             return None
         return seen.none_text()
 
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
+        if seen is None or not seen.switchable:
+            return None
+        entered = seen.entered_text()
+        return seen.text() + (f"; {entered} (left on by the probe: it is entered inside the call)" if entered else "")
+
+    def _own(self, facts: Facts | None) -> list[str]:
+        """The modes switched off that are the code's own (not torch.set_default_device's)."""
+        seen = self.seen(facts)
+        return [name for name in seen.switchable if name not in seen.devices] if seen is not None else []
+
+    def timing(self, facts: Facts | None) -> str:
+        return f" ({TIMING_ONLY})" if self._own(facts) else ""  # taking off the default device's mode is the fix
+
+    def cause_under(self, facts: Facts | None) -> str:
+        return f"with {', '.join(self.seen(facts).switchable)} off"
+
+    def fix_for(self, facts: Facts | None) -> str:
+        own = self._own(facts)
+        switched = self.seen(facts).switchable
+        return "; ".join(([FIX_DEFAULT_DEVICE] if len(own) < len(switched) else []) + ([FIX_OWN] if own else []))
+
     def judge_phase(self, ctx: Context) -> Finding | None:
-        seen = _seen(ctx.facts)
+        seen = self.seen(ctx.facts)
         if seen is not None and not seen.switchable:
             if ctx.phase != probe_phase(ctx.facts) or not seen.entered_text():
                 return None
             return self.finding(ctx, None, f"{seen.none_text()}; {seen.entered_text()}: {ENTERED_INSIDE}",
-                                Status.UNCONFIRMED,
-                                evidence={"modes": ctx.facts.to_json()["probed"].get(PROBE.key)})
-        probed = self.probed(ctx)
-        cell = ctx.probe_cell(self.probe)
-        if probed is None:
-            return self.unmeasured(ctx, cell, "with its modes off")
-        cell, cmp = probed
-        switched = seen.switchable if seen is not None else []
-        evidence = seen.text() if switched else None
-        if evidence and seen.entered_text():
-            evidence += f"; {seen.entered_text()} (left on by the probe: it is entered inside the call)"
-        own = [name for name in switched if seen is None or name not in seen.devices]
-        probe_kind = f" ({TIMING_ONLY})" if own else ""
-        fix = "; ".join(([FIX_DEFAULT_DEVICE] if len(own) < len(switched) else []) + ([FIX_OWN] if own else []))
-        read = self.readback_suffix(ctx, cell, MODES)
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"modes": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
-                                "readback": ctx.readback(cell, MODES.name) or {}})
-        if cmp.faster and evidence is None:
-            return self.finding(ctx, cmp, f"with its modes off it is {cmp.effect_text()}{read}, yet no mode was on "
-                                          "as its profiled call started: the mechanism is unconfirmed",
-                                Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            return self.finding(ctx, cmp, f"with {', '.join(switched)} off it is {cmp.effect_text()}{probe_kind}; "
-                                          f"{evidence}{read}: {mechanism(MODES)}; the fix: {fix}", Status.CAUSE,
-                                **fields)
-        return self.not_found(ctx, cmp, "its modes off", suffix=read + (f"; {evidence}" if evidence else ""), **fields)
+                                Status.UNCONFIRMED, evidence={"modes": self.evidence_json(ctx)})
+        return super().judge_phase(ctx)
 
 
 CAUSES = (ModesLeftOn(),)

@@ -12,9 +12,8 @@ with it while the code was seen starting the profiler.
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
 from ..._results.rules import Context
-from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..._switched_cause import KeptCause
 from .probe import PROBE, ProfilerFacts
 from .setting import PROFILER
 
@@ -25,44 +24,27 @@ FIX = ("profile only the steps you look at: remove the profiler context from the
        "torch.profiler.profile a schedule (wait/warmup/active) so that most steps run unrecorded")
 
 
-class ProfilerLeftOn(Cause):
+class ProfilerLeftOn(KeptCause):
     name = PROFILER.name
     order = 140
     title = "the autograd profiler left on"
-    probe = probe_of(PROFILER)
+    setting = PROFILER
+    watch = PROBE
+    under = "with the profiler kept off"
+    switched = "the profiler kept off"
+    unseen = "no profiler session was seen"
+    fix = FIX
 
-    def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe]
-
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen: ProfilerFacts | None = facts.of(PROBE)
-        if seen is None:
-            return None  # its iterations were not watched: nothing rules it out
+    def rule_out(self, facts: Facts, seen: ProfilerFacts) -> str | None:
         return None if seen.seen_on else "no profiler session ran over the probe worker's timed iterations"
 
-    def judge_phase(self, ctx: Context) -> Finding | None:
-        probed = self.probed(ctx)
-        if probed is None:
-            return self.not_run(ctx, ctx.probe_cell(self.probe))
-        cell, cmp = probed
-        seen: ProfilerFacts | None = ctx.facts.of(PROBE) if ctx.facts else None
-        readback = ctx.readback(cell, PROFILER.name) or {}
-        phrase = PROFILER.facts_phrase(readback)
-        read = f"; {phrase}" if phrase else ""
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"profiler": None if seen is None else {"starts": seen.starts,
-                                                                       "on_before": seen.on_before},
-                                "readback": readback})
-        on = seen.text() if seen is not None and seen.seen_on else None
-        if cmp.faster and on is None and not readback.get("refused"):
-            return self.finding(ctx, cmp, f"with the profiler kept off it is {cmp.effect_text()}{read}, yet no "
-                                          "profiler session was seen: the mechanism is unconfirmed",
-                                Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            why = f"{on}{read}" if on else phrase  # the readback is the evidence where the probe saw none
-            return self.finding(ctx, cmp, f"with the profiler kept off it is {cmp.effect_text()}; {why}: "
-                                          f"{mechanism(PROFILER)}; the fix: {FIX}", Status.CAUSE, **fields)
-        return self.not_found(ctx, cmp, "the profiler kept off", suffix=read + (f"; {on}" if on else ""), **fields)
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
+        return seen.text() if seen is not None and seen.seen_on else None
+
+    def evidence_json(self, ctx: Context) -> dict | None:
+        seen = self.seen(ctx.facts)
+        return None if seen is None else {"starts": seen.starts, "on_before": seen.on_before}
 
 
 CAUSES = (ProfilerLeftOn(),)

@@ -12,9 +12,7 @@ a timing probe: what the call computes changes with it.
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
-from ..._results.rules import Context
-from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
+from ..._switched_cause import SwitchedCause
 from ..recording.probe import PROBE as AUTOGRAD
 from .probe import PROBE, TrainModeFacts
 from .setting import TRAIN_MODE
@@ -28,50 +26,28 @@ FIX = ("put the model in eval mode for inference (model.eval(); model.train() be
 TIMING_ONLY = "a timing probe: in eval mode the call computes other values (no random masks, running statistics)"
 
 
-def _seen(facts: Facts | None) -> TrainModeFacts | None:
-    return facts.of(PROBE) if facts is not None else None
-
-
-class TrainModeLeftOn(Cause):
+class TrainModeLeftOn(SwitchedCause):
     name = "train_mode"
     order = 131
     title = "modules left in training mode"
-    probe = probe_of(TRAIN_MODE)
+    setting = TRAIN_MODE
+    watch = PROBE
+    under = "with its modules in eval mode"
+    switched = "eval mode"
+    unseen = "no module that computes differently in training ran in training mode"
+    unwatched = "there is no call to run with its modules in eval mode"
+    fix = FIX
+    timing_only = TIMING_ONLY
 
-    def probes(self, facts: Facts | None) -> list[dict]:
-        return [self.probe]
-
-    def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        seen = _seen(facts)
-        if seen is None:
-            return NOT_WATCHED.format(missing="there is no call to run with its modules in eval mode")
+    def rule_out(self, facts: Facts, seen: TrainModeFacts) -> str | None:
         autograd = facts.of(AUTOGRAD)
         if autograd is not None and autograd.known and autograd.computes_gradients:
             return f"{autograd.gradients_text()}: training mode is what its call is for"
         return None if seen.differs else seen.none_text()
 
-    def judge_phase(self, ctx: Context) -> Finding | None:
-        probed = self.probed(ctx)
-        cell = ctx.probe_cell(self.probe)
-        if probed is None:
-            return self.unmeasured(ctx, cell, "with its modules in eval mode")
-        cell, cmp = probed
-        seen = _seen(ctx.facts)
-        evidence = seen.text() if seen is not None and seen.differs else None
-        readback = ctx.readback(cell, TRAIN_MODE.name) or {}
-        read = self.readback_suffix(ctx, cell, TRAIN_MODE)
-        fields = dict(a=cell, b=ctx.baseline, setting=probe_text(self.probe),
-                      evidence={"train_mode": None if seen is None else ctx.facts.to_json()["probed"].get(PROBE.key),
-                                "readback": readback})
-        if cmp.faster and evidence is None:
-            return self.finding(ctx, cmp, f"with its modules in eval mode it is {cmp.effect_text()} ({TIMING_ONLY})"
-                                          f"{read}, yet no module that computes differently in training ran in "
-                                          "training mode: the mechanism is unconfirmed", Status.UNCONFIRMED, **fields)
-        if cmp.faster:
-            return self.finding(ctx, cmp, f"with its modules in eval mode it is {cmp.effect_text()} ({TIMING_ONLY}); "
-                                          f"{evidence}{read}: {mechanism(TRAIN_MODE)}; the fix: {FIX}", Status.CAUSE,
-                                **fields)
-        return self.not_found(ctx, cmp, "eval mode", suffix=read + (f"; {evidence}" if evidence else ""), **fields)
+    def evidence(self, facts: Facts | None) -> str | None:
+        seen = self.seen(facts)
+        return seen.text() if seen is not None and seen.differs else None
 
 
 CAUSES = (TrainModeLeftOn(),)
