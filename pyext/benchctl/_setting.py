@@ -45,7 +45,7 @@ from typing import Any, Callable
 from . import _validate
 from .errors import UnavailableError
 
-__all__ = ["SettingError", "SettingUnavailable", "Setting", "KeptOff", "split_values", "format_value"]
+__all__ = ["SettingError", "SettingUnavailable", "Setting", "KeptOff", "AroundCalls", "split_values", "format_value"]
 
 
 class SettingError(_validate.ArgumentError):
@@ -259,6 +259,43 @@ class KeptOff(Setting):
         if value == "code":
             return None
         return "on" if self.control.is_on() else "off"
+
+    def readback(self, value: str) -> dict:
+        return self.control.state()
+
+
+class AroundCalls(Setting):
+    """A setting put around each timed call of a user workload (its ``probe`` value) or left as the workload's
+    code has it (``code``), by a ``control`` module that offers ``held()`` (whether the calls since the switch
+    ended with it holding) and ``state()`` (its readback, counting ``calls`` and those ``held``). A subclass names
+    it, its probe, what a held call reads back (``held_words``: "with them detached") and :meth:`switch`."""
+
+    in_process = True  # the context is put around the timed calls and taken out in a running process
+    held_by_calls = True  # during() reads the calls since the switch
+    unapplied = "code"
+    control: Any = None
+    held_words = ""
+
+    def canonical(self, value: Any) -> str:
+        return self._choice(value, ("code", self.probe))
+
+    def apply(self, value: str) -> Any:
+        return self.switch(value)
+
+    def facts(self, observed: dict) -> dict:
+        # Whether every timed call held, not how many ran: a time target runs a different count in each process.
+        calls = observed.get("calls")
+        return {"held": bool(calls) and observed.get("held") == calls}
+
+    def facts_phrase(self, facts: dict) -> str:
+        return f"every timed call read back {self.held_words}" if facts.get("held") else ""
+
+    def during(self, value: str) -> str | None:
+        # Sampled after every timed iteration: "code" once a call ended without it holding (the code undid it, or
+        # nothing wrapped the call: a workload that times itself).
+        if value == "code":
+            return None
+        return self.probe if self.control.held() else "code"
 
     def readback(self, value: str) -> dict:
         return self.control.state()

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._setting import Setting
+from ..._setting import AroundCalls
 from . import control as cache
 
 __all__ = ["AutocastCache", "AUTOCAST_CACHE", "SETTINGS"]
 
 
-class AutocastCache(Setting):
+class AutocastCache(AroundCalls):
     """``autocast_cache``: autocast's cache cleared as the code's outermost block exits (``code``), or kept from one
     timed call of a user workload to the next (``kept``: :func:`benchctl._causes.autocast_cache.control.kept`)."""
 
@@ -22,40 +22,16 @@ class AutocastCache(Setting):
             "calls)")
     order = 50
     needs_torch = True
-    in_process = True  # the keeping context is put around the timed calls and taken out in a running process
-    held_by_calls = True  # during() reads the calls since the switch
-    unapplied = "code"
     probe = "kept"
+    control = cache
+    held_words = "with the cache kept"
     # No counter shows it: the cause reads the cache clears of the probe worker's call (its evidence).
     mechanism = ("every call casting the weights to the lower precision anew, as its autocast block clears the cast "
                  "weights it cached when it exits")
 
-    def canonical(self, value: Any) -> str:
-        return self._choice(value, ("code", "kept"))
-
-    def apply(self, value: str) -> Any:
-        return self.switch(value)
-
     def switch(self, value: str) -> Any:
         # Between timed iterations: the next call keeps the cache (kept) or clears it as its block exits (code).
         return cache.keep_calls() if value == "kept" else cache.restore_calls()
-
-    def facts(self, observed: dict) -> dict:
-        # Whether every timed call held, not how many ran: a time target runs a different count in each process.
-        calls = observed.get("calls")
-        return {"held": bool(calls) and observed.get("held") == calls}
-
-    def facts_phrase(self, facts: dict) -> str:
-        return "every timed call read back with the cache kept" if facts.get("held") else ""
-
-    def during(self, value: str) -> str | None:
-        # Sampled after every timed iteration: "code" once a call cleared the cache itself.
-        if value == "code":
-            return None
-        return "kept" if cache.held() else "code"
-
-    def readback(self, value: str) -> dict:
-        return cache.state()
 
 
 AUTOCAST_CACHE = AutocastCache()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._setting import Setting
+from ..._setting import AroundCalls
 from . import control as collector
 
 __all__ = ["Collector", "GC", "SETTINGS"]
 
 
-class Collector(Setting):
+class Collector(AroundCalls):
     """``gc``: Python's cyclic garbage collector as the workload's code leaves it (``code``), or off from the first
     timed call of a user workload until the switch back (``off``: :func:`benchctl._causes.gc_pauses.control.disabled`;
     the code's own ``gc.collect()`` calls still run)."""
@@ -20,45 +20,21 @@ class Collector(Setting):
             "calls of a callable or setup()/run(state) workload (its passes no longer run in them; cyclic garbage "
             "waits for the next pass after them; the code's own gc.collect() calls still run)")
     order = 50
-    in_process = True  # the collector is turned off and on again in a running process
-    held_by_calls = True  # during() reads the calls since the switch
     # Its counts of allocations go on rising while it is off, and the first pass after the switch back (a full one,
     # often) lands in the unchanged arm: paired, the gc_churn plant's A/A control read 0.50× [0.15, 1.63]. Timed in
     # fresh processes, never paired.
     carries_over = True
-    unapplied = "code"
     probe = "off"
+    control = collector
+    held_words = "with the collector off"
     # No counter shows it: the cause reads the passes over the probe worker's timed iterations (its evidence).
     mechanism = ("Python's cyclic garbage collector walking every tracked container object (lists, dicts, class "
                  "instances, tensors) whenever allocations pass its threshold: the more objects stay alive, the longer "
                  "each pass")
 
-    def canonical(self, value: Any) -> str:
-        return self._choice(value, ("code", "off"))
-
-    def apply(self, value: str) -> Any:
-        return self.switch(value)
-
     def switch(self, value: str) -> Any:
         # Between timed iterations: the next call runs with the collector off (off) or as the code left it (code).
         return collector.off_calls() if value == "off" else collector.restore_calls()
-
-    def facts(self, observed: dict) -> dict:
-        # Whether every timed call held, not how many ran: a time target runs a different count in each process.
-        calls = observed.get("calls")
-        return {"held": bool(calls) and observed.get("held") == calls}
-
-    def facts_phrase(self, facts: dict) -> str:
-        return "every timed call read back with the collector off" if facts.get("held") else ""
-
-    def during(self, value: str) -> str | None:
-        # Sampled after every timed iteration: "code" once a call turned the collector on again.
-        if value == "code":
-            return None
-        return "off" if collector.held() else "code"
-
-    def readback(self, value: str) -> dict:
-        return collector.state()
 
 
 GC = Collector()
