@@ -165,6 +165,13 @@ def test_ops_taking_a_python_number_are_weighed_at_that_forms_cost():
     rows = [OpRow.from_json(row) for row in op_table.rows(prof.events())]
     by_op = {r.op: (r.top_calls, r.top_number_calls) for r in rows if r.top_calls}
     assert by_op["aten::mul"] == (2, 1) and by_op["aten::add"] == (1, 1)  # x * x took no number
+    # Every operand 0-dim (an element times a number: tiny_ops_loop's w[i % 16] * 0.5): told by the number's dtype.
+    w, w64 = torch.randn(16), torch.randn(16, dtype=torch.float64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        w[3] * 0.5, w[3] + 2, w[3] * w[4], w64[3] * w64[4], w64[3] * 0.5
+    took = [op_table.scalar_operand_of(e) for e in prof.events() if e.name in ("aten::mul", "aten::add")]
+    # The last is a float64 element times a number: both double, no different dtype beside it (not counted).
+    assert took == [True, True, False, False, False], took
     cost = OpCost(0.5, 2.0)
     assert cost.of(OpRow("aten::mul", ("float",), 2, 4.0, 4.0, (), 2, 1)) == 1.25  # one call of each form
     loop = (OpRow("aten::mul", ("float",), 300, 600.0, 1200.0, ((16,), ()), 300, 300),

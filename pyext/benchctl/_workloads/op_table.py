@@ -45,18 +45,25 @@ def dtypes_of(event: Any) -> list[str]:
 
 #: The profiler's type names of inputs that are not tensors (a Python number passed as a Scalar, lists, None).
 NOT_TENSORS = frozenset({"", "Scalar", "ScalarList", "TensorList", "GenericList"})
+#: The dtypes the binding wraps a Python float, int, bool or complex number as (whatever the other operand's dtype),
+#: as the profiler names them.
+WRAPPED_NUMBER_DTYPES = frozenset({"double", "long int", "bool", "c10::complex<double>"})
 
 
 def scalar_operand_of(event: Any) -> bool:
-    """Whether an event has a 0-dim tensor input beside one of one dimension or more: a Python number the binding
-    wrapped as a tensor (``x * 1.0001``), which each call pays to wrap and convert (~1.3 µs a call here, more than
-    the rest of a tiny op's fixed cost)."""
+    """Whether an event took a Python number the binding wrapped as a 0-dim tensor (``x * 1.0001``), which each call
+    pays to wrap and convert (~1.3 µs a call here, more than the rest of a tiny op's fixed cost): a 0-dim tensor input
+    beside one of one dimension or more, or, where every input is 0-dim (``w[i] * 0.5``), one of the dtypes a number
+    is wrapped as (:data:`WRAPPED_NUMBER_DTYPES`) beside an input of another dtype."""
     dtypes = getattr(event, "input_dtypes", None) or []
     shapes = getattr(event, "input_shapes", None) or []
     if len(shapes) != len(dtypes):
         return False
-    tensors = [shape for dtype, shape in zip(dtypes, shapes) if str(dtype) not in NOT_TENSORS]
-    return any(len(shape) == 0 for shape in tensors) and any(len(shape) > 0 for shape in tensors)
+    tensors = [(str(dtype), shape) for dtype, shape in zip(dtypes, shapes) if str(dtype) not in NOT_TENSORS]
+    if any(len(shape) == 0 for _, shape in tensors) and any(len(shape) > 0 for _, shape in tensors):
+        return True
+    kinds = {dtype for dtype, _ in tensors}
+    return len(kinds) > 1 and any(not shape and dtype in WRAPPED_NUMBER_DTYPES for dtype, shape in tensors)
 
 
 def in_census(event: Any) -> bool:
