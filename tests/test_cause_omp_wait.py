@@ -152,3 +152,33 @@ def test_the_wait_variables_are_listed_once_and_the_passive_values_and_each_runt
                                                   "libiomp5": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME"),
                                                   "libomp": ("OMP_WAIT_POLICY", "KMP_BLOCKTIME")}
     assert set(omp_probe.omp_wait_evidence(None)["omp_wait_env"]) <= set(omp_setting.WAIT_VARIABLES)
+
+
+def test_the_whole_process_and_its_children_used_cpus_and_a_waiting_call_rules_out_what_changes_cpu_work():
+    from benchctl import _thread_cpu
+    from benchctl._causes.denormals.rule import Denormals
+    from benchctl._causes.threads.rule import Threads
+
+    # A child that burns CPU and ends inside the watch: its time is counted once it was waited for.
+    with _thread_cpu.ThreadCpuWatch(_thread_cpu.task_ns) as child:
+        subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                        "while time.process_time() < end: pass"], check=True)
+    assert child.used[_thread_cpu.REAPED] >= 0.2e9, child.used
+    with _thread_cpu.ThreadCpuWatch(_thread_cpu.task_ns) as asleep:
+        time.sleep(0.3)
+    with _thread_cpu.ThreadCpuWatch(_thread_cpu.task_ns) as busy:
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+    slept = TeamWait.from_probe(omp_probe.omp_wait_evidence(asleep))
+    worked = TeamWait.from_probe(omp_probe.omp_wait_evidence(busy))
+    assert slept.used_cpus < omp_probe.WAITING_CPUS < worked.used_cpus, (slept, worked)
+    assert worked.waited_text() is None and slept.waited_text().startswith(f"its timed calls kept "
+                                                                           f"{slept.used_cpus:.2f} CPUs busy")
+
+    waiting = Facts(probed={OMP.key: TeamWait("libgomp", 2, {}, 0.0, 0.0, 0.03)}, torch_threads=2, cpus=2)
+    working = Facts(probed={OMP.key: TeamWait("libgomp", 2, {}, 0.0, 0.0, 0.95)}, torch_threads=2, cpus=2)
+    for cause in (Denormals(), Threads()):
+        assert cause.precheck(waiting, None).endswith("changes at most that share of their time"), cause.name
+        assert "CPUs busy" not in (cause.precheck(working, None) or ""), cause.name
+    assert Denormals().precheck(Facts(probed={OMP.key: TeamWait("libgomp", 2, {})}), None) is None  # not measured

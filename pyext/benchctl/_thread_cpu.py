@@ -10,13 +10,14 @@ process can read. :class:`ThreadCpuWatch` takes one of them before and after the
 from __future__ import annotations
 
 import os
+import resource
 import threading
 import time
 from typing import Callable, Hashable
 
 from . import _procfs
 
-__all__ = ["thread_ns", "task_ns", "ThreadCpuWatch"]
+__all__ = ["REAPED", "thread_ns", "task_ns", "ThreadCpuWatch"]
 
 
 def _cpu_clock(tid: int) -> int:
@@ -46,8 +47,14 @@ def _children(task: str) -> list[str]:
     return (_procfs.read_text(f"{task}/children") or "").split()
 
 
+#: :func:`task_ns`'s key for the children that ended and were waited for (a subprocess, a DataLoader's workers of
+#: one epoch): what they used is no longer in any task's schedstat.
+REAPED = "children waited for"
+
+
 def task_ns() -> dict[str, int]:
-    """{task directory: nanoseconds on a CPU} of this process's threads and of its children's (schedstat)."""
+    """{task directory: nanoseconds on a CPU} of this process's threads and of its children's (schedstat), and
+    {:data:`REAPED`: those} of its children that ended and were waited for (getrusage)."""
     own = _tasks("self")
     tasks = own + [t for task in own for child in _children(task) for t in _tasks(child)]
     out = {}
@@ -55,6 +62,8 @@ def task_ns() -> dict[str, int]:
         fields = (_procfs.read_text(f"{task}/schedstat") or "").split()
         if fields:
             out[task] = int(fields[0])
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out[REAPED] = int((reaped.ru_utime + reaped.ru_stime) * 1e9)
     return out
 
 

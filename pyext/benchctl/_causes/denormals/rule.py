@@ -20,6 +20,7 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of, probe_text
+from ..omp_wait.probe import waited
 from .probe import PROBE as FLUSH_STATE
 from .setting import FTZ
 
@@ -117,8 +118,8 @@ class Denormals(Cause):
         return [self.probe]
 
     def precheck(self, facts: Facts, penalty: dict | None) -> str | None:
-        """Out when the CPU has no penalty FTZ/DAZ removes for the ops it runs, or its values hold no
-        subnormals; both reasons are given when both are known."""
+        """Out when the CPU has no penalty FTZ/DAZ removes for the ops it runs, its values hold no subnormals, or
+        its timed calls mostly waited (no arithmetic to flush); every reason known is given."""
         reasons = []
         if penalty:
             removable, reason = cpu_penalty_reason(penalty, ops_of(facts.ops))
@@ -126,6 +127,8 @@ class Denormals(Cause):
                 reasons.append(reason)
         if facts.subnormals() == 0:
             reasons.append(f"no subnormal values in what it computes (census: {facts.census_text()})")
+        if (waits := waited(facts)) is not None:
+            reasons.append(waits)
         return " and ".join(reasons) or None
 
     def _expectation(self, ctx: Context) -> tuple[bool | None, str]:

@@ -25,6 +25,7 @@ from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of, probe_text
 from ..cpu_fit.probe import PROBE as CPU_FIT
 from ..denormals.probe import PROBE as FLUSH_STATE
+from ..omp_wait.probe import waited
 from ..cpu_fit.rule import CpuFit
 from ..cpu_fit.setting import CLAMP
 from ..pools.setting import CAP_OTHER_POOLS
@@ -85,7 +86,7 @@ class Threads(Cause):
                     f"{CpuFit.title}")
         if facts.torch_threads == 1:
             return "it runs torch on one thread already (its own code set it): threads=1 would change nothing"
-        return None
+        return waited(facts)
 
     def _neighbour(self, ctx: Context) -> str:
         cell = ctx.probe_cell(self.busy)
