@@ -20,14 +20,11 @@ from typing import Any, ClassVar
 
 from ._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
 from ._results.facts import Facts
-from ._results.findings import Finding, Status
+from ._results.findings import MECHANISM_UNCONFIRMED, Finding, Status
 from ._results.rules import Context
 from ._setting import Setting
 
-__all__ = ["SwitchedCause", "KeptCause", "UNCONFIRMED"]
-
-#: What a faster probe cell is called where nothing the probe worker watched confirms the mechanism.
-UNCONFIRMED = "the mechanism is unconfirmed"
+__all__ = ["SwitchedCause", "KeptCause"]
 
 
 class SwitchedCause(Cause):
@@ -105,7 +102,7 @@ class SwitchedCause(Cause):
                                 "readback": ctx.readback(cell, self.setting.name) or {}})
         if cmp.faster and evidence is None:
             return self.finding(ctx, cmp, f"{self.under} it is {cmp.effect_text()}{timing}{read}, yet {self.unseen}: "
-                                          f"{UNCONFIRMED}", Status.UNCONFIRMED, **fields)
+                                          f"{MECHANISM_UNCONFIRMED}", Status.UNCONFIRMED, **fields)
         if cmp.faster:
             return self.finding(ctx, cmp, f"{self.cause_under(ctx.facts)} it is {cmp.effect_text()}{timing}; "
                                           f"{evidence}{read}: {mechanism(self.setting)}; the fix: "
@@ -145,7 +142,7 @@ class KeptCause(SwitchedCause):
                                 "readback": readback})
         if cmp.faster and evidence is None and not readback.get("refused"):
             return self.finding(ctx, cmp, f"{self.under} it is {cmp.effect_text()}{read}, yet {self.unseen}: "
-                                          f"{UNCONFIRMED}", Status.UNCONFIRMED, **fields)
+                                          f"{MECHANISM_UNCONFIRMED}", Status.UNCONFIRMED, **fields)
         if cmp.faster:
             why = f"{evidence}{read}" if evidence else phrase  # the readback is the evidence where the watch saw none
             return self.finding(ctx, cmp, f"{self.under} it is {cmp.effect_text()}; {why}{self.also(ctx)}: "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import wording
+from .findings import MECHANISM_UNCONFIRMED
 
 __all__ = ["FAULT_COST_MIN_US", "FAULT_COST_MAX_US", "FACTOR", "LEAST", "WAIT_SHARE", "WORDS", "MINOR_FAULTS",
            "CONTEXT_SWITCHES", "CPU_MIGRATIONS", "RUNQUEUE_WAIT", "least", "differ", "moved_down", "change_text",
@@ -123,9 +124,9 @@ class CpuWait:
     def unconfirmed(self) -> str:
         """Why a time saved without oversubscription falling with it leaves the mechanism open, after its head."""
         if self.read:
-            return (f", yet the wait for a CPU does not fall by {WAIT_SHARE:.0%} of the time saved: the mechanism "
-                    "is unconfirmed")
-        return ", yet neither context switches nor the wait for a CPU fall with it: the mechanism is unconfirmed"
+            return (f", yet the wait for a CPU does not fall by {WAIT_SHARE:.0%} of the time saved: "
+                    f"{MECHANISM_UNCONFIRMED}")
+        return f", yet neither context switches nor the wait for a CPU fall with it: {MECHANISM_UNCONFIRMED}"
 
     def evidence(self, before: str, after: str) -> dict:
         """The counters for a finding's evidence, each keyed ``before`` and ``after`` (e.g. "all" and "1")."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .comparison import Comparison, Outcome
 
-__all__ = ["Status", "LEGEND", "Finding"]
+__all__ = ["Status", "LEGEND", "MECHANISM_UNCONFIRMED", "Finding"]
 
 
 class Status(str, enum.Enum):
@@ -33,6 +33,8 @@ class Status(str, enum.Enum):
 
 
 #: How an answer explains its marks.
+#: How a finding whose probe changed the time, with nothing its evidence shows moving with it, ends.
+MECHANISM_UNCONFIRMED = "the mechanism is unconfirmed"
 LEGEND = ("* measured, and what explains it; ? open: unresolved, or its mechanism unconfirmed; "
           "- ruled out, and why")
 

@@ -8,7 +8,7 @@ detection on, and probes ``anomaly=off`` (kept off against the code's own calls)
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
+from ..._results.findings import MECHANISM_UNCONFIRMED, Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of, probe_text
 from ..recording.rule import autograd_json, autograd_of
@@ -58,7 +58,7 @@ class Anomaly(Cause):
                                 "anomaly_readback": ctx.readback(cell, ANOMALY.name)})
         if cmp.faster and seen is None:
             return self.finding(ctx, cmp, f"with anomaly detection off it is {cmp.effect_text()}{readback}, yet it "
-                                          "was not seen on: the mechanism is unconfirmed", Status.UNCONFIRMED,
+                                          f"was not seen on: {MECHANISM_UNCONFIRMED}", Status.UNCONFIRMED,
                                 **fields)
         if cmp.faster:
             return self.finding(ctx, cmp, f"with anomaly detection off it is {cmp.effect_text()}; {seen}{readback}: "

@@ -10,7 +10,7 @@ their probes the settings of :mod:`.control` (this one's ``sync``).
 from __future__ import annotations
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
+from ..._results.findings import MECHANISM_UNCONFIRMED, Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of, probe_text
 from ..cuda_first_call.probe import PROBE as CUDA, no_cuda_reason
@@ -59,7 +59,7 @@ class AsyncClock(Cause):
                                           "with CUDA events", Status.CAUSE, **fields)
         if cmp.slower:
             return self.finding(ctx, cmp, f"{head}, yet no host-clocked call was measured shorter than its GPU time: "
-                                          "the mechanism is unconfirmed", Status.UNCONFIRMED, **fields)
+                                          f"{MECHANISM_UNCONFIRMED}", Status.UNCONFIRMED, **fields)
         return self.not_found(ctx, cmp, "synchronising before each clock read", suffix=clock, **fields)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
+from ..._results.findings import MECHANISM_UNCONFIRMED, Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, probe_text
 from ..cpu_fit.probe import COUNT_VARIABLES, PROBE as CPU_FIT
@@ -76,8 +76,8 @@ class FewThreads(Cause):
         if cmp.faster:
             head = f"with torch's threads held at every CPU it may use{ran} it is {cmp.effect_text()}{before}"
             if held.get("usable") and held.get("ran") != held["usable"]:
-                return self.finding(ctx, cmp, f"{head}, yet the count did not hold at every usable CPU: the "
-                                              "mechanism is unconfirmed", Status.UNCONFIRMED, **fields)
+                return self.finding(ctx, cmp, f"{head}, yet the count did not hold at every usable CPU: "
+                                              f"{MECHANISM_UNCONFIRMED}", Status.UNCONFIRMED, **fields)
             return self.finding(ctx, cmp, f"{head}: {MECHANISM}; the fix: {FIX}", Status.CAUSE, **fields)
         if cmp.slower:
             return self.finding(ctx, cmp, f"with torch's threads held at every CPU it may use{ran} it is "

@@ -14,7 +14,7 @@ from typing import Any
 from ..._results import queries
 from ..._results.document import cell_id
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
+from ..._results.findings import MECHANISM_UNCONFIRMED, Finding, Status
 from ..._results.rules import Context
 from ..._cause import NOT_WATCHED, Cause, mechanism, probe_of, probe_text
 from .probe import PROBE, AutogradFacts
@@ -83,7 +83,7 @@ class Recording(Cause):
                                 "inference_readback": ctx.readback(cell, INFERENCE.name)})
         if cmp.faster and evidence is None:
             return self.finding(ctx, cmp, f"under torch.inference_mode() it is {cmp.effect_text()}{readback}, yet no "
-                                          "call was seen recording a graph: the mechanism is unconfirmed",
+                                          f"call was seen recording a graph: {MECHANISM_UNCONFIRMED}",
                                 Status.UNCONFIRMED, **fields)
         if cmp.faster:
             return self.finding(ctx, cmp, f"under torch.inference_mode() it is {cmp.effect_text()}; {evidence}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ... import settings
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
+from ..._results.findings import MECHANISM_UNCONFIRMED, Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause, mechanism, probe_of
 from ..cuda_first_call.probe import PROBE as CUDA, no_cuda_reason
@@ -60,7 +60,7 @@ class Tf32(Cause):
         if probe != "highest" and cmp.faster:
             status = Status.CAUSE if share is not None and share >= MIN_MATMUL_SHARE else Status.UNCONFIRMED
             tail = (f": {mechanism(MATMUL_PRECISION)}; torch.set_float32_matmul_precision('{probe}') buys it "
-                    "where that precision suffices") if status is Status.CAUSE else ": the mechanism is unconfirmed"
+                    "where that precision suffices") if status is Status.CAUSE else f": {MECHANISM_UNCONFIRMED}"
             return self.finding(ctx, cmp, head + tail, status, **fields)
         if probe == "highest" and cmp.slower:
             return self.finding(ctx, cmp, f"{head}: it already runs TF32, which saves that much", Status.NOT_CAUSE,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..._results import counter_evidence
 from ..._results.counter_evidence import MINOR_FAULTS
 from ..._results.facts import Facts
-from ..._results.findings import Finding, Status
+from ..._results.findings import MECHANISM_UNCONFIRMED, Finding, Status
 from ..._results.rules import Context
 
 from ..._cause import Cause, faults_negligible, mechanism, probe_of, probe_text
@@ -75,8 +75,8 @@ class HugePages(Cause):
         if cmp.faster:
             why = "no buffer was read back on huge pages" if not on_huge else \
                 f"{moved}: fewer TLB misses may be it, which no counter here can show"
-            return self.finding(ctx, cmp, f"with {probe} it is {cmp.effect_text()}{read}, yet {why}: the "
-                                          "mechanism is unconfirmed", Status.UNCONFIRMED, **fields)
+            return self.finding(ctx, cmp, f"with {probe} it is {cmp.effect_text()}{read}, yet {why}: "
+                                          f"{MECHANISM_UNCONFIRMED}", Status.UNCONFIRMED, **fields)
         return self.not_found(ctx, cmp, probe, suffix=f"; {moved}{read}", **fields)
 
 
