@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._results import queries
+from ..._results import queries, wording
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause
@@ -61,11 +61,11 @@ class Stalls:
 
     def text(self) -> str:
         """``"3 of its 120 steady calls (in 2 of 5 processes) ran 3× their process's median or more and took 64% of
-        the time (the slowest 171 ms, against a median of 11.4 ms; the mean is 2.8× the median)"``."""
+        the time (the slowest 171 ms, against a median of 11.4 ms; the mean is 2.80× the median)"``."""
         return (f"{self.stalls} of its {self.calls} steady calls (in {self.stalled_processes} of {self.processes} "
                 f"processes) ran {STALL:g}× their process's median or more and took {self.share:.0%} of the time "
                 f"(the slowest {self.slowest_ms:.3g} ms, against a median of {self.median_ms:.3g} ms; the mean is "
-                f"{self.mean_over_median:.2g}× the median)")
+                f"{wording.factor(self.mean_over_median)}× the median)")
 
 
 def stalls_of(series: list[np.ndarray]) -> Stalls | None:
