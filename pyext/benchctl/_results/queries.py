@@ -166,6 +166,13 @@ def paired_baseline_series(doc: dict, phase: str) -> list[dict]:
     return out
 
 
+def baseline_series(doc: dict, phase: str, baseline: dict) -> list[dict]:
+    """The unchanged workload's ``phase`` data (ns, counters, warm-up), one per process: its own fresh processes, and
+    arm A of the paired ones (:func:`paired_baseline_series`)."""
+    own = [run["phases"][phase] for run in ok_runs(doc, baseline) if "pair" not in run and phase in run["phases"]]
+    return own + paired_baseline_series(doc, phase)
+
+
 def steady_by_run(doc: dict, phase: str, cell: dict, arm: str | None = None) -> list[np.ndarray]:
     """Steady-state ns of ``cell`` in ``phase``, one array per ok run (fresh process)."""
     return [ns for _, ns in steady_runs(doc, phase, cell, arm)]

@@ -56,13 +56,6 @@ def growth_of(ns: list[float]) -> tuple[float, float] | None:
     return float(np.median(series[-third:])) / first, rho
 
 
-def _series(ctx: Context) -> list[list[float]]:
-    """The unchanged workload's series in this phase: its own fresh processes, and arm A of the paired ones."""
-    own = [run["phases"][ctx.phase]["ns"] for run in queries.ok_runs(ctx.doc, ctx.baseline)
-           if "pair" not in run and ctx.phase in run["phases"]]
-    return own + [data["ns"] for data in queries.paired_baseline_series(ctx.doc, ctx.phase)]
-
-
 class Growth(Cause):
     name = "growth"
     order = 62
@@ -75,7 +68,7 @@ class Growth(Cause):
         return None  # the timed processes are its evidence
 
     def judge_phase(self, ctx: Context) -> Finding | None:
-        series = _series(ctx)
+        series = [data["ns"] for data in queries.baseline_series(ctx.doc, ctx.phase, ctx.baseline)]
         if not series:
             return None
         grown = [g for ns in series if (g := growth_of(ns)) is not None]

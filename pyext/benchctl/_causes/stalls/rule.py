@@ -87,12 +87,6 @@ def stalls_of(series: list[np.ndarray]) -> Stalls | None:
                   mean_over_median=float(pooled.mean()))
 
 
-def _series(ctx: Context) -> list[np.ndarray]:
-    """The unchanged workload's steady series in this phase: its own fresh processes, and arm A of paired ones."""
-    own = [ns for run, ns in queries.steady_runs(ctx.doc, ctx.phase, ctx.baseline) if "pair" not in run]
-    return own + [queries.steady_ns(data) for data in queries.paired_baseline_series(ctx.doc, ctx.phase)]
-
-
 class StallsCause(Cause):
     name = "stalls"
     order = 64
@@ -105,7 +99,7 @@ class StallsCause(Cause):
         return None  # the timed processes are its evidence
 
     def judge_phase(self, ctx: Context) -> Finding | None:
-        series = _series(ctx)
+        series = [queries.steady_ns(data) for data in queries.baseline_series(ctx.doc, ctx.phase, ctx.baseline)]
         if not series:
             return None
         found = stalls_of(series)
