@@ -31,7 +31,7 @@ _RUNTIME, _TEAM, _ENV = "omp_runtime", "omp_team", "omp_wait_env"
 _CPUS_BESIDE, _MS_BESIDE, _CPUS_USED = "cpus_beside_team", "cpu_ms_beside_team", "cpus_used"
 #: Under this many CPUs kept busy on average over the timed iterations by the process and its children, the calls
 #: mostly waited (a sleep, I/O, a lock, another machine): what changes the CPUs' work changes at most that share of
-#: their time. (A step of random 1-4 ms sleeps kept 0.05 here; one thread of arithmetic keeps about 1.)
+#: their time. (A step of random 1 or 4 ms sleeps kept 0.06 here; one thread of arithmetic keeps about 1.)
 WAITING_CPUS = 0.1
 
 
