@@ -8,7 +8,8 @@ worker that confirms the mechanism (hooks that ran, modes that were on, the coll
 - otherwise what :meth:`Cause.not_found` says, the watch's evidence after it.
 
 A subclass sets the words (``under``, ``switched``, ``unseen``, ``unwatched``, ``fix``, ``timing_only``) and says
-what its watch confirms (:meth:`evidence`) and what rules it out before any cell runs (:meth:`rule_out`).
+what its watch confirms (:meth:`confirms`, or :meth:`evidence` in words of its own) and what rules it out before any
+cell runs (:meth:`rule_out`).
 :class:`KeptCause` is the kind whose probe keeps a process-wide switch where the code would move it (the profiler
 off, mkldnn on): every attempt is refused and read back, so the readback is evidence of its own.
 """
@@ -69,9 +70,15 @@ class SwitchedCause(Cause):
     def rule_out(self, facts: Facts, seen: Any) -> str | None:
         """Why the watch's facts ``seen`` rule this cause out before any cell runs, or None where they do not."""
 
-    @abc.abstractmethod
+    def confirms(self, seen: Any) -> bool:
+        """Whether the watch's facts ``seen`` show the mechanism at work (default: whatever it saw)."""
+        return True
+
     def evidence(self, facts: Facts | None) -> str | None:
-        """The watch's facts that confirm the mechanism, in words, or None where it saw nothing that would."""
+        """The watch's facts that confirm the mechanism, in words (their ``text()``), or None where it saw nothing
+        that would (:meth:`confirms`)."""
+        seen = self.seen(facts)
+        return seen.text() if seen is not None and self.confirms(seen) else None
 
     def evidence_json(self, ctx: Context) -> Any:
         """The watch's facts as the finding's evidence carries them."""

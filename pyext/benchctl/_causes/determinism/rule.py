@@ -39,9 +39,8 @@ class DeterministicLeftOn(KeptCause):
     def rule_out(self, facts: Facts, seen: DeterminismFacts) -> str | None:
         return None if seen.seen_on else seen.text()
 
-    def evidence(self, facts: Facts | None) -> str | None:
-        seen = self.seen(facts)
-        return seen.text() if seen is not None and seen.seen_on else None
+    def confirms(self, seen: DeterminismFacts) -> bool:
+        return seen.seen_on
 
     def evidence_json(self, ctx: Context) -> dict | None:
         seen = self.seen(ctx.facts)

@@ -48,9 +48,5 @@ class GcPauses(SwitchedCause):
             return f"{seen.text()}: under {NEGLIGIBLE_SHARE:.0%}"
         return None
 
-    def evidence(self, facts: Facts | None) -> str | None:
-        seen = self.seen(facts)
-        return seen.text() if seen is not None else None
-
 
 CAUSES = (GcPauses(),)

@@ -44,9 +44,8 @@ class HooksOnEveryCall(SwitchedCause):
             return None
         return None if seen.ran else seen.none_text()
 
-    def evidence(self, facts: Facts | None) -> str | None:
-        seen = self.seen(facts)
-        return seen.text() if seen is not None and seen.ran else None
+    def confirms(self, seen: HooksFacts) -> bool:
+        return seen.ran
 
 
 CAUSES = (HooksOnEveryCall(),)

@@ -47,9 +47,8 @@ class MkldnnOff(KeptCause):
     def rule_out(self, facts: Facts, seen: MkldnnFacts) -> str | None:
         return None if seen.seen_off else seen.text()
 
-    def evidence(self, facts: Facts | None) -> str | None:
-        seen = self.seen(facts)
-        return seen.text() if seen is not None and seen.seen_off else None
+    def confirms(self, seen: MkldnnFacts) -> bool:
+        return seen.seen_off
 
     def evidence_json(self, ctx: Context) -> dict | None:
         seen = self.seen(ctx.facts)

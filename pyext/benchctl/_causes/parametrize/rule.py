@@ -46,9 +46,8 @@ class Recomputed(SwitchedCause):
             return None
         return None if seen.recomputed_again else seen.none_text()
 
-    def evidence(self, facts: Facts | None) -> str | None:
-        seen = self.seen(facts)
-        return seen.text() if seen is not None and seen.recomputed_again else None
+    def confirms(self, seen: ParametrizeFacts) -> bool:
+        return seen.recomputed_again
 
 
 CAUSES = (Recomputed(),)

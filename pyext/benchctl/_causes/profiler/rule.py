@@ -38,9 +38,8 @@ class ProfilerLeftOn(KeptCause):
     def rule_out(self, facts: Facts, seen: ProfilerFacts) -> str | None:
         return None if seen.seen_on else "no profiler session ran over the probe worker's timed iterations"
 
-    def evidence(self, facts: Facts | None) -> str | None:
-        seen = self.seen(facts)
-        return seen.text() if seen is not None and seen.seen_on else None
+    def confirms(self, seen: ProfilerFacts) -> bool:
+        return seen.seen_on
 
     def evidence_json(self, ctx: Context) -> dict | None:
         seen = self.seen(ctx.facts)

@@ -45,9 +45,8 @@ class TrainModeLeftOn(SwitchedCause):
             return f"{autograd.gradients_text()}: training mode is what its call is for"
         return None if seen.differs else seen.none_text()
 
-    def evidence(self, facts: Facts | None) -> str | None:
-        seen = self.seen(facts)
-        return seen.text() if seen is not None and seen.differs else None
+    def confirms(self, seen: TrainModeFacts) -> bool:
+        return seen.differs
 
 
 CAUSES = (TrainModeLeftOn(),)
