@@ -107,3 +107,15 @@ def test_the_counter_group_reads_it_alone_and_beside_perf_events():
         waited = [delta(a, b)["runqueue_wait_ns"] for a, b in zip(first, last)]
     assert all(w >= 0.25 * 0.4e9 for w in waited), waited
     assert alone.closed and beside.closed
+
+
+def test_a_group_says_how_many_threads_a_read_reads():
+    # A read's cost grows with the threads it re-reads: the run delay reads every thread of the process, also
+    # in an inherit group whose perf events count only the opening thread's.
+    with CounterGroup("inherit", events=["context_switches", "runqueue_wait_ns"]) as group:
+        group.read()
+        before = group.threads_read
+        seen = []
+        _threads_on(2, min(os.sched_getaffinity(0)), 0.01, lambda: (group.read(), seen.append(group.threads_read)))
+        assert group.threads == 1
+        assert before == 1 + len(os.listdir("/proc/self/task")) and seen == [before + 2], (before, seen)

@@ -100,6 +100,11 @@ class RunDelay:
             read_any |= self._add(self._relist(), count_new)[0]
         return read_any
 
+    @property
+    def threads(self) -> int:
+        """How many threads a :meth:`read` re-reads now (its cost grows with them)."""
+        return len(self._fds)
+
     def read(self) -> int | None:
         """Nanoseconds waited on a run queue by this process's threads since opening, or None (see ``why``)."""
         if self.closed:

@@ -241,13 +241,19 @@ class CounterGroup:
                 out[name] = getter(ru)
         return out
 
+    @property
+    def threads_read(self) -> int:
+        """How many threads one :meth:`read` reads: the perf group's (:attr:`threads`) and, for the run delay,
+        every thread of the process, whatever the scope."""
+        return self.threads + (self._run_delay.threads if self._run_delay is not None else 0)
+
     def read_cost_ns(self, repeats: int = 50) -> dict:
         """What one :meth:`read` costs here: ``{"min_ns", "median_ns", "repeats"}``.
 
         Times ``repeats`` back-to-back reads with :func:`benchctl.clock.time_calls`
         (one untimed read first). The minimum is the cost itself; the median
-        adds what a busy machine adds. A ``"process"`` group reads every
-        opened thread, so its cost grows with :attr:`threads`. Compare it with
+        adds what a busy machine adds. A read reads every thread it counts, so
+        its cost grows with :attr:`threads_read`. Compare it with
         the iteration time before reading around every iteration.
         """
         from . import clock
