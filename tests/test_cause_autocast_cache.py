@@ -3,6 +3,7 @@ given back, also after an exception; the clears counted), its setting (``autocas
 process, each timed call wrapped), its probe (through a results file) and its judgement on synthetic explaining runs.
 No timing is asserted: the synthetic documents carry known factors."""
 
+import dataclasses
 import json
 import textwrap
 
@@ -12,12 +13,14 @@ import torch
 from benchctl import _timed_call, settings
 from benchctl._causes.autocast_cache import control
 from benchctl._causes.autocast_cache.probe import PROBE, AutocastFacts
-from benchctl._causes.autocast_cache.rule import CASTS, FIX, AutocastRecast
+from benchctl._causes.autocast_cache.rule import CASTS, FIX, FIX_WHERE_SLOWER, AutocastRecast
+from benchctl._causes.half.rule import HALF
 from benchctl._causes.autocast_cache.setting import AUTOCAST_CACHE
 from benchctl._causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts
 from benchctl._probe import ProbedCall
 from benchctl._results import queries, rules
 from benchctl._results.analysis import analyse
+from benchctl._results.dtype_profile import DtypeProfile, DtypeTiming
 from benchctl._results.facts import Facts, OpRow
 from benchctl._results.findings import Status
 from benchctl._run import runner
@@ -181,6 +184,23 @@ def test_named_when_keeping_the_cache_makes_it_faster_and_not_when_it_changes_no
     assert unseen.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in unseen.message
     failed = _judge(1.0, fail=True)
     assert failed.status == Status.UNRESOLVED and "its call fails" in failed.message
+
+
+def test_where_this_cpu_runs_the_lower_precision_slower_the_fix_does_not_cast_the_model_to_it():
+    # An AMD EPYC VM with AVX2 and no AVX-512: its bfloat16 addmm ran 7.5x slower than in float32, and "cast the
+    # model once to bfloat16" would have kept that cost; the half cause says so, and this fix points there.
+    def with_profile(ratio, share):
+        timing = DtypeTiming("aten::addmm", "c10::BFloat16", share, dtype_us=ratio * 100.0, float32_us=100.0,
+                             low=ratio * 0.9, high=ratio * 1.1, repeats=7)
+        return dataclasses.replace(_facts(SEEN), dtype_profile=DtypeProfile((timing,), ("avx2",), threads=1,
+                                                                            seconds=0.2))
+
+    cause = AutocastRecast()
+    assert cause.fix_for(_facts(SEEN)) == FIX and cause.fix_for(None) == FIX
+    assert HALF.named(with_profile(7.5, 0.6)) and cause.fix_for(with_profile(7.5, 0.6)) == FIX_WHERE_SLOWER
+    assert "see half" in FIX_WHERE_SLOWER and "model.to(" not in FIX_WHERE_SLOWER
+    assert cause.fix_for(with_profile(1.0, 0.6)) == FIX  # as fast as float32: casting once is the fix
+    assert cause.fix_for(with_profile(7.5, 0.3)) == FIX  # slower ops hold too little of the time for half's *
 
 
 _AUTOCAST_FILE = """

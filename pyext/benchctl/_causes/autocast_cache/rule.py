@@ -13,11 +13,12 @@ from __future__ import annotations
 from ..._results.facts import Facts, OpRow
 from ..._results.rules import Context
 from ..._switched_cause import SwitchedCause
+from ..half.rule import HALF
 from ..recording.probe import PROBE as AUTOGRAD
 from .probe import PROBE, AutocastFacts
 from .setting import AUTOCAST_CACHE
 
-__all__ = ["CASTS", "FIX", "AutocastRecast", "CAUSES"]
+__all__ = ["CASTS", "FIX", "FIX_WHERE_SLOWER", "AutocastRecast", "CAUSES"]
 
 #: The ops a cast runs: their share of the profiled call's op time is quoted beside the clears.
 CASTS = ("aten::_to_copy", "aten::copy_")
@@ -25,6 +26,10 @@ CASTS = ("aten::_to_copy", "aten::copy_")
 FIX = ("for inference, cast the model once to the lower precision (model.to(torch.bfloat16) or .half()) instead of "
        "autocasting each call, or enter one autocast block around all the calls (its cache then lives from one call "
        "to the next)")
+#: The same where the lower precision's own ops run slower than float32 on this CPU (the half cause names it): casting
+#: the model to it once would keep that cost.
+FIX_WHERE_SLOWER = ("enter one autocast block around all the calls (its cache then lives from one call to the next), "
+                    "or leave autocast out: this CPU runs its lower precision's ops slower than float32 (see half)")
 
 
 def _casts(row: OpRow) -> bool:
@@ -51,6 +56,9 @@ class AutocastRecast(SwitchedCause):
             return (f"{autograd.gradients_text()}: training changes its weights between calls, so each call must "
                     "cast them anew")
         return None
+
+    def fix_for(self, facts: Facts | None) -> str:
+        return FIX_WHERE_SLOWER if HALF.named(facts) else FIX
 
     def evidence(self, facts: Facts | None) -> str | None:
         seen = self.seen(facts)

@@ -21,7 +21,7 @@ from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import Cause
 
-__all__ = ["MEANINGFUL_SHARE", "LARGE_SHARE", "MIN_OP_SHARE", "MAX_OPS", "CostlyDtype", "HalfPrecision",
+__all__ = ["MEANINGFUL_SHARE", "LARGE_SHARE", "MIN_OP_SHARE", "MAX_OPS", "CostlyDtype", "HalfPrecision", "HALF",
            "estimated_speedup", "CAUSES"]
 
 #: Under this share of the probe call's op time, a dtype cannot explain the time: ruled out.
@@ -114,6 +114,15 @@ class CostlyDtype(Cause):
         """What the CPU's flags say of this dtype ("" where they say nothing)."""
         return ""
 
+    def slower(self, facts: Facts) -> list[DtypeTiming]:
+        """The replayed ops of this cause's dtypes measured slower than in float32 beyond the repeats' spread."""
+        return [t for t in self._timings(facts.dtype_profile) if t.ratio is not None and t.slower]
+
+    def named(self, facts: Facts | None) -> bool:
+        """Whether the dtype profile names this cause (``*``): ops measured slower than in float32 hold at least
+        :data:`LARGE_SHARE` of the op time."""
+        return facts is not None and sum(t.share for t in self.slower(facts)) >= LARGE_SHARE
+
     def judge_phase(self, ctx: Context) -> Finding | None:
         facts = ctx.facts
         if facts is None or self.share(facts) is None:
@@ -121,7 +130,7 @@ class CostlyDtype(Cause):
         share = self.share(facts)
         timings = self._timings(facts.dtype_profile)
         measured = [t for t in timings if t.ratio is not None]
-        slower = [t for t in measured if t.slower]
+        slower = self.slower(facts)
         slower_share = sum(t.share for t in slower)
         speedup = estimated_speedup(facts, tuple(measured))
         flags = self.flags_text(facts.dtype_profile) if facts.dtype_profile else ""
@@ -139,7 +148,7 @@ class CostlyDtype(Cause):
         # The fix and what it would do, or (where float32 measured slower) only what float32 would cost.
         remedy = (f"{self.fix_for(facts)}: an estimated {speedup:.2f}× faster on the whole call" if speedup >= 1 else
                   f"in float32 the whole call would be an estimated {1 / speedup:.2f}× slower")
-        if slower and slower_share >= LARGE_SHARE:
+        if slower and self.named(facts):
             return self.finding(ctx, None, f"{_percent(slower_share)} of its op time is {self._ops(slower)}, "
                                            f"{self._slower_text(slower, ops)}{flags}: {remedy}; "
                                            f"{basis}", Status.CAUSE, evidence=evidence)
@@ -192,4 +201,5 @@ class HalfPrecision(CostlyDtype):
         return f"; CPU flags: {'; '.join(parts)}{converts}"
 
 
-CAUSES = (HalfPrecision(),)
+HALF = HalfPrecision()
+CAUSES = (HALF,)
