@@ -11,6 +11,7 @@ from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts, OpRow, PyFrame, WarningSeen
 from benchctl._results.findings import Status
 from benchctl._causes.python_time import rule as python_time
+from benchctl._causes.profiler.probe import PROBE as PROFILER_WATCH, ProfilerFacts
 from benchctl._causes.python_time.probe import CHILDREN, ChildProcesses
 from benchctl._workloads import probe_python
 from synthetic_results import make_doc
@@ -61,6 +62,19 @@ def test_open_when_the_profiler_made_the_call_much_longer_and_not_a_cause_under_
     assert slowed.status is Status.UNCONFIRMED and "the profiler's own cost may be what is outside" in slowed.message
     assert judge(facts(45_000.0)).status is Status.NOT_CAUSE
     assert judge(Facts(phases=["run"])) is None
+
+
+def test_open_where_the_code_runs_the_profiler_itself():
+    # profiler_on.py on an AMD EPYC VM: 50% of its profiled call outside the ops, the most of it under the
+    # profiler's own __exit__ (5.9 ms of 16.9), named * beside the profiler cause: the sessions' work is that cause's.
+    sessions = ProfilerFacts(starts=30)
+    found = judge(facts(5_000.0, python_frames=(FRAME,), probed={PROFILER_WATCH.key: sessions}))
+    assert found.status is Status.UNCONFIRMED, found.message
+    assert (f"yet {sessions.text()}: its sessions' own work (starting and stopping them, collecting their events) "
+            "is outside torch's ops too, the profiler's cost and not Python's (see profiler)") in found.message
+    assert judge(facts(5_000.0, probed={PROFILER_WATCH.key: ProfilerFacts(on_before=True)})).status is \
+        Status.UNCONFIRMED
+    assert judge(facts(5_000.0, probed={PROFILER_WATCH.key: ProfilerFacts()})).status is Status.CAUSE  # none seen
 
 
 def test_a_call_that_ran_no_torch_op_is_all_outside_them_unless_the_profile_was_taken_over():

@@ -12,7 +12,8 @@ Python's side (the interpreter, and torch's conversions in libtorch_python) held
 any native library other than torch's: where one did (numpy's OpenBLAS for an ``a @ a`` beside torch's
 ops), it names that library and the finding stays open. The profiler's own overhead is charged to
 each op it records: where the profiled call took far longer than the unprofiled iterations,
-the share is not measured and the finding stays open; so it does where the calling thread was off
+the share is not measured and the finding stays open; so it does where the code runs the profiler itself (its
+sessions' starts, stops and events are outside the ops: the profiler cause's), and where the calling thread was off
 a CPU for most of the time outside the ops (it waited for its own pool, a child process, I/O). Where the
 split could not be sampled, the finding says why in its evidence and judges as before the sampler: open
 also where the cProfile call puts the most own time in a torch op's call (``torch.mm``), as the time
@@ -31,6 +32,7 @@ from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import EVIDENCE_ONLY, Cause
 from ..op_overhead.rule import overhead
+from ..profiler.probe import PROBE as PROFILER_WATCH
 from .probe import CHILDREN, PROBE as SPLIT_PROBE, SAID as SPLIT_SAID
 
 __all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "BENEATH", "PythonTime", "heaviest_call",
@@ -178,6 +180,12 @@ class PythonTime(Cause):
             return self.finding(ctx, None, f"{said}, yet {per_op}", Status.NOT_CAUSE, evidence=evidence)
         if split is not None:
             said += f"; {SPLIT_SAID.format(split=split.text())}"
+        sessions = facts.of(PROFILER_WATCH)
+        if sessions is not None and sessions.seen_on:
+            return self.finding(ctx, None, f"{said}, yet {sessions.text()}: its sessions' own work (starting and "
+                                           "stopping them, collecting their events) is outside torch's ops too, the "
+                                           "profiler's cost and not Python's (see profiler)", Status.UNCONFIRMED,
+                                evidence=evidence)
         if slowed is not None and slowed > PROFILER_TRUSTED:
             return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
                                            f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
