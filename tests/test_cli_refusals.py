@@ -172,6 +172,17 @@ def test_a_target_that_does_not_import_is_the_users_error(tmp_path, capsys, work
     assert workers == []
 
 
+def test_a_file_that_crashes_at_import_is_shown_crashing_there(tmp_path):
+    # A native crash at import takes the command's process with it: it said nothing at all (exit 139); now it says
+    # where, the user's file and line among the frames.
+    path = tmp_path / "crashing.py"
+    path.write_text("import ctypes\n\nctypes.string_at(0)\n\n\ndef f():\n    pass\n")
+    proc = subprocess.run([sys.executable, "-m", "benchctl", "explain", f"{path}:f", "--no-progress"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "Fatal Python error: Segmentation fault" in proc.stderr, proc.stderr
+    assert f'File "{path}", line 3 in <module>' in proc.stderr, proc.stderr
+
+
 def test_a_script_that_parses_its_command_line_at_import_is_told_where_to_move_it(tmp_path, capsys, workers):
     path = tmp_path / "parsing.py"
     path.write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--size', required=True)\n"

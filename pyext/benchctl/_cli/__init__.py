@@ -16,6 +16,7 @@ holds the files it names to their rules (nothing measured replaced unasked).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import os
 import sys
@@ -118,6 +119,12 @@ def entry_point() -> None:
     at import and never stopped ends in SIGSEGV at exit), which would turn an answer given into a crash."""
     from .._workloads import user
 
+    # A native crash (a user's file crashing at import, a library's bug) then prints where it happened, the user's
+    # file and line among the frames, before the process dies of its signal; without it, nothing at all.
+    try:
+        faulthandler.enable()
+    except (RuntimeError, ValueError, OSError):  # no usable stderr: nothing could be said there anyway
+        pass
     code = main()
     if user.imported_code():
         for stream in (sys.stdout, sys.stderr):
