@@ -1,8 +1,10 @@
 #include "counters.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #ifdef __linux__
 #include <linux/perf_event.h>
@@ -36,8 +38,11 @@ constexpr uint64_t kReadFormat = PERF_FORMAT_GROUP | PERF_FORMAT_ID |
                                  PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 // A group read: nr, time_enabled, time_running, then {value, id} per member.
 constexpr size_t kHeaderWords = 3;
-// How often a group read failing with ECHILD (an inherited thread exiting) is tried again.
-constexpr int kExitRetries = 100;
+// How long a group read failing with ECHILD (an inherited thread exiting) is tried again: the exiting thread must
+// run to finish folding its counts, and on 2 vCPUs it may wait a scheduler tick or more for one.
+constexpr std::chrono::milliseconds kExitWait{200};
+// Retries that only yield the CPU before the retries sleep briefly.
+constexpr int kYieldRetries = 100;
 
 const PerfEventKind& kind_named(const std::string& name) {
   for (const auto& k : perf_event_kinds())
@@ -147,13 +152,24 @@ std::vector<PerfMemberReading> PerfCounterGroup::read() const {
     for (const auto& g : t.groups) {
       ssize_t want = static_cast<ssize_t>((kHeaderWords + 2 * g.fds.size()) * sizeof(uint64_t));
       ssize_t got = ::read(g.leader_fd, buf, sizeof(buf));
+      int err = got < 0 ? errno : 0;
       // An inherited thread exiting as its counts fold into the group's fails the read with ECHILD for a
-      // moment (kernel 6.18: ~4% of reads right after threads joined); the next read sums them.
-      for (int retry = 0; got < 0 && errno == ECHILD && retry < kExitRetries; ++retry)
-        got = ::read(g.leader_fd, buf, sizeof(buf));
+      // moment (kernel 6.18: ~4% of reads right after threads joined); a read after it has run sums them. 100
+      // back-to-back retries were not always enough on an AMD EPYC VM: the retries give it the CPU.
+      if (err == ECHILD) {
+        const auto until = std::chrono::steady_clock::now() + kExitWait;
+        for (int retry = 0; err == ECHILD && std::chrono::steady_clock::now() < until; ++retry) {
+          if (retry < kYieldRetries)
+            std::this_thread::yield();
+          else
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+          got = ::read(g.leader_fd, buf, sizeof(buf));
+          err = got < 0 ? errno : 0;
+        }
+      }
       if (got < want)
         throw std::runtime_error(std::string("reading a perf event group failed: ") +
-                                 (got < 0 ? std::strerror(errno) : "short read"));
+                                 (got < 0 ? std::strerror(err) : "short read"));
       uint64_t nr = buf[0], enabled = buf[1], running = buf[2];
       for (uint64_t m = 0; m < nr; ++m) {
         uint64_t value = buf[kHeaderWords + 2 * m];
