@@ -285,6 +285,32 @@ def test_a_time_target_stops_a_paired_worker_only_once_each_arm_has_its_iteratio
     assert len(plain.ticks["run"]) == user.MIN_ITERATIONS
 
 
+def test_an_iteration_count_that_runs_out_before_arm_b_is_stretched_until_each_arm_has_one(fake_setting, fake_clock,
+                                                                                           monkeypatch):
+    """explain sized 3 iterations a worker where its budget was short: a paired worker of 20 ms calls ran 'aAb', no
+    arm B, so no ratio, and its cause fell out of the answer. It now goes on until each arm has a steady iteration."""
+    from benchctl._workloads import user
+
+    monkeypatch.setattr(user, "time", fake_clock)
+    fake_setting(clock=fake_clock)
+    rec = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+
+    def slow_call():
+        fake_clock.now += 0.02
+
+    user._timed(rec, "run", slow_call, {"iterations": 3, "seconds": 0.0})
+    assert _schedule(rec) == "aAbB"
+    # Never beyond ARMS_EXTRA more: a schedule that reaches no arm B (a pattern of arm A only) stops there.
+    stuck = PairedRecorder(None, Pair(a={}, b={FakeSwitch.name: "on"}))
+    monkeypatch.setattr(stuck, "pattern", "A")
+    user._timed(stuck, "run", slow_call, {"iterations": 3, "seconds": 0.0})
+    assert len(_schedule(stuck)) == 3 + user.ARMS_EXTRA
+    # An unpaired worker runs its count, no more.
+    plain = Recorder()
+    user._timed(plain, "run", slow_call, {"iterations": 2, "seconds": 0.0})
+    assert len(plain.ticks["run"]) == 2
+
+
 def test_blocks_hold_block_s_of_steady_time_on_a_real_clock(fake_setting, monkeypatch):
     monkeypatch.setattr(paired, "SETTLE_S", 0.003)
     monkeypatch.setattr(paired, "BLOCK_S", 0.010)

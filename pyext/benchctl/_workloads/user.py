@@ -50,11 +50,16 @@ from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
 from .._thread_calls import ThreadCalls, thread_calls
 
-__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "PROBE_CALLS", "PROBE_CUT", "workload", "is_target", "load"]
+__all__ = ["DEFAULT_ITERATIONS", "MIN_ITERATIONS", "ARMS_EXTRA", "PROBE_CALLS", "PROBE_CUT", "workload", "is_target",
+           "load"]
 
 DEFAULT_ITERATIONS = 30
 #: The fewest timed iterations a time target lets a process run: a first one (often a warm-up) and steady ones.
 MIN_ITERATIONS = 3
+#: A paired worker whose ``iterations`` ran out before each arm had a steady one goes on for at most this many more:
+#: explain sized 3 iterations a worker where its budget was short, a paired worker ran "aAb" (no arm B, no ratio), and
+#: the cause of its probe fell out of the answer.
+ARMS_EXTRA = 16
 #: The untimed calls a probe worker adds after the timed ones: the profiled one and the autograd census.
 PROBE_CALLS = 2
 #: The note of a probe worker that stopped at its limit (``rec.probe_limit_s``): ``{"calls", "timed_s"}``, what its
@@ -247,7 +252,8 @@ def _op_inputs_census(call: Callable[[], Any], watch: CompileWatch) -> dict | No
 
 
 def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileWatch | None = None) -> bool:
-    """Up to ``iterations`` timed calls; with a ``seconds`` target, no more once they took that long
+    """Up to ``iterations`` timed calls (a paired worker: more, up to :data:`ARMS_EXTRA`, until each arm has one
+    steady iteration); with a ``seconds`` target, no more once they took that long
     (and :data:`MIN_ITERATIONS` ran, of each arm in a paired worker: ``rec.timed_enough``). Each call runs as
     the cell's settings ask (``inference=on``: under torch.inference_mode(); any setting's context around it:
     :mod:`benchctl._timed_call`); ``watch`` reads dynamo's counters after each, outside its timing. A probe whose
@@ -256,7 +262,8 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
     spent = 0.0
     if watch is not None:
         watch.start()
-    for done in range(1, args["iterations"] + 1):
+    most = args["iterations"] + ARMS_EXTRA
+    for done in range(1, most + 1):
         started = time.perf_counter()
         with rec.iteration(phase):
             call()
@@ -270,6 +277,8 @@ def _timed(rec, phase: str, call: Callable[[], Any], args: dict, watch: CompileW
             rec.note(PROBE_CUT, {"calls": done, "timed_s": spent})
             return True
         if args["seconds"] and spent >= args["seconds"] and rec.timed_enough(phase, MIN_ITERATIONS):
+            break
+        if done >= args["iterations"] and rec.timed_enough(phase, 1):
             break
     rec.untimed()  # what follows (the probe's profiled call) is in no window of the counters
     return False
