@@ -12,8 +12,9 @@ import torch
 
 from benchctl import _timed_call, settings
 from benchctl._causes.autocast_cache import control
-from benchctl._causes.autocast_cache.probe import PROBE, AutocastFacts
-from benchctl._causes.autocast_cache.rule import CASTS, FIX, FIX_WHERE_SLOWER, AutocastRecast
+from benchctl._causes.autocast_cache.probe import PROBE, AutocastFacts, tallying_weights
+from benchctl._causes.autocast_cache.rule import (CASTS, FIX, FIX_UNCACHED, FIX_WHERE_SLOWER, UNCACHED,
+                                                AutocastRecast)
 from benchctl._causes.half.rule import HALF
 from benchctl._causes.autocast_cache.setting import AUTOCAST_CACHE
 from benchctl._causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts
@@ -120,15 +121,53 @@ def test_the_setting_keeps_the_cache_from_the_first_timed_call_until_switched_ba
 
 def test_the_probe_reads_its_count_back_through_a_results_file():
     model, x = _linear()
-    with control.counting_clears() as clears:
+    with PROBE.watch_call() as (clears, tallied):
         _autocast_call(model, x)
-    note = PROBE.record(ProbedCall(call=lambda: None, called={PROBE.key: clears}))
+    note = PROBE.record(ProbedCall(call=lambda: None, called={PROBE.key: (clears, tallied)}))
     found = PROBE.read(note)
-    assert found == SEEN and found.text() == ("in its profiled call autocast's cache of cast weights was cleared 1 "
-                                              "time, as its outermost autocast block exited")
+    assert found == dataclasses.replace(SEEN, cached=16 * 16 + 16)  # the linear layer's weight and bias
+    assert found.text() == ("in its profiled call autocast's cache of cast weights was cleared 1 time, as its "
+                            "outermost autocast block exited")
     assert PROBE.record(ProbedCall()) == {} and PROBE.read({}) is None
     again = Facts.from_json(json.loads(json.dumps(Facts(probed={PROBE.key: found}).to_json())))
     assert again.of(PROBE) == found
+    assert PROBE.read({"autocast_cache_clears": 2}) == AutocastFacts(clears=2)  # a file from before the tally
+
+
+def _casts_in_a_second_call(model, x, around):
+    """The casts (aten::_to_copy) of a second call inside the same autocast block as the first: what its cache did
+    not keep."""
+    with around(), torch.autocast("cpu", dtype=torch.bfloat16):
+        model(x)
+        with torch.profiler.profile() as prof:
+            model(x)
+    return sum(e.count for e in prof.key_averages() if e.key == "aten::_to_copy")
+
+
+@pytest.mark.parametrize("case", ["no_grad", "frozen", "inference_mode"])
+def test_the_tally_says_which_weights_autocast_casts_anew_and_torch_agrees(case):
+    """Two linear layers (4 float32 weights and biases): a second call in one autocast block casts only its input
+    where the cache keeps them, and all five tensors where it cannot (frozen weights, or any under inference mode)."""
+    torch.manual_seed(0)
+    model, x = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Linear(16, 16)), torch.randn(4, 16)
+    model.requires_grad_(case != "frozen")
+    around = torch.inference_mode if case == "inference_mode" else torch.no_grad
+    with tallying_weights() as tally:
+        _casts_in_a_second_call(model, x, around)
+        model(x)  # outside autocast: not counted
+    elements = 2 * (16 * 16 + 16)
+    expected = {"no_grad": {"cached": elements, "frozen": 0, "inference": 0},
+                "frozen": {"cached": 0, "frozen": elements, "inference": 0},
+                "inference_mode": {"cached": 0, "frozen": 0, "inference": elements}}[case]
+    assert tally.note() == expected
+    facts = AutocastFacts(clears=1, **tally.note())
+    assert facts.mostly_uncached == (case != "no_grad")
+    assert _casts_in_a_second_call(model, x, around) == (1 if case == "no_grad" else 5)
+    if facts.mostly_uncached:
+        reason = "they do not require grad" if case == "frozen" else "they were used under inference mode"
+        assert facts.uncached_text() == (f"100% of the float32 weights its modules used under autocast (544 of 544 "
+                                         f"elements) are ones its cache cannot keep: {reason}")
+    assert torch.nn.Module._call_impl.__name__ == "_call_impl"  # torch's own back
 
 
 def _facts(seen, autograd=None):
@@ -148,9 +187,12 @@ def test_precheck_rules_it_out_without_a_clear_or_where_the_call_computes_gradie
     assert "times its own iterations" in cause.precheck(_facts(None), None)
     training = AutogradFacts(calls=10, recording=10, gradients=1)
     assert "training changes its weights between calls" in cause.precheck(_facts(SEEN, training), None)
+    # One block around all the calls keeps nothing of frozen weights: not ruled out for want of a clear.
+    assert cause.precheck(_facts(AutocastFacts(clears=0, frozen=100)), None) is None
+    assert cause.precheck(_facts(AutocastFacts(clears=0, frozen=100, cached=300)), None) is not None
 
 
-def _judge(factor, seen=SEEN, fail=False):
+def _judge(factor, seen=SEEN, fail=False, empty=False):
     def readback(cell):
         if cell["with"] != KEPT:
             return {}
@@ -163,6 +205,10 @@ def _judge(factor, seen=SEEN, fail=False):
         for run in doc["runs"]:
             if run["cell"]["with"] == KEPT:
                 run.update(status="failed", phases={}, error="RuntimeError: out of memory\n...")
+    if empty:  # ran and ended well, with no value of the phase (a paired worker that never reached its arm B)
+        for run in doc["runs"]:
+            if run["cell"]["with"] == KEPT:
+                run["phases"] = {}
     doc = analyse(doc)
     ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
     found = AutocastRecast().judge(ctx)
@@ -184,6 +230,25 @@ def test_named_when_keeping_the_cache_makes_it_faster_and_not_when_it_changes_no
     assert unseen.status == Status.UNCONFIRMED and "the mechanism is unconfirmed" in unseen.message
     failed = _judge(1.0, fail=True)
     assert failed.status == Status.UNRESOLVED and "its call fails" in failed.message
+    # Processes that ran and gave nothing to compare: open, not left out of the answer (it was, before).
+    empty = _judge(1.0, empty=True)
+    assert empty.status == Status.UNRESOLVED and empty.comparison is None, empty.message
+    assert empty.message == ("autocast casting the weights anew in every call: not measured: its autocast_cache=kept "
+                             "cell ran 3 process(es), none of which gave a value to compare with the unchanged "
+                             "workload in this phase")
+
+
+def test_open_with_its_mechanism_where_the_weights_are_ones_autocast_does_not_cache():
+    frozen = AutocastFacts(clears=1, frozen=300, cached=100)
+    same = _judge(1.0, seen=frozen)
+    assert same.status == Status.UNCONFIRMED and same.mark == "?", same.message  # was "not the cause"
+    assert same.message.startswith("autocast casting the weights anew in every call: 75% of the float32 weights its "
+                                   "modules used under autocast (300 of 400 elements) are ones its cache cannot keep: "
+                                   "they do not require grad, and casts")
+    assert UNCACHED in same.message and "kept across calls it gives 1.000× [95% CI" in same.message
+    assert same.message.endswith(FIX_UNCACHED) and "not measured" in same.message
+    assert _judge(0.5, seen=frozen).status == Status.CAUSE  # faster all the same: what the cache kept paid
+    assert _judge(1.0, seen=AutocastFacts(clears=1, frozen=100, cached=300)).status == Status.NOT_CAUSE
 
 
 def test_where_this_cpu_runs_the_lower_precision_slower_the_fix_does_not_cast_the_model_to_it():

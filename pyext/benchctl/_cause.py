@@ -25,7 +25,7 @@ from ._results.findings import Finding, Status
 from ._results.rules import Context, Rule
 from ._results.verdict import setting_text
 
-__all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NOT_RUN", "NOT_WATCHED",
+__all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NOT_RUN", "NO_COMPARISON", "NOT_WATCHED",
            "NEGLIGIBLE_SHARE", "probe_phase", "faults_negligible"]
 
 
@@ -33,6 +33,10 @@ __all__ = ["Cause", "mechanism", "probe_of", "probe_text", "EVIDENCE_ONLY", "NOT
 EVIDENCE_ONLY = "evidence only (no setting can change the code, so no fix was measured)"
 #: What a cause says when its probe cell ran no process (the budget ran out before it: a loaded machine).
 NOT_RUN = "not measured: its {probe} cell ran no process within the budget"
+#: Where the probe cell's processes ran and none failed, yet none gave a value to compare in this phase (a paired
+#: worker that ended before reaching one of its arms).
+NO_COMPARISON = ("not measured: its {probe} cell ran {processes} process(es), none of which gave a value to compare "
+                 "with the unchanged workload in this phase")
 #: Why a cause whose evidence or probe is the workload's call is out for a workload that times itself.
 NOT_WATCHED = "its calls were not watched (a @benchctl.workload function times its own iterations): {missing}"
 #: A cost under this share of an iteration cannot explain its time: what every pre-check calls negligible.
@@ -140,6 +144,18 @@ class Cause(Rule):
         return self.finding(ctx, None, NOT_RUN.format(probe=probe), Status.UNRESOLVED, a=cell, b=ctx.baseline,
                             setting=probe)
 
+    def no_comparison(self, ctx: Context, cell: dict | None) -> Finding | None:
+        """The open finding when the probe ``cell`` ran processes, none failed, and none gave this phase a value to
+        compare (:data:`NO_COMPARISON`), or None: without it the cause fell out of the answer."""
+        if cell is None:
+            return None
+        runs = [r for r in ctx.doc["runs"] if cell_id(r["cell"]) == cell_id(cell)]
+        if not runs or any(r.get("status") != "ok" for r in runs):
+            return None
+        probe = probe_text(settings.split_cell(cell)[0])
+        return self.finding(ctx, None, NO_COMPARISON.format(probe=probe, processes=len(runs)), Status.UNRESOLVED,
+                            a=cell, b=ctx.baseline, setting=probe)
+
     def failed_error(self, ctx: Context, cell: dict) -> str | None:
         """The first line of the error of the first failed process of ``cell`` (what a probe that breaks the
         code's call ran into), or None where none of its processes failed."""
@@ -150,12 +166,13 @@ class Cause(Rule):
         return errors[0].splitlines()[0][:FAILED_ERROR_CHARS] if errors[0] else "no error recorded"
 
     def unmeasured(self, ctx: Context, cell: dict | None, under: str) -> Finding | None:
-        """Where the probe ``cell`` has no comparison: the open finding when it ran no process, or when its processes
-        failed (the code's call fails ``under`` the probe, e.g. "with its hooks detached"); None otherwise."""
+        """Where the probe ``cell`` has no comparison: the open finding when it ran no process, when its processes
+        failed (the code's call fails ``under`` the probe, e.g. "with its hooks detached"), or when they ran and gave
+        nothing to compare (:meth:`no_comparison`); None where the cell is not in the matrix."""
         failed = self.not_run(ctx, cell)
         error = None if failed is not None or cell is None else self.failed_error(ctx, cell)
         if error is None:
-            return failed
+            return failed or self.no_comparison(ctx, cell)
         probe = probe_text(settings.split_cell(cell)[0])
         return self.finding(ctx, None, f"not measured: {under} its call fails ({error})", Status.UNRESOLVED, a=cell,
                             b=ctx.baseline, setting=probe)

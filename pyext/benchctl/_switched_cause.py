@@ -138,7 +138,8 @@ class KeptCause(SwitchedCause):
     def judge_phase(self, ctx: Context) -> Finding | None:
         probed = self.probed(ctx)
         if probed is None:
-            return self.not_run(ctx, ctx.probe_cell(self.probe))
+            cell = ctx.probe_cell(self.probe)
+            return self.not_run(ctx, cell) or self.no_comparison(ctx, cell)
         cell, cmp = probed
         readback = ctx.readback(cell, self.setting.name) or {}
         phrase = self.setting.facts_phrase(readback)

@@ -6,11 +6,20 @@ exits. The probe worker counts those clears over its profiled call (:mod:`.probe
 computes gradients (training changes the weights between calls, so each call must cast them anew), the cause is out
 before any cell runs. The probe is ``autocast_cache=kept``, the cache kept from one timed call to the next
 (:mod:`.control`), which is what one autocast block around all the calls, or a model cast once, gives.
+
+Autocast caches only the casts of weights that require grad, outside inference mode: a frozen model
+(``requires_grad_(False)``) or one run under ``torch.inference_mode()`` is cast anew at every use, inside one block
+too, and keeping the cache changes nothing. Where such weights are at least half of those the probe worker saw its
+modules use under autocast, the cause is not ruled out for want of clears, and a probe cell that is not faster
+leaves it open (``?``) with that mechanism and its fix, rather than "not the cause".
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..._results.facts import Facts, OpRow
+from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._switched_cause import SwitchedCause
 from ..half.rule import HALF
@@ -18,7 +27,7 @@ from ..recording.probe import PROBE as AUTOGRAD
 from .probe import PROBE, AutocastFacts
 from .setting import AUTOCAST_CACHE
 
-__all__ = ["CASTS", "FIX", "FIX_WHERE_SLOWER", "AutocastRecast", "CAUSES"]
+__all__ = ["CASTS", "FIX", "FIX_WHERE_SLOWER", "UNCACHED", "FIX_UNCACHED", "AutocastRecast", "CAUSES"]
 
 #: The ops a cast runs: their share of the profiled call's op time is quoted beside the clears.
 CASTS = ("aten::_to_copy", "aten::copy_")
@@ -30,6 +39,13 @@ FIX = ("for inference, cast the model once to the lower precision (model.to(torc
 #: the model to it once would keep that cost.
 FIX_WHERE_SLOWER = ("enter one autocast block around all the calls (its cache then lives from one call to the next), "
                     "or leave autocast out: this CPU runs its lower precision's ops slower than float32 (see half)")
+
+#: Why keeping the cache cannot remove the casts of weights autocast does not cache.
+UNCACHED = ("autocast keeps the casts only of weights that require grad, outside inference mode, so it casts those "
+            "anew at every use, inside one autocast block too, and keeping its cache across calls cannot remove them")
+#: The fix for them: no autocast over those weights.
+FIX_UNCACHED = ("for inference, cast the model once to the lower precision (model.to(torch.bfloat16) or .half()) and "
+                "leave autocast out")
 
 
 def _casts(row: OpRow) -> bool:
@@ -49,7 +65,7 @@ class AutocastRecast(SwitchedCause):
     fix = FIX
 
     def rule_out(self, facts: Facts, seen: AutocastFacts) -> str | None:
-        if not seen.cleared:
+        if not seen.cleared and not seen.mostly_uncached:
             return seen.none_text()
         autograd = facts.of(AUTOGRAD)
         if autograd is not None and autograd.known and autograd.computes_gradients:
@@ -64,13 +80,28 @@ class AutocastRecast(SwitchedCause):
         seen = self.seen(facts)
         if seen is None or not seen.cleared:
             return None
-        share = facts.op_share(_casts) if facts is not None else None
-        casts = "" if share is None else f", and casts ({', '.join(CASTS)}) took {share:.0%} of its op time"
-        return seen.text() + casts
+        return seen.text() + _casts_share(facts)
+
+    def judge_phase(self, ctx: Context) -> Finding | None:
+        found = super().judge_phase(ctx)
+        seen = self.seen(ctx.facts)
+        if found is None or found.status is Status.CAUSE or seen is None or not seen.mostly_uncached:
+            return found
+        fix = "leave autocast out: this CPU runs its lower precision's ops slower than float32 (see half)" \
+            if HALF.named(ctx.facts) else FIX_UNCACHED
+        kept = "" if found.comparison is None else f" (kept across calls it gives {found.comparison.ratio_text()})"
+        return dataclasses.replace(found, status=Status.UNCONFIRMED, message=(
+            f"{self.title}: {seen.uncached_text()}{_casts_share(ctx.facts)}: {UNCACHED}{kept}; no setting here "
+            f"removes those casts, so the fix is not measured: {fix}"))
 
     def evidence_json(self, ctx: Context) -> int | None:
         seen = self.seen(ctx.facts)
         return None if seen is None else seen.clears
+
+
+def _casts_share(facts: Facts | None) -> str:
+    share = facts.op_share(_casts) if facts is not None else None
+    return "" if share is None else f", and casts ({', '.join(CASTS)}) took {share:.0%} of its op time"
 
 
 CAUSES = (AutocastRecast(),)
