@@ -1,4 +1,4 @@
-"""The cause "memory-format conversions": the layout-changing copies of a profiled call, its pre-check and
+"""The cause "memory-layout conversions": the layout-changing copies of a profiled call, its pre-check and
 its evidence-only judgement on synthetic facts."""
 
 import statistics
@@ -81,6 +81,12 @@ def test_judged_a_cause_with_the_share_and_the_copies_open_below_its_share():
     assert ("copies that change a tensor's memory layout take 30% of its op time (its one profiled call): "
             "1× 8x16x56x56 channels_last → contiguous in aten::contiguous (3 ms)") in found.message
     assert memory_format.MECHANISM in found.message and "evidence only" in found.message
+    # A transposed view made contiguous in every call (a 2048x2048 x.t().contiguous() before a matmul, 75% of the
+    # op time): the channels_last advice does not apply, and the words say what does.
+    transposed = LayoutCopy((2048, 2048), "strided", "contiguous", "aten::contiguous", 1, 3_000.0)
+    strided = judge(facts(3_000.0, copies=(transposed,)))
+    assert strided.status is Status.CAUSE and memory_format.STRIDED_MECHANISM in strided.message
+    assert "channels_last" not in strided.message.split(": ", 1)[1]  # the title names both kinds
     assert judge(facts(1_000.0)).status is Status.UNCONFIRMED
     assert judge(facts(100.0)).status is Status.NOT_CAUSE
 

@@ -1,9 +1,11 @@
-"""Cause: memory-format conversions (copies between channels_last and contiguous layouts).
+"""Cause: memory-layout conversions (copies between channels_last and contiguous layouts, or of a transposed or
+strided view into a contiguous tensor).
 
 A tensor in one memory format meeting an op that wants the other is copied whole, every call: a
 channels_last model fed contiguous input (its convolution converts it), ``.contiguous()`` after a
 channels_last layer (pytorch #172205: "100x slower due to the cache misses"), ``.to(memory_format=...)``
-in the loop (#26812: 13-27 ms a conversion). No setting can change the code, so the finding rests
+in the loop (#26812: 13-27 ms a conversion); ``x.t().contiguous()`` of a tensor that does not change between
+calls. No setting can change the code, so the finding rests
 on the probe worker's profiled calls: the share of their op time in copies whose source and
 destination strides differ (:mod:`benchctl._workloads.layout_copies`; the median over several calls
 where the first had such copies), with the shapes, the layouts and the op that asked for each.
@@ -17,8 +19,9 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import EVIDENCE_ONLY, Cause, probe_phase
+from ..._workloads import layout_copies
 
-__all__ = ["CONVERSION_SHARE", "NEGLIGIBLE_SHARE", "MECHANISM", "MemoryFormat", "CAUSES"]
+__all__ = ["CONVERSION_SHARE", "NEGLIGIBLE_SHARE", "MECHANISM", "STRIDED_MECHANISM", "MemoryFormat", "CAUSES"]
 
 #: Layout-changing copies taking at least this share of the op time: they are what to remove.
 CONVERSION_SHARE = 0.2
@@ -27,12 +30,23 @@ NEGLIGIBLE_SHARE = 0.05
 MECHANISM = ("each conversion copies the whole tensor to a new layout, every call: keep one memory format "
              "through the model (convert the input once, as the weights are, and drop the .contiguous() or "
              ".to(memory_format=...) between layers), or stay contiguous where channels_last does not pay")
+#: Where no copy it names involves channels_last (``a.t().contiguous()``, a strided slice made contiguous): the
+#: channels_last advice would not apply.
+STRIDED_MECHANISM = ("each conversion copies the whole tensor into a new contiguous one, every call: make it once, "
+                     "outside the call, where its source does not change between calls, or hand the view to the op as "
+                     "it is where the op reads strides (matmul takes a transposed operand without a copy)")
 # The copies a finding names (the largest first).
 _SHOWN = 3
 
 
 def _copies_text(facts: Facts) -> str:
     return ", ".join(c.text for c in facts.layout_copies[:_SHOWN])
+
+
+def _mechanism(facts: Facts) -> str:
+    """:data:`MECHANISM` where a copy it names involves channels_last, else :data:`STRIDED_MECHANISM`."""
+    named = facts.layout_copies[:_SHOWN]
+    return MECHANISM if any(layout_copies.CHANNELS_LAST in (c.source, c.to) for c in named) else STRIDED_MECHANISM
 
 
 def _share(facts: Facts) -> tuple[float | None, str]:
@@ -50,7 +64,7 @@ def _share(facts: Facts) -> tuple[float | None, str]:
 class MemoryFormat(Cause):
     name = "memory_format"
     order = 180
-    title = "memory-format conversions (channels_last ↔ contiguous copies)"
+    title = "memory-layout conversions (channels_last ↔ contiguous, or strided → contiguous copies)"
 
     def probes(self, facts: Facts | None) -> list[dict]:
         return []
@@ -80,7 +94,8 @@ class MemoryFormat(Cause):
         if share < CONVERSION_SHARE:
             return self.finding(ctx, None, f"{said}; under {CONVERSION_SHARE:.0%}, they explain part of the time at "
                                            "most", Status.UNCONFIRMED, evidence=evidence)
-        return self.finding(ctx, None, f"{said}: {MECHANISM}; {EVIDENCE_ONLY}", Status.CAUSE, evidence=evidence)
+        return self.finding(ctx, None, f"{said}: {_mechanism(facts)}; {EVIDENCE_ONLY}", Status.CAUSE,
+                            evidence=evidence)
 
 
 CAUSES = (MemoryFormat(),)
