@@ -247,6 +247,7 @@ def test_open_with_its_mechanism_where_the_weights_are_ones_autocast_does_not_ca
                                    "they do not require grad, and casts")
     assert UNCACHED in same.message and "kept across calls it gives 1.000× [95% CI" in same.message
     assert same.message.endswith(FIX_UNCACHED) and "not measured" in same.message
+    assert same.evidence["weights"] == {"cached": 100, "frozen": 300, "inference": 0}
     assert _judge(0.5, seen=frozen).status == Status.CAUSE  # faster all the same: what the cache kept paid
     assert _judge(1.0, seen=AutocastFacts(clears=1, frozen=100, cached=300)).status == Status.NOT_CAUSE
 

@@ -34,14 +34,11 @@ class WeightTally:
         return {"cached": self.cached, "frozen": self.frozen, "inference": self.inference}
 
 
-def _autocast_on(torch: Any) -> bool:
-    for device in ("cpu", "cuda"):
-        try:
-            if torch.is_autocast_enabled(device):
-                return True
-        except TypeError:  # torch before 2.4 takes no device: its CPU and CUDA functions apart
-            return bool(torch.is_autocast_cpu_enabled() or torch.is_autocast_enabled())
-    return False
+def _autocast_on(torch: Any, devices: tuple[str, ...]) -> bool:
+    try:
+        return any(torch.is_autocast_enabled(device) for device in devices)
+    except TypeError:  # torch before 2.4 takes no device: its CPU and CUDA functions apart
+        return bool(torch.is_autocast_cpu_enabled() or torch.is_autocast_enabled())
 
 
 @contextlib.contextmanager
@@ -53,9 +50,11 @@ def tallying_weights() -> Iterator[WeightTally]:
     import torch
 
     tally, own = WeightTally(), torch.nn.Module._call_impl
+    # Asked at every module call of the profiled call: only of the devices there are.
+    devices = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
 
     def tallied(module: Any, *args: Any, **kwargs: Any) -> Any:
-        if _autocast_on(torch):
+        if _autocast_on(torch, devices):
             inference = torch.is_inference_mode_enabled()
             for weight in module.parameters(recurse=False):
                 if weight.dtype != torch.float32 or id(weight) in tally._seen:

@@ -27,7 +27,7 @@ from ..recording.probe import PROBE as AUTOGRAD
 from .probe import PROBE, AutocastFacts
 from .setting import AUTOCAST_CACHE
 
-__all__ = ["CASTS", "FIX", "FIX_WHERE_SLOWER", "UNCACHED", "FIX_UNCACHED", "AutocastRecast", "CAUSES"]
+__all__ = ["CASTS", "FIX", "LEAVE_OUT", "FIX_WHERE_SLOWER", "UNCACHED", "FIX_UNCACHED", "AutocastRecast", "CAUSES"]
 
 #: The ops a cast runs: their share of the profiled call's op time is quoted beside the clears.
 CASTS = ("aten::_to_copy", "aten::copy_")
@@ -37,8 +37,10 @@ FIX = ("for inference, cast the model once to the lower precision (model.to(torc
        "to the next)")
 #: The same where the lower precision's own ops run slower than float32 on this CPU (the half cause names it): casting
 #: the model to it once would keep that cost.
+#: Where the lower precision's own ops run slower than float32 on this CPU (the half cause names it).
+LEAVE_OUT = "leave autocast out: this CPU runs its lower precision's ops slower than float32 (see half)"
 FIX_WHERE_SLOWER = ("enter one autocast block around all the calls (its cache then lives from one call to the next), "
-                    "or leave autocast out: this CPU runs its lower precision's ops slower than float32 (see half)")
+                    f"or {LEAVE_OUT}")
 
 #: Why keeping the cache cannot remove the casts of weights autocast does not cache.
 UNCACHED = ("autocast keeps the casts only of weights that require grad, outside inference mode, so it casts those "
@@ -87,12 +89,13 @@ class AutocastRecast(SwitchedCause):
         seen = self.seen(ctx.facts)
         if found is None or found.status is Status.CAUSE or seen is None or not seen.mostly_uncached:
             return found
-        fix = "leave autocast out: this CPU runs its lower precision's ops slower than float32 (see half)" \
-            if HALF.named(ctx.facts) else FIX_UNCACHED
+        fix = LEAVE_OUT if HALF.named(ctx.facts) else FIX_UNCACHED
         kept = "" if found.comparison is None else f" (kept across calls it gives {found.comparison.ratio_text()})"
-        return dataclasses.replace(found, status=Status.UNCONFIRMED, message=(
-            f"{self.title}: {seen.uncached_text()}{_casts_share(ctx.facts)}: {UNCACHED}{kept}; no setting here "
-            f"removes those casts, so the fix is not measured: {fix}"))
+        weights = {"cached": seen.cached, "frozen": seen.frozen, "inference": seen.inference}
+        return dataclasses.replace(found, status=Status.UNCONFIRMED, evidence={**found.evidence, "weights": weights},
+                                   message=(f"{self.title}: {seen.uncached_text()}{_casts_share(ctx.facts)}: "
+                                            f"{UNCACHED}{kept}; no setting here removes those casts, so the fix is "
+                                            f"not measured: {fix}"))
 
     def evidence_json(self, ctx: Context) -> int | None:
         seen = self.seen(ctx.facts)
