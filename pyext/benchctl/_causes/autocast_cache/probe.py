@@ -9,6 +9,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ..._module_calls import seeing_module_calls
 from ..._probe import Probe, ProbedCall
 from .control import counting_clears
 
@@ -43,36 +44,33 @@ def _autocast_on(torch: Any, devices: tuple[str, ...]) -> bool:
 
 @contextlib.contextmanager
 def tallying_weights() -> Iterator[WeightTally]:
-    """Tally the float32 parameters of every module called inside the block while autocast is on (torch's own
-    ``_call_impl`` back after it, also on an exception). Autocast caches the cast of a float32 tensor only where it
+    """Tally the float32 parameters of every module called inside the block while autocast is on
+    (:func:`~benchctl._module_calls.seeing_module_calls`). Autocast caches the cast of a float32 tensor only where it
     is a leaf that requires grad, outside inference mode (``cached_cast`` in torch's autocast_mode.cpp): a frozen
     weight, or any weight under inference mode, is cast again at every use, inside one autocast block too."""
     import torch
 
-    tally, own = WeightTally(), torch.nn.Module._call_impl
+    tally = WeightTally()
     # Asked at every module call of the profiled call: only of the devices there are.
     devices = ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
 
-    def tallied(module: Any, *args: Any, **kwargs: Any) -> Any:
-        if _autocast_on(torch, devices):
-            inference = torch.is_inference_mode_enabled()
-            for weight in module.parameters(recurse=False):
-                if weight.dtype != torch.float32 or id(weight) in tally._seen:
-                    continue
-                tally._seen.add(id(weight))
-                if inference:
-                    tally.inference += weight.numel()
-                elif not (weight.requires_grad and weight.is_leaf):
-                    tally.frozen += weight.numel()
-                else:
-                    tally.cached += weight.numel()
-        return own(module, *args, **kwargs)
+    def tallied(module: Any) -> None:
+        if not _autocast_on(torch, devices):
+            return
+        inference = torch.is_inference_mode_enabled()
+        for weight in module.parameters(recurse=False):
+            if weight.dtype != torch.float32 or id(weight) in tally._seen:
+                continue
+            tally._seen.add(id(weight))
+            if inference:
+                tally.inference += weight.numel()
+            elif not (weight.requires_grad and weight.is_leaf):
+                tally.frozen += weight.numel()
+            else:
+                tally.cached += weight.numel()
 
-    torch.nn.Module._call_impl = tallied
-    try:
+    with seeing_module_calls(tallied):
         yield tally
-    finally:
-        torch.nn.Module._call_impl = own
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..._module_calls import seeing_module_calls
 from ..._probe import EntryProbe, NoteFacts, ProbedCall
 
 __all__ = ["KINDS", "TOP_HOOKS", "census", "HooksFacts", "HooksProbe", "PROBE", "PROBES"]
@@ -42,29 +43,24 @@ def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
     (forward side) or set up (backward side) over the call}, "registered": {kind: distinct hooks seen},
     "global_hooks": hooks registered globally, "names": {the ``top`` most frequent hook functions: runs}}``, or
     ``{"error": ...}`` when the call failed under it."""
-    import torch
     import torch.nn.modules.module as module_py
 
     tally = _Tally()
-    own = torch.nn.Module._call_impl
 
-    def counting(self, *args: Any, **kwargs: Any) -> Any:
+    def counting(module: Any) -> None:
         tally.module_calls += 1
         for kind, local, shared in KINDS:
-            hooks, everywhere = getattr(self, local), getattr(module_py, shared)
+            hooks, everywhere = getattr(module, local), getattr(module_py, shared)
             for hook_id, hook in (*everywhere.items(), *hooks.items()):
                 tally.runs[kind] += 1
                 tally.ids[kind].add(hook_id)  # handle ids are unique across modules and the global dicts
                 tally.names[_hook_name(hook)] += 1
-        return own(self, *args, **kwargs)
 
-    torch.nn.Module._call_impl = counting
     try:
-        call()
+        with seeing_module_calls(counting):
+            call()
     except Exception as e:  # the call ran fine untimed; under the count it did not: say so, go on
         return {"error": f"{type(e).__name__}: {e}"[:300]}
-    finally:
-        torch.nn.Module._call_impl = own
     return {"module_calls": tally.module_calls, "runs": {kind: tally.runs[kind] for kind, _, _ in KINDS},
             "registered": {kind: len(tally.ids[kind]) for kind, _, _ in KINDS},
             "global_hooks": sum(len(getattr(module_py, shared)) for _, _, shared in KINDS),

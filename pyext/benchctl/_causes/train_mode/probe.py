@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ..._module_calls import seeing_module_calls
 from ..._probe import EntryProbe, NoteFacts, ProbedCall
 
 __all__ = ["TOP_CLASSES", "differs_in_training", "Tally", "counting", "TrainModeFacts", "TrainModeProbe", "PROBE",
@@ -54,24 +55,17 @@ class Tally:
 def counting() -> Iterator[Tally]:
     """Count the module calls made inside the block (torch's own ``_call_impl`` back after it, also on an
     exception); yields the :class:`Tally` it fills."""
-    import torch
-
     tally = Tally()
-    own = torch.nn.Module._call_impl
 
-    def counted(self, *args: Any, **kwargs: Any) -> Any:
+    def counted(module: Any) -> None:
         tally.module_calls += 1
-        if self.training:
+        if module.training:
             tally.training_calls += 1
-            if differs_in_training(self):
-                tally.differing[type(self).__name__] += 1
-        return own(self, *args, **kwargs)
+            if differs_in_training(module):
+                tally.differing[type(module).__name__] += 1
 
-    torch.nn.Module._call_impl = counted
-    try:
+    with seeing_module_calls(counted):
         yield tally
-    finally:
-        torch.nn.Module._call_impl = own
 
 
 #: The probe note's key, written and read here only.
