@@ -149,10 +149,69 @@ def test_op_inputs_census_counts_what_the_ops_read_each_tensor_once():
     assert got["values"] == 32 + weights + 2 * 32
 
 
+def test_op_inputs_census_counts_new_values_in_reused_memory_and_changes_made_in_place():
+    """A state decaying through the subnormal range: each product is a new tensor in a block a freed one held (the
+    census counted only the first two, normal, values by address and found 0 subnormals), or the same tensor
+    changed in place (its version counter): the values each op read are counted, the subnormal ones among them."""
+    x0 = torch.full((1024,), 1e-30)
+    y, subnormal_reads = x0, 0  # what the loop's multiplies read: from k = 52 on, 1e-30 * 0.7**k is subnormal
+    for _ in range(100):
+        subnormal_reads += denormals.count_subnormal(y)
+        y = y * 0.7
+
+    def decay():
+        y = x0
+        for _ in range(100):
+            y = y * 0.7
+        return y
+
+    def decay_in_place():
+        y = x0.clone()
+        for _ in range(100):
+            y.mul_(0.7)
+        return y
+
+    got = denormals.op_inputs_census(decay)
+    assert got["values"] == 100 * 1024 and got["densest"] == 1.0
+    assert got["subnormal"] == subnormal_reads > 0
+    in_place = denormals.op_inputs_census(decay_in_place)
+    assert in_place["values"] == 101 * 1024 and in_place["subnormal"] == got["subnormal"]  # x0 read by clone()
+    with torch.inference_mode():  # inference tensors have no version counter
+        assert denormals.op_inputs_census(decay)["subnormal"] == got["subnormal"]
+
+
+def test_censuses_give_the_largest_share_of_subnormals_in_one_tensor_and_count_float16_apart():
+    few = torch.ones(1000)
+    few[:3] = 1e-39
+    assert denormals.values_census([few, torch.full((10,), 1e-39)]) == {
+        "values": 1010, "subnormal": 13, "float16_subnormal": 0, "densest": 1.0}
+    assert denormals.values_census(few)["densest"] == pytest.approx(0.003)
+    # float16's subnormals (below 6.1e-5) are counted, and apart: no share of them is the densest.
+    half = torch.full((8,), 3e-6, dtype=torch.float16)
+    assert denormals.values_census([few, half]) == {"values": 1008, "subnormal": 11, "float16_subnormal": 8,
+                                                    "densest": pytest.approx(0.003)}
+    lin = nn.Linear(4, 4)
+    with torch.no_grad():
+        lin.weight[0, 0] = 1e-39
+    assert denormals.weights_census(lin)["densest"] == pytest.approx(1 / 16)
+    assert denormals.activation_census(lin, torch.ones(1, 4))["densest"] == 0.0
+    assert denormals.op_inputs_census(lambda: lin(few[:4]))["densest"] == pytest.approx(3 / 4)
+    half_lin = nn.Linear(4, 4).half()
+    with torch.no_grad():
+        half_lin.weight.fill_(3e-6)
+        half_lin.bias.zero_()
+    weights = denormals.weights_census(half_lin)
+    assert weights["subnormal"] == weights["float16_subnormal"] == 16 and weights["densest"] == 0.0
+    acts = denormals.activation_census(half_lin, torch.ones(1, 4, dtype=torch.float16))
+    assert acts["subnormal"] == acts["float16_subnormal"] == 4 and acts["densest"] == 0.0  # 4 x 3e-6 each
+    assert denormals.layer_census(half_lin, torch.ones(1, 4, dtype=torch.float16))[0]["dtype"] == "float16"
+
+
 def test_op_inputs_census_counts_nothing_without_torch_calls_and_propagates_the_calls_error():
-    assert denormals.op_inputs_census(lambda: sorted(range(10))) == {"values": 0, "subnormal": 0}
+    nothing = {"values": 0, "subnormal": 0, "float16_subnormal": 0, "densest": 0.0}
+    assert denormals.op_inputs_census(lambda: sorted(range(10))) == nothing
     meta = torch.empty(4, device="meta")
-    assert denormals.op_inputs_census(lambda: meta + 1) == {"values": 0, "subnormal": 0}  # not the CPU's values
+    assert denormals.op_inputs_census(lambda: meta + 1) == nothing  # not the CPU's values
 
     def fails():
         torch.ones(2).sum()

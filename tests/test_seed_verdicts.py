@@ -243,6 +243,49 @@ def test_penalty_and_subnormals_without_an_effect_show_the_readback():
                                              "the readback")
 
 
+def _no_effect_doc_with_weights(subnormal: int, densest: float | None, float16: int = 0):
+    """intel_denormal_doc with no FTZ effect, its weights' census holding ``subnormal`` values (``float16`` of them
+    in float16 tensors), at most ``densest`` of one tensor of another dtype: its denormals finding."""
+    weights = {**WEIGHTS_DENORMAL, "subnormal": subnormal, "fraction": subnormal / 25_557_032, "densest": densest,
+               "float16_subnormal": float16}
+    doc = make_doc("resnet_order", RESNET_MATRIX, {"eval": lambda cell: 1000.0}, faults=lambda c: 50,
+                   penalty_ev=penalty(5.0), readback=ftz_readback,
+                   census={"weights": weights, "activations": {**ACTS_CLEAN, "densest": 0.0}})
+    [ftz] = by_rule(resnet_findings(doc), "cause_denormals")
+    return ftz
+
+
+def test_subnormals_too_sparse_for_the_penalty_to_matter_are_not_expected_to():
+    """60 subnormals, at most 0.01% of one tensor: 3 values an op at that share, at the profile's 5x, add at most
+    0.12% (under the 5% floor): no "should matter", and an FTZ speed-up would not be explained by them."""
+    ftz = _no_effect_doc_with_weights(60, 1e-4)
+    assert ftz.status is Status.NOT_CAUSE and ftz.evidence["expected"] is False
+    assert ftz.message == no_ftz_effect(ftz, (
+        f"{FMA_PENALTY}; the census counts weights 60 subnormal of 25,557,032, activations 0 subnormal of 10,000,000, "
+        "at most 0.010% of any one tensor: with an op's 3 values at that share, the penalty profile's largest "
+        "slowdown (conv2d 5.0×) adds at most 0.12% to its time, under the 5% floor: too few subnormals to matter"))
+    # One tensor a tenth subnormal (a conv's weights, which every multiply-add of its layer reads): it may matter.
+    dense = _no_effect_doc_with_weights(60, 0.1)
+    assert dense.evidence["expected"] is True
+    assert dense.message.endswith("both say it should matter: check the readback")
+    # A census from before `densest` was counted: nothing is assumed of how the subnormals are spread.
+    legacy = _no_effect_doc_with_weights(60, None)
+    assert legacy.evidence["expected"] is True
+
+
+def test_float16_subnormals_say_nothing_of_the_float32_penalty():
+    """Every subnormal a float16 value: normal numbers in float32, where the profile times its ops (a float16 conv of
+    them ran no slower on a Xeon with avx512_fp16): not known to matter, though the profile penalises conv2d 5x."""
+    ftz = _no_effect_doc_with_weights(1_000_000, 0.0, float16=1_000_000)
+    assert ftz.evidence["expected"] is None and ftz.status is Status.NOT_CAUSE
+    assert ftz.message == no_ftz_effect(ftz, (
+        f"{FMA_PENALTY}; the census counts weights 1,000,000 subnormal of 25,557,032, activations 0 subnormal of "
+        "10,000,000, all of them float16 values, whose subnormals (below 6.1e-5) are normal numbers in float32, in "
+        "which the penalty profile times its ops: what they cost here is not measured"))
+    # Some of them float32: judged by the share of those.
+    assert _no_effect_doc_with_weights(1_000_000, 0.5, float16=999_000).evidence["expected"] is True
+
+
 def test_missing_runs_are_not_raised_and_leave_no_ftz_finding():
     doc = zen4_allocator_doc()
     for run in doc["runs"]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 from typing import Any, Iterator
 
 __all__ = ["CENSUS_SCOPE", "count_subnormal", "tensors_in", "values_census", "op_inputs_census", "layer_watch",
-           "layer_census", "model_census", "weights_census", "activation_census"]
+           "layer_census", "layers_census", "model_census", "weights_census", "activation_census"]
 
 #: The profiler scope the census of :func:`layer_watch` runs in: a profiled call's op table leaves it out
 #: (its ops are benchctl's, not the workload's).
@@ -58,14 +59,46 @@ def _countable(tensor) -> bool:
 def _tensor_census(tensor) -> dict:
     n = tensor.numel()
     k = count_subnormal(tensor)
-    return {"dtype": str(tensor.dtype).replace("torch.", ""), "numel": n, "subnormal": k,
+    return {"dtype": _dtype(tensor), "numel": n, "subnormal": k,
             "fraction": k / n if n else 0.0}
 
 
+class _Tally:
+    """Subnormal counts over tensors: ``values``, ``subnormal``, ``float16_subnormal`` (those in float16 tensors) and
+    ``densest``, the largest share of subnormals in one tensor of another dtype. A slow path is paid per operation
+    on a subnormal, and a tensor is read as often as the ops need it (a conv's weights by every output), so a share
+    over all values can hide a tensor that every multiply-add of a layer reads; a share per tensor cannot. float16's
+    subnormals (below 6.1e-5) are normal numbers in float32, in which the penalty profile times its ops and torch's
+    kernels that widen float16 compute; on an Intel Xeon with avx512_fp16 a float16 conv2d and multiply of
+    subnormal inputs ran as fast as of normal ones (0.98x, 0.95x): they are counted apart."""
+
+    def __init__(self) -> None:
+        self.values = self.subnormal = self.float16_subnormal = 0
+        self.densest = 0.0
+
+    def add(self, dtype: str, numel: int, subnormal: int) -> None:
+        self.values += numel
+        self.subnormal += subnormal
+        if dtype == "float16":
+            self.float16_subnormal += subnormal
+        elif numel:
+            self.densest = max(self.densest, subnormal / numel)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"values": self.values, "subnormal": self.subnormal, "float16_subnormal": self.float16_subnormal,
+                "densest": self.densest}
+
+
 def _total(entries: dict) -> dict:
-    n = sum(e["numel"] for e in entries.values())
-    k = sum(e["subnormal"] for e in entries.values())
-    return {"numel": n, "subnormal": k, "fraction": k / n if n else 0.0}
+    tally = _Tally()
+    for e in entries.values():
+        tally.add(e["dtype"], e["numel"], e["subnormal"])
+    return {"numel": tally.values, "subnormal": tally.subnormal, "fraction": tally.subnormal / tally.values
+            if tally.values else 0.0, "float16_subnormal": tally.float16_subnormal, "densest": tally.densest}
+
+
+def _dtype(tensor) -> str:
+    return str(tensor.dtype).replace("torch.", "")
 
 
 def tensors_in(value):
@@ -80,34 +113,48 @@ def tensors_in(value):
             yield from tensors_in(v)
 
 
-def values_census(value) -> dict[str, int]:
-    """``{"values", "subnormal"}`` over every countable tensor in ``value`` (e.g. what a call returned)."""
-    tensors = list(tensors_in(value))
-    return {"values": sum(t.numel() for t in tensors), "subnormal": sum(count_subnormal(t) for t in tensors)}
+def values_census(value) -> dict[str, Any]:
+    """``{"values", "subnormal", "float16_subnormal", "densest"}`` (:class:`_Tally`) over every countable tensor in
+    ``value`` (e.g. what a call returned)."""
+    tally = _Tally()
+    for t in tensors_in(value):
+        tally.add(_dtype(t), t.numel(), count_subnormal(t))
+    return tally.to_json()
 
 
-def op_inputs_census(call) -> dict[str, int]:
-    """``{"values", "subnormal"}`` over the float tensors on the CPU that the torch functions called from Python
-    read in one call of ``call()``: each tensor counted once (by its data, shape, strides and dtype), whether it
-    came from a module, a global, the call's arguments or an earlier op. A census of outputs and weights alone
-    misses subnormal *inputs*: a conv2d of a global holding 1e-39s returns normal values (its bias) while it
-    runs 70x slow on them. The CPU only: FTZ/DAZ acts on the CPU's arithmetic. The call's exceptions propagate."""
+def _version(tensor) -> int:
+    """The tensor's version counter (bumped by each in-place op on its data); -1 for an inference tensor, which
+    has none."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return -1
+
+
+def op_inputs_census(call) -> dict[str, Any]:
+    """``{"values", "subnormal", "float16_subnormal", "densest"}`` (:class:`_Tally`) over the float tensors on the CPU
+    that the torch functions called from Python read in one call of ``call()``, whether they came from a module, a
+    global, the call's arguments or an earlier op. A tensor read again unchanged is
+    counted once; one changed in place since (its version counter), or a new tensor in memory a freed one held
+    (``y = y * 0.7`` in a loop reuses two blocks), is counted again. A census of outputs and weights alone misses
+    subnormal *inputs*: a conv2d of a global holding 1e-39s returns normal values (its bias) while it runs 70x
+    slow on them. The CPU only: FTZ/DAZ acts on the CPU's arithmetic. The call's exceptions propagate."""
     import torch
     from torch.overrides import TorchFunctionMode
 
-    seen: set = set()
-    totals = {"values": 0, "subnormal": 0}
+    seen: dict = {}  # (data, shape, strides, dtype, version) -> a weak reference to the tensor counted
+    tally = _Tally()
 
     def count(value) -> None:
         for t in tensors_in(value):
             if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided or t.device.type != "cpu":
                 continue  # subclasses (fake, distributed), sparse, meta and other devices: not the CPU's values
-            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
-            if key in seen:
+            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, _version(t))
+            earlier = seen.get(key)
+            if earlier is not None and earlier() is t:
                 continue
-            seen.add(key)
-            totals["values"] += t.numel()
-            totals["subnormal"] += count_subnormal(t)
+            seen[key] = weakref.ref(t)  # weak: the census keeps no intermediate alive
+            tally.add(_dtype(t), t.numel(), count_subnormal(t))
 
     class _Count(TorchFunctionMode):
         # Inside this handler the mode is off: the counting's own ops are not counted.
@@ -118,7 +165,7 @@ def op_inputs_census(call) -> dict[str, int]:
 
     with _Count():
         call()
-    return totals
+    return tally.to_json()
 
 
 def _call(model, example_input) -> None:
@@ -139,6 +186,7 @@ class _LayerTally:
     def __init__(self, name: str, module) -> None:
         self.name, self.type = name, type(module).__name__
         self.calls = self.numel = self.subnormal = self.zero = self.nonfinite = 0
+        self.dtype: str | None = None  # of its outputs ("mixed" where they differ)
         self.abs_sum = 0.0
         self.peak = -math.inf  # largest magnitude seen; inf once anything overflowed
 
@@ -146,6 +194,7 @@ class _LayerTally:
         import torch
 
         out = tensor.detach()
+        self.dtype = _dtype(out) if self.dtype in (None, _dtype(out)) else "mixed"
         magnitude = out.abs().double()
         finite = torch.isfinite(magnitude)
         self.numel += out.numel()
@@ -158,7 +207,7 @@ class _LayerTally:
 
     def record(self) -> dict[str, Any]:
         n = self.numel
-        return {"layer": self.name, "type": self.type, "calls": self.calls, "numel": n,
+        return {"layer": self.name, "type": self.type, "dtype": self.dtype, "calls": self.calls, "numel": n,
                 "subnormal": self.subnormal, "fraction": self.subnormal / n if n else 0.0,
                 "zero_fraction": self.zero / n if n else 0.0, "nonfinite": self.nonfinite,
                 # Overflowed activations are facts worth reporting (nonfinite), but JSON has no inf.
@@ -211,7 +260,7 @@ def layer_census(model, example_input) -> list[dict[str, Any]]:
 
     One record per leaf module (a model that is itself a leaf is named ""),
     layers that ran first in the order they first ran, then those that did
-    not run (``calls`` 0): ``layer``, ``type``, ``calls``, ``numel``,
+    not run (``calls`` 0): ``layer``, ``type``, ``dtype`` (of its outputs), ``calls``, ``numel``,
     ``subnormal`` (by bit pattern) and its ``fraction``, ``zero_fraction``,
     ``nonfinite``, ``max_abs`` (None when not finite or nothing ran) and
     ``mean_abs`` (of the finite values). The forward runs in the model's
@@ -250,17 +299,28 @@ def model_census(model, example_input=None) -> dict:
 
 def weights_census(model) -> dict[str, Any]:
     """Subnormal values among the model's floating-point parameters and buffers:
-    ``{"values", "subnormal", "fraction", "by_tensor"}`` (by_tensor lists the tensors holding any)."""
+    ``{"values", "subnormal", "fraction", "float16_subnormal", "densest", "by_tensor"}`` (:class:`_Tally`;
+    by_tensor lists the tensors holding any)."""
     census = model_census(model)
     entries = {**census["parameters"], **census["buffers"]}
     total = _total(entries)
     return {"values": total["numel"], "subnormal": total["subnormal"], "fraction": total["fraction"],
+            "float16_subnormal": total["float16_subnormal"], "densest": total["densest"],
             "by_tensor": {name: e["subnormal"] for name, e in entries.items() if e["subnormal"]}}
+
+
+def layers_census(records) -> dict[str, Any]:
+    """``{"values", "subnormal", "float16_subnormal", "densest"}`` (:class:`_Tally`, a layer's outputs as one
+    tensor) over layer records (:func:`layer_census`'s; those of layers that ran)."""
+    tally = _Tally()
+    for r in records:
+        tally.add(r["dtype"], r["numel"], r["subnormal"])
+    return tally.to_json()
 
 
 def activation_census(model, example_input) -> dict[str, Any]:
     """Subnormal values in every layer's output for one forward of ``example_input``:
-    ``{"values", "subnormal", "by_layer"}`` (by_layer lists the layers holding any)."""
+    ``{"values", "subnormal", "float16_subnormal", "densest", "by_layer"}`` (by_layer lists the layers holding
+    any)."""
     layers = layer_census(model, example_input)
-    return {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers),
-            "by_layer": {r["layer"]: r["subnormal"] for r in layers if r["subnormal"]}}
+    return {**layers_census(layers), "by_layer": {r["layer"]: r["subnormal"] for r in layers if r["subnormal"]}}

@@ -372,6 +372,26 @@ class Facts:
             return None
         return sum(part.get("subnormal", 0) for part in self.census.values())
 
+    def _holding_subnormals(self) -> list[dict]:
+        return [part for part in (self.census or {}).values() if part.get("subnormal")]
+
+    def densest_subnormal_share(self) -> float | None:
+        """The largest share of subnormals in one tensor (not float16: :class:`benchctl.denormals._Tally`) the census
+        counted, over its parts that hold any (0.0 where none does); None without a census, or where such a part did
+        not count per tensor (a results file written before ``densest``)."""
+        if not self.census:
+            return None
+        holding = self._holding_subnormals()
+        if any(part.get("densest") is None for part in holding):
+            return None
+        return max((float(part["densest"]) for part in holding), default=0.0)
+
+    def subnormals_all_float16(self) -> bool:
+        """Whether the census counted subnormals, every one of them in a float16 tensor (False where a part did not
+        count them apart)."""
+        holding = self._holding_subnormals()
+        return bool(holding) and all(part.get("float16_subnormal") == part["subnormal"] for part in holding)
+
     def census_text(self) -> str:
         """``"weights 0 subnormal of 25,557,032, activations 0 subnormal of 12,845,056"``."""
         return ", ".join(f"{part.replace('_', ' ')} {v['subnormal']:,} subnormal of {v['values']:,}"

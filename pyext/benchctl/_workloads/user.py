@@ -45,7 +45,7 @@ from typing import Any, Callable
 
 from .. import _timed_call, _validate, probes
 from .._probe import ProbedCall
-from ..denormals import layer_watch, op_inputs_census, values_census, weights_census
+from ..denormals import layer_watch, layers_census, op_inputs_census, values_census, weights_census
 from . import layout_copies, op_calls, op_table, probe_python
 from .probe_compile import CompileWatch
 from .._thread_calls import ThreadCalls, thread_calls
@@ -226,8 +226,9 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "warnings": probe_python.warning_rows(seen),
         "compile": watch.note(),
         "outputs": values_census(out),
-        "activations": {"values": sum(r["numel"] for r in layers), "subnormal": sum(r["subnormal"] for r in layers)},
-        "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights)},
+        "activations": layers_census(layers),
+        "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights),
+                    "densest": max((w["densest"] for w in weights), default=0.0)},
         **({"op_inputs": op_inputs} if op_inputs is not None else {}),
         "modules": len(modules),
         "torch_threads": torch.get_num_threads(),  # as the code left it: its setup() may have set one

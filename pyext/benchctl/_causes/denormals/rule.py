@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..._results.comparison import FLOOR
 from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
@@ -24,13 +25,20 @@ from ..omp_wait.probe import waited
 from .probe import PROBE as FLUSH_STATE
 from .setting import FTZ
 
-__all__ = ["ONE_THREAD_FLUSH", "FMA_OPS", "OP_CLASSES", "penalty_evidence", "penalised_ops", "ratios_text", "ops_of",
-           "cpu_penalty_reason", "Denormals", "CAUSES"]
+__all__ = ["ONE_THREAD_FLUSH", "FLOAT16_UNMEASURED", "OPERANDS", "FMA_OPS", "OP_CLASSES", "penalty_evidence",
+           "penalised_ops", "ratios_text", "ops_of", "cpu_penalty_reason", "Denormals", "CAUSES"]
 
 #: Why a flush the code set in one thread leaves the others computing on subnormals, and what reaches them all.
 ONE_THREAD_FLUSH = ("a flush set in one thread (torch.set_flush_denormal(True) sets only the thread that calls it) "
                     "reaches none of torch's other threads, which compute on the subnormals at full cost; "
                     "benchctl.set_flush_denormal(True) sets every thread of the process")
+
+#: Why float16 subnormals say nothing of the penalty profile's ratios (:class:`benchctl.denormals._Tally`).
+FLOAT16_UNMEASURED = ("all of them float16 values, whose subnormals (below 6.1e-5) are normal numbers in float32, in "
+                      "which the penalty profile times its ops: what they cost here is not measured")
+#: The values one arithmetic operation touches: two operands and its result, each of which may take the slow path.
+#: With at most a share ``s`` of subnormals in any tensor, at most ``OPERANDS * s`` of any op's operations do.
+OPERANDS = 3
 
 # The multiply-add ops a conv net's time is spent in: their subnormal penalty
 # decides whether FTZ/DAZ can change a conv net's speed.
@@ -142,8 +150,35 @@ class Denormals(Cause):
         values = None if subnormals is None else subnormals > 0
         if values is not None:
             reasons.append(f"the census counts {facts.census_text()}")
+        if values and facts.subnormals_all_float16():
+            values = None
+            reasons[-1] += f", {FLOAT16_UNMEASURED}"
+        elif values and ctx.penalty and (few := self._too_few(ctx.penalty, facts)) is not None:
+            values = False
+            reasons[-1] += few
         expected = False if False in (cpu, values) else (True if cpu and values else None)
         return expected, "; ".join(reasons)
+
+    @staticmethod
+    def _too_few(penalty: dict, facts: Facts) -> str | None:
+        """Where the census's subnormals are too sparse for this CPU's penalty to matter, why in words (to follow the
+        census's counts); None otherwise or where not known. The penalty profile times each op on inputs all
+        subnormal; at most a share ``s`` of any one tensor makes at most :data:`OPERANDS` x ``s`` of an op's
+        operations take the slow path, so at most that share of its time costs the profile's ratio: a bound below
+        the no-effect floor cannot be told from no effect (60 subnormals among 802,816 float16 inputs of a conv)."""
+        densest = facts.densest_subnormal_share()
+        ops = ops_of(facts.ops)
+        ratios = {op: penalty[op]["subnormal_ratio"] for op in ops
+                  if op in penalty and penalty[op].get("ftz_removes") and penalty[op].get("subnormal_ratio")}
+        if densest is None or not ratios:
+            return None
+        op, ratio = max(ratios.items(), key=lambda item: item[1])
+        most = min(1.0, OPERANDS * densest) * (ratio - 1.0)
+        if most >= FLOOR:
+            return None
+        return (f", at most {densest:.3%} of any one tensor: with an op's {OPERANDS} values at that share, the "
+                f"penalty profile's largest slowdown ({op} {ratio:.1f}×) adds at most {most:.2%} to its time, "
+                f"under the {FLOOR:.0%} floor: too few subnormals to matter")
 
     @staticmethod
     def _own_flush(ctx: Context) -> str:
