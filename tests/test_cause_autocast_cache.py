@@ -13,8 +13,8 @@ import torch
 from benchctl import _timed_call, settings
 from benchctl._causes.autocast_cache import control
 from benchctl._causes.autocast_cache.probe import PROBE, AutocastFacts, tallying_weights
-from benchctl._causes.autocast_cache.rule import (CASTS, FIX, FIX_UNCACHED, FIX_WHERE_SLOWER, UNCACHED,
-                                                AutocastRecast)
+from benchctl._causes.autocast_cache.rule import (CASTS, FIX, FIX_FROZEN, FIX_UNCACHED, FIX_WHERE_SLOWER,
+                                                UNCACHED, AutocastRecast)
 from benchctl._causes.half.rule import HALF
 from benchctl._causes.autocast_cache.setting import AUTOCAST_CACHE
 from benchctl._causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts
@@ -170,12 +170,12 @@ def test_the_tally_says_which_weights_autocast_casts_anew_and_torch_agrees(case)
     assert torch.nn.Module._call_impl.__name__ == "_call_impl"  # torch's own back
 
 
-def _facts(seen, autograd=None):
+def _facts(seen, autograd=None, copy_us=40.0):
     probed = {} if seen is None else {PROBE.key: seen}
     if autograd is not None:
         probed[AUTOGRAD.key] = autograd
-    rows = (OpRow("aten::copy_", ("float", "c10::BFloat16"), 4, self_us=40.0),
-            OpRow("aten::addmm", ("c10::BFloat16",) * 3, 2, self_us=60.0))
+    rows = (OpRow("aten::copy_", ("float", "c10::BFloat16"), 4, self_us=copy_us),
+            OpRow("aten::addmm", ("c10::BFloat16",) * 3, 2, self_us=100.0 - copy_us))
     return Facts(phases=["call"], median_ms={"call": 10.0}, probed=probed, op_table=rows)
 
 
@@ -250,6 +250,32 @@ def test_open_with_its_mechanism_where_the_weights_are_ones_autocast_does_not_ca
     assert same.evidence["weights"] == {"cached": 100, "frozen": 300, "inference": 0}
     assert _judge(0.5, seen=frozen).status == Status.CAUSE  # faster all the same: what the cache kept paid
     assert _judge(1.0, seen=AutocastFacts(clears=1, frozen=100, cached=300)).status == Status.NOT_CAUSE
+
+
+def test_in_training_frozen_weights_cast_at_every_step_are_open_on_that_evidence_alone():
+    """A head fine-tuned on a frozen backbone under autocast: the backbone's weights do not change between steps, yet
+    autocast casts them at every use. It was ruled out as training ("each call must cast them anew")."""
+    cause = AutocastRecast()
+    training = AutogradFacts(calls=10, recording=10, gradients=1)
+    facts = _facts(AutocastFacts(clears=1, frozen=300, cached=100), training)
+    assert cause.precheck(facts, None) is None
+    assert cause.probes(facts) == []  # a cache kept across training steps would reuse stale casts: nothing to time
+    doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="call", control=True))
+    [found] = cause.judge(rules.Context(doc, "call", queries.Comparisons(doc), facts=facts))
+    assert found.status == Status.UNCONFIRMED and found.mark == "?" and found.comparison is None
+    assert found.message == (
+        "autocast casting the weights anew in every call: 75% of the float32 weights its modules used under "
+        "autocast (300 of 400 elements) are ones its cache cannot keep: they do not require grad, and casts "
+        f"({', '.join(CASTS)}) took 40% of its op time: {UNCACHED}; it computes gradients (1 backward or "
+        "autograd.grad call in its probe call): they are needed, and a cache kept across its steps would hand the "
+        f"next step stale casts of the weights it trains, so no probe ran; the fix is not measured: {FIX_FROZEN}")
+    assert found.evidence["weights"] == {"cached": 100, "frozen": 300, "inference": 0}
+    # Fewer frozen weights than cached ones, or casts under 5% of the op time: ruled out as training, as before.
+    for seen, copy_us in ((AutocastFacts(clears=1, frozen=100, cached=300), 40.0),
+                          (AutocastFacts(clears=1, frozen=300, cached=100), 4.0)):
+        reason = cause.precheck(_facts(seen, training, copy_us=copy_us), None)
+        assert reason is not None and "training changes its weights between calls" in reason
+    assert cause.probes(_facts(SEEN)) == [KEPT]
 
 
 def test_where_this_cpu_runs_the_lower_precision_slower_the_fix_does_not_cast_the_model_to_it():
