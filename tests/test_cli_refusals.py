@@ -183,12 +183,12 @@ def test_a_file_that_crashes_at_import_is_shown_crashing_there(tmp_path):
     assert f'File "{path}", line 3 in <module>' in proc.stderr, proc.stderr
 
 
-def test_a_script_that_parses_its_command_line_at_import_is_told_where_to_move_it(tmp_path, capsys, workers):
+def test_a_script_that_parses_its_command_line_at_import_is_told_where_to_move_it(tmp_path, capfd, workers):
     path = tmp_path / "parsing.py"
     path.write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--size', required=True)\n"
                     "p.parse_args()\ndef f():\n    pass\n")
     assert cli.main(["explain", f"{path}:f", "--no-progress"]) == ExitCode.USER_ERROR
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err  # the parser's words come from the child that imports the file (fd 2)
     assert "the following arguments are required: --size" in err  # its own parser's words, then benchctl's line
     last = err.strip().splitlines()[-1]
     assert "ended the process (SystemExit: 2)" in last and "argument parsing" in last and "Traceback" not in err

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import _validate, clock, settings, _workloads as workloads
+from .._workloads import described
 from .._version import __version__
 from .._cpustat import BusySampler, wait_for_quiet
 from .._results import contention_gate as gate, document, rules
@@ -66,7 +67,7 @@ def plan_matrix(workload: str, args: dict | None, matrix: dict[str, list] | None
     """Validate everything a run needs before its first worker starts: nothing half-runs on bad input.
     ``paired``: each cell that differs from the first only in settings a running process can switch is
     timed paired with it (:func:`.paired.pair_for`)."""
-    wl = workloads.get(workload)
+    wl = described.describe(workload)  # the user's code is imported by the workers only
     given = {k: settings.canonical_value(k, v, wl.params) for k, v in (args or {}).items()}
     for key in given:
         if settings.is_setting(key):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import _validate, settings, _workloads as workloads
+from .. import _validate, settings
+from .._workloads import described
 from . import catalog, pipeline
 
 __all__ = ["DEFAULT_BUDGET_S", "check_target", "explain"]
@@ -24,7 +25,7 @@ DEFAULT_BUDGET_S = 120.0
 def check_target(target: str, args: dict | None) -> dict:
     """The workload's arguments, typed like its defaults; user code loads here first, so a broken
     import fails before any worker starts."""
-    workload = workloads.get(target)
+    workload = described.describe(target)
     given = {k: settings.canonical_value(k, v, workload.params) for k, v in (args or {}).items()}
     resolved = workload.resolve_args(given)
     workload.check_args(resolved)

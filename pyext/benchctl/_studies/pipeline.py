@@ -38,7 +38,7 @@ from .._results.facts import Facts
 from .._results.findings import Finding
 from .._results.rules import Rule
 from .._run import rounds, runner
-from .._workloads import user
+from .._workloads import described, user
 from . import dtype_profile, penalty
 from .._causes.denormals.rule import ops_of, penalty_evidence
 
@@ -98,7 +98,7 @@ def _quiet(_: str) -> None:
 def _sized(study: Study) -> bool:
     """Whether the budget sizes this workload's iterations: a budget, and a workload that takes a count and a
     time target (the user's callables and setup/run objects)."""
-    params = workloads.get(study.workload).params
+    params = described.describe(study.workload).params
     return study.budget_s is not None and {"iterations", "seconds"} <= set(params)
 
 

@@ -354,7 +354,7 @@ def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
             f"{target} is not a workload: give a function decorated @benchctl.workload, an object with "
             "setup() and run(state), or a callable taking no arguments")
     # A @benchctl.workload's parameters are its own, whatever their names: an "iterations" of it is not benchctl's.
-    return fn, params, help_text, None if mark is not None else _check_iterations
+    return fn, params, help_text, None if mark is not None else check_iterations
 
 
 def _unbindable(fn: Callable, arguments: int) -> str | None:
@@ -392,7 +392,8 @@ def _check_callable(what: str, fn: Callable, arguments: int) -> None:
             "from --arg NAME=VALUE)")
 
 
-def _check_iterations(args: dict) -> None:
+def check_iterations(args: dict) -> None:
+    """The check of a callable's or a setup()/run(state) object's parameters: a count of iterations, a time target."""
     _validate.count("iterations", args["iterations"], 1)
     if args["seconds"]:
         _validate.seconds("seconds", args["seconds"])
