@@ -121,6 +121,17 @@ def _pools() -> list[dict]:
     return [{k: p.get(k) for k in ("prefix", "user_api", "internal_api", "num_threads")} for p in threadpool_info()]
 
 
+def _import_probing() -> None:
+    """Import what a probe worker's profiling needs (torch.profiler, which imports torch._dynamo: thousands of files)
+    before the user's code: a thread its import starts that runs Python holds the GIL, and each of those imports'
+    file reads lets the GIL go and waits up to 5 ms to take it back (beside a thread spinning in Python, the probe
+    worker spent minutes importing them after the code). A workload without torch imports nothing here."""
+    try:
+        import torch.profiler  # noqa: F401
+    except ImportError:
+        pass
+
+
 def run_job(job: dict) -> dict:
     """Execute ``job`` in this process; return the result document (never raises)."""
     result: dict[str, Any] = {
@@ -136,6 +147,8 @@ def run_job(job: dict) -> dict:
     stage = _Stage()
     control_readback: dict[str, Any] = {}
     try:
+        if job.get("probe"):
+            _import_probing()
         workload = workloads.get(job["workload"])
         args = workload.resolve_args(job["args"])
         pair = Pair.from_json(job["pair"]) if job.get("pair") is not None else None
