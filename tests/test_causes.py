@@ -147,6 +147,27 @@ def test_the_census_of_op_inputs_runs_beside_an_optimizer_step(tmp_path):
     assert found.census["op_inputs"]["subnormal"] >= 32, found.census
 
 
+def test_the_probe_workers_census_counts_float16_subnormals_apart_in_every_part(tmp_path):
+    # A float16 layer whose weights and outputs are float16 subnormals (3e-6 and 1.2e-5, under 6.1e-5): every part of
+    # the census counts them as float16's, so none is taken for a float32 share (the weights' part summed only
+    # values and subnormals, and a model of them read "too few subnormals to matter").
+    from benchctl._run import runner
+
+    path = tmp_path / "half_layer.py"
+    path.write_text("import torch\n\n\nclass Half:\n    @staticmethod\n    def setup():\n"
+                    "        layer = torch.nn.Linear(4, 4).half()\n        with torch.no_grad():\n"
+                    "            layer.weight.fill_(3e-6)\n            layer.bias.zero_()\n"
+                    "        return layer, torch.ones(2, 4, dtype=torch.float16)\n\n"
+                    "    @staticmethod\n    def run(state):\n        layer, x = state\n        with torch.no_grad():\n"
+                    "            return layer(x)\n")
+    doc = runner.run_matrix(f"{path}:Half", {"iterations": 3}, {}, repeat=1, control=False, progress=False,
+                            probe=True)
+    found = Facts.from_probe(doc)
+    weights = found.census["weights"]
+    assert weights["subnormal"] == weights["float16_subnormal"] == 16 and weights["densest"] == 0.0, found.census
+    assert found.subnormals_all_float16() and found.densest_subnormal_share() == 0.0
+
+
 def test_allocator_named_only_when_faults_fall_with_the_time():
     def faults(c):
         return {"minor_faults": 100.0 if c["with"] == {"alloc": "retain"} else 20_000.0}

@@ -227,7 +227,7 @@ def _probe_call(rec, call: Callable[[], Any], state: Any, seen: list, watch: Com
         "compile": watch.note(),
         "outputs": values_census(out),
         "activations": layers_census(layers),
-        "weights": {"values": sum(w["values"] for w in weights), "subnormal": sum(w["subnormal"] for w in weights),
+        "weights": {**{key: sum(w[key] for w in weights) for key in ("values", "subnormal", "float16_subnormal")},
                     "densest": max((w["densest"] for w in weights), default=0.0)},
         **({"op_inputs": op_inputs} if op_inputs is not None else {}),
         "modules": len(modules),
