@@ -23,8 +23,8 @@ DEFAULT_BUDGET_S = 120.0
 
 
 def check_target(target: str, args: dict | None) -> dict:
-    """The workload's arguments, typed like its defaults; user code loads here first, so a broken
-    import fails before any worker starts."""
+    """The workload's arguments, typed like its defaults; user code is described here first (by a child process:
+    :mod:`benchctl._workloads.described`), so a broken import fails before any worker starts."""
     workload = described.describe(target)
     given = {k: settings.canonical_value(k, v, workload.params) for k, v in (args or {}).items()}
     resolved = workload.resolve_args(given)
