@@ -7,6 +7,8 @@ import time
 
 from benchctl._causes.gil.probe import PROBE, PythonThreads, PythonThreadsWatch
 from benchctl._causes.gil.rule import FIX, MECHANISM, GilHolders
+from benchctl._causes.python_time.probe import PROBE as SPLIT
+from benchctl._libsplit import Kind, KindSamples, LibrarySplit
 from benchctl._probe import ProbedCall
 from benchctl._results import queries, rules
 from benchctl._results.analysis import analyse
@@ -50,9 +52,19 @@ def test_the_watch_counts_the_other_python_threads_and_names_the_busy_one():
     assert again.of(PROBE) == seen
 
 
-def _facts(seen):
-    return Facts(phases=["call"], median_ms={"call": 200.0}, call_wall_us=200_000.0,
-                 probed={} if seen is None else {PROBE.key: seen})
+def _facts(seen, split=None):
+    probed = {} if seen is None else {PROBE.key: seen}
+    if split is not None:
+        probed[SPLIT.key] = split
+    return Facts(phases=["call"], median_ms={"call": 200.0}, call_wall_us=200_000.0, probed=probed)
+
+
+def _split(python: int, native: int, cpu_ms: float = 2100.0) -> LibrarySplit:
+    """A library split of the timed calls: ``python`` samples in the interpreter, ``native`` in zlib (another
+    library), the process's CPU ``cpu_ms``."""
+    kinds = (KindSamples(Kind.INTERPRETER, python), KindSamples(Kind.OTHER, native))
+    return LibrarySplit(kinds=kinds, samples=python + native, cpu_ns=int(cpu_ms * 1e6), kernel_ns=0,
+                        wall_ns=2_000_000_000, period_ns=1_000_000)
 
 
 def _seen(others_ms, caller_ms, wall_ms=2000.0):
@@ -60,9 +72,9 @@ def _seen(others_ms, caller_ms, wall_ms=2000.0):
                          busiest=[{"name": "Thread-1 (_metrics)", "cpu_ms": others_ms, "at": "_metrics (job.py:11)"}])
 
 
-def _judge(seen):
+def _judge(seen, split=None):
     doc = analyse(make_doc({"with": [{}]}, factor=lambda c: 1.0, phase="call", control=True))
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
+    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen, split))
     return GilHolders().judge_phase(ctx)
 
 
@@ -88,3 +100,15 @@ def test_open_where_a_busy_python_thread_ran_while_the_calling_thread_waited():
     assert _judge(_seen(1960.0, 1900.0)).status is Status.NOT_CAUSE
     assert _judge(_seen(300.0, 100.0)).status is Status.NOT_CAUSE
     assert _judge(_seen(20.0, 100.0)) is None and _judge(None) is None
+
+
+def test_not_the_cause_where_the_library_split_puts_their_cpu_in_native_code():
+    """A pool compressing with zlib (which lets the GIL go) while the step waits for its results: busy Python
+    threads and a waiting calling thread, but their CPU went to native code (spinning_team.py's pool was named open
+    before this check)."""
+    native = _judge(_seen(1960.0, 100.0), split=_split(python=5, native=95))
+    assert native.status is Status.NOT_CAUSE, native.message
+    assert ", yet Python's side took 105 ms of the process's CPU over its timed calls, under 50% of theirs: they ran " \
+           "native code that lets the GIL go (" in native.message
+    python = _judge(_seen(1960.0, 100.0), split=_split(python=90, native=10))
+    assert python.status is Status.UNCONFIRMED  # their CPU went to the interpreter: open, as without a split

@@ -15,9 +15,10 @@ from ..._results.facts import Facts
 from ..._results.findings import Finding, Status
 from ..._results.rules import Context
 from ..._cause import NOT_WATCHED, Cause
+from ..python_time.rule import PYTHON_KINDS, usable_split
 from .probe import PROBE, PythonThreads
 
-__all__ = ["NEGLIGIBLE_CPUS", "BUSY_CPUS", "WAITED_SHARE", "MECHANISM", "FIX", "GilHolders", "CAUSES"]
+__all__ = ["NEGLIGIBLE_CPUS", "BUSY_CPUS", "WAITED_SHARE", "PYTHON_SHARE", "MECHANISM", "FIX", "GilHolders", "CAUSES"]
 
 #: Other Python threads that kept fewer CPUs than this busy beside the calls cannot explain their time: out before
 #: running.
@@ -26,6 +27,10 @@ NEGLIGIBLE_CPUS = 0.05
 BUSY_CPUS = 0.25
 #: ... and a calling thread off its CPU for this share of the calls' time or more, the cause is open (``?``).
 WAITED_SHARE = 0.25
+#: Where the library split was sampled, Python's side (the interpreter, torch's conversions) of the process's CPU time
+#: over the timed calls must reach this share of the other threads' CPU time: under it they ran native code that lets
+#: the GIL go (a pool compressing with zlib, whose results the step waited for), and hold no GIL.
+PYTHON_SHARE = 0.5
 MECHANISM = ("a Python thread runs its Python only while it holds the GIL, and the calling thread, which lets the GIL "
              "go inside torch's ops, waits to take it back, up to the interpreter's switch interval "
              "(sys.getswitchinterval(), 5 ms) each time")
@@ -65,9 +70,25 @@ class GilHolders(Cause):
             return self.finding(ctx, None, f"{seen.text()}: under {BUSY_CPUS} CPUs of them, or a calling thread off "
                                            f"its CPU for under {WAITED_SHARE:.0%} of the time, cannot explain it",
                                 Status.NOT_CAUSE, evidence=evidence)
+        native = _native_work(ctx.facts, seen)
+        if native is not None:
+            return self.finding(ctx, None, f"{seen.text()}, yet {native}", Status.NOT_CAUSE, evidence=evidence)
         return self.finding(ctx, None, f"{seen.text()}: {MECHANISM}; no setting here stops a thread of its own, so "
                                        f"this is not measured (their CPU time counts native work that lets the GIL go, "
                                        f"too); the fix: {FIX}", Status.UNCONFIRMED, evidence=evidence)
+
+
+def _native_work(facts: Facts, seen: PythonThreads) -> str | None:
+    """Where the library split says the other threads' CPU time went to native code (Python's side of the process's
+    CPU under :data:`PYTHON_SHARE` of theirs), why in words; None otherwise or where no split was sampled."""
+    split, _ = usable_split(facts)
+    if split is None or split.cpu_ns <= 0:
+        return None
+    python_ms = sum(split.share(k) or 0.0 for k in PYTHON_KINDS) * split.cpu_ns / 1e6
+    if python_ms >= PYTHON_SHARE * seen.others_ms:
+        return None
+    return (f"Python's side took {python_ms:,.0f} ms of the process's CPU over its timed calls, under "
+            f"{PYTHON_SHARE:.0%} of theirs: they ran native code that lets the GIL go ({split.text()})")
 
 
 CAUSES = (GilHolders(),)
