@@ -6,7 +6,9 @@ while the other thread runs Python it waits, up to the interpreter's switch inte
 short the op (a 0.15 ms call of 20 small layers took 0.2 s beside a thread spinning in Python on this 2-CPU VM).
 No setting stops a thread of the code's own, so the finding rests on the probe worker's count (:mod:`.probe`): the
 other Python threads' CPU time over the timed iterations against the time the calling thread ran on a CPU in them.
-It is never more than open (``?``): their CPU time counts native code that lets the GIL go, too.
+It is never more than open (``?``): their CPU time counts native code that lets the GIL go, too; where the library
+split of the timed calls puts Python's side of the process's CPU under :data:`PYTHON_SHARE` of theirs, they ran such
+code, and it is not the cause.
 """
 
 from __future__ import annotations
