@@ -3,8 +3,8 @@
 A ``DataLoader(..., num_workers=N)`` iterated inside the timed call, built there or built once without
 ``persistent_workers=True``, starts N worker processes at each iteration over it (a fork of the whole process
 each) and stops them at its end: for a small data set that is most of the call. No setting can change the code,
-so the finding rests on the probe worker's profiled call (:mod:`.probe`): the time spent starting and stopping
-the workers against the call's own.
+so the finding rests on the probe worker's timed iterations (:mod:`.probe`): the time spent starting the workers
+(until their first batch) and stopping them against the iterations' own.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class LoaderWorkers(Cause):
         if seen is None:
             return NOT_WATCHED.format(missing="no call shows its DataLoader workers")
         if not seen.iterators:
-            return "no DataLoader started worker processes in its profiled call"
+            return "no DataLoader started worker processes over its timed iterations"
         if seen.share < NEGLIGIBLE_SHARE:
             return f"{seen.text()}: under {NEGLIGIBLE_SHARE:.0%}"
         return None
