@@ -4,6 +4,8 @@ ops or big ones ruled out, and the python-time cause leaving such a call's time 
 
 import json
 import math
+import threading
+import time
 from dataclasses import replace
 
 import torch
@@ -11,7 +13,7 @@ import torch
 from benchctl._probe import ProbedCall
 from benchctl._causes.modes.probe import PROBE as MODES, ModesFacts
 from benchctl._causes.op_overhead import rule as op_overhead
-from benchctl._causes.op_overhead.probe import PROBE, OpCost, op_cost_us
+from benchctl._causes.op_overhead.probe import PROBE, OpCost, _BusyClock, op_cost_us
 from benchctl._causes.python_time import rule as python_time
 from benchctl._results import queries, rules
 from benchctl._results.analysis import analyse
@@ -60,6 +62,35 @@ def test_this_machines_cost_of_one_op_is_measured_and_survives_the_results_file(
     assert PROBE.record(ProbedCall()) == {} and PROBE.read({}) is None  # a workload that times itself
     again = Facts.from_json(json.loads(json.dumps(Facts(probed={PROBE.key: found}).to_json())))
     assert again.of(PROBE) == found
+
+
+def test_the_measurement_ends_in_seconds_beside_a_python_thread_holding_the_gil():
+    """Each call lets the GIL go and can wait a switch interval (5 ms) to take it back from a thread spinning in
+    Python: 30,000 calls would take minutes, a batch ends after its time; and the wait, asleep, is not the op's
+    cost (the wall clock read ~5 ms a call, the thread's CPU and run delay 25-130 µs, here)."""
+    stop = threading.Event()
+
+    def spin():
+        n = 0
+        while not stop.is_set():
+            n = (n + 1) % 1_000_003
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        started = time.perf_counter()
+        us = op_cost_us(batches=3, calls=10_000)
+        took = time.perf_counter() - started
+    finally:
+        stop.set()
+        spinner.join()
+    assert took < 20, took
+    assert math.isfinite(us) and us > 0
+    clock = _BusyClock()
+    readable = clock.read() is not None
+    clock.close()
+    if readable:  # where the kernel keeps no run delay the wall clock counts
+        assert us < 1_000, us
 
 
 def test_the_op_table_counts_the_calls_made_from_python_apart_from_nested_ones():
