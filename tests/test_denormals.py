@@ -180,6 +180,28 @@ def test_op_inputs_census_counts_new_values_in_reused_memory_and_changes_made_in
         assert denormals.op_inputs_census(decay)["subnormal"] == got["subnormal"]
 
 
+def test_op_inputs_census_leaves_out_what_an_op_only_writes_or_only_measures():
+    """A model built inside the call: torch.empty's memory, whatever it held, is overwritten by torch.nn.init
+    (through a view for a fan-in), never read by the arithmetic; counted, its leftovers read as subnormal inputs
+    (611 of a Linear(512, 1024)'s 526k values once)."""
+    garbage = torch.full((64,), 1e-40)
+    src = torch.ones(64)
+
+    def census(step):
+        garbage.fill_(1e-40)
+        return denormals.op_inputs_census(step)["subnormal"]
+
+    for only_writes in (lambda: torch.nn.init.uniform_(garbage), lambda: garbage.normal_(),
+                        lambda: torch.nn.init.kaiming_uniform_(garbage.view(8, 8)),
+                        lambda: torch.nn.init.xavier_normal_(garbage.view(8, 8)), lambda: garbage.fill_(1.0),
+                        lambda: garbage.copy_(src), lambda: torch.add(src, src, out=garbage),
+                        lambda: (garbage.shape, garbage.size(0), garbage.dim(), len(garbage))):
+        assert census(only_writes) == 0
+    for reads in (lambda: garbage.add_(1.0), lambda: garbage * 2, lambda: garbage.view(8, 8).t() @ src.view(8, 8),
+                  lambda: src.copy_(garbage)):
+        assert census(reads) == 64
+
+
 def test_censuses_give_the_largest_share_of_subnormals_in_one_tensor_and_count_float16_apart():
     few = torch.ones(1000)
     few[:3] = 1e-39

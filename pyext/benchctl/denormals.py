@@ -131,6 +131,33 @@ def _version(tensor) -> int:
         return -1
 
 
+#: Tensor methods that write their tensor without reading its values (a fill, a random draw, a copy into it): that
+#: tensor is not an input of their arithmetic. torch.nn.init's functions, all of this kind, are told by their module.
+_OVERWRITES = frozenset({"fill_", "zero_", "uniform_", "normal_", "random_", "bernoulli_", "exponential_",
+                         "geometric_", "cauchy_", "log_normal_", "copy_", "set_", "resize_", "resize_as_"})
+#: Tensor methods and properties (``__get__``) that read a tensor's shape, strides or type, or make a view of its
+#: memory, none of its values: an op on the view counts them.
+_NO_VALUES = frozenset({"dim", "ndimension", "size", "numel", "nelement", "stride", "is_contiguous", "element_size",
+                        "data_ptr", "storage_offset", "is_floating_point", "is_complex", "get_device", "__len__",
+                        "__get__", "view", "view_as", "t", "transpose", "permute", "unsqueeze", "squeeze", "expand",
+                        "expand_as", "narrow", "as_strided", "unflatten", "detach", "requires_grad_"})
+
+
+def _read_by(func, args: tuple, kwargs: dict) -> tuple:
+    """The arguments of a torch function whose values it reads: none for one that reads only shapes and types or
+    makes a view (:data:`_NO_VALUES`); all but an ``out=`` tensor, and but the tensor of one that only overwrites it
+    (:data:`_OVERWRITES`; torch.nn.init's functions, which take it as ``tensor``), whose values there are whatever
+    memory held (``torch.empty`` before an init reads as garbage, subnormals included)."""
+    name = getattr(func, "__name__", None)
+    if name in _NO_VALUES:
+        return ()
+    read_kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    if getattr(func, "__module__", None) == "torch.nn.init":
+        read_kwargs.pop("tensor", None)
+        return args[1:], read_kwargs
+    return (args[1:] if name in _OVERWRITES else args), read_kwargs
+
+
 def op_inputs_census(call) -> dict[str, Any]:
     """``{"values", "subnormal", "float16_subnormal", "densest"}`` (:class:`_Tally`) over the float tensors on the CPU
     that the torch functions called from Python read in one call of ``call()``, whether they came from a module, a
@@ -138,7 +165,8 @@ def op_inputs_census(call) -> dict[str, Any]:
     counted once; one changed in place since (its version counter), or a new tensor in memory a freed one held
     (``y = y * 0.7`` in a loop reuses two blocks), is counted again. A census of outputs and weights alone misses
     subnormal *inputs*: a conv2d of a global holding 1e-39s returns normal values (its bias) while it runs 70x
-    slow on them. The CPU only: FTZ/DAZ acts on the CPU's arithmetic. The call's exceptions propagate."""
+    slow on them. What an op only writes is not its input (:func:`_read_by`). The CPU only: FTZ/DAZ acts on the
+    CPU's arithmetic. The call's exceptions propagate."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -160,7 +188,7 @@ def op_inputs_census(call) -> dict[str, Any]:
         # Inside this handler the mode is off: the counting's own ops are not counted.
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            count((args, kwargs))
+            count(_read_by(func, args, kwargs))
             return func(*args, **kwargs)
 
     with _Count():
