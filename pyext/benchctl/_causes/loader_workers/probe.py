@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._results.wording import milliseconds
 
 __all__ = ["LoaderTally", "watching_loaders", "LoaderFacts", "LoaderProbe", "PROBE", "PROBES"]
 
@@ -126,10 +127,6 @@ def watching_loaders() -> Iterator[LoaderTally]:
 _LOADERS = "loader_workers"
 
 
-def _ms(ms: float) -> str:
-    return f"{ms:.3g} ms" if ms < 1e3 else f"{ms / 1e3:.3g} s"
-
-
 @dataclass(frozen=True)
 class LoaderFacts(NoteFacts):
     """Over the probe worker's timed iterations: ``iterators`` multi-process DataLoader iterators made, ``workers``
@@ -153,12 +150,12 @@ class LoaderFacts(NoteFacts):
         """``"over its timed iterations it started 60 DataLoader worker processes (30 iterators) and stopped them:
         1.42 s starting them (457 ms of it waiting for their first batches beyond a later batch's wait) and 482 ms
         stopping them, 87% of their 2.18 s"``."""
-        first = (f" ({_ms(self.first_batch_ms)} of it waiting for their first batches beyond a later batch's wait)"
-                 if self.first_batch_ms > 0 else "")
+        first = (f" ({milliseconds(self.first_batch_ms)} of it waiting for their first batches beyond a later "
+                 "batch's wait)" if self.first_batch_ms > 0 else "")
         return (f"over its timed iterations it started {self.workers:,} DataLoader worker "
                 f"process{'es' * (self.workers != 1)} ({self.iterators:,} iterator{'s' * (self.iterators != 1)}) and "
-                f"stopped them: {_ms(self.start_ms)} starting them{first} and {_ms(self.stop_ms)} stopping them, "
-                f"{self.share:.0%} of their {_ms(self.wall_ms)}")
+                f"stopped them: {milliseconds(self.start_ms)} starting them{first} and "
+                f"{milliseconds(self.stop_ms)} stopping them, {self.share:.0%} of their {milliseconds(self.wall_ms)}")
 
 
 class LoaderProbe(EntryProbe):

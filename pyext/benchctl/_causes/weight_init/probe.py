@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._results.wording import milliseconds
 
 __all__ = ["InitTally", "watching_init", "InitFacts", "InitProbe", "PROBE", "PROBES"]
 
@@ -95,10 +96,6 @@ def watching_init() -> Iterator[InitTally]:
 _INIT = "weight_init"
 
 
-def _ms(ms: float) -> str:
-    return f"{ms:.3g} ms" if ms < 1e3 else f"{ms / 1e3:.3g} s"
-
-
 @dataclass(frozen=True)
 class InitFacts(NoteFacts):
     """Over the probe worker's timed iterations: ``modules`` built, ``init_calls`` of torch.nn.init's functions,
@@ -119,7 +116,8 @@ class InitFacts(NoteFacts):
         initialising weights, 81% of their 1.49 s"``."""
         return (f"over its timed iterations it built {self.modules:,} module{'s' * (self.modules != 1)} and called "
                 f"torch.nn.init's functions {self.init_calls:,} time{'s' * (self.init_calls != 1)}: "
-                f"{_ms(self.init_ms)} initialising weights, {self.share:.0%} of their {_ms(self.wall_ms)}")
+                f"{milliseconds(self.init_ms)} initialising weights, {self.share:.0%} of their "
+                f"{milliseconds(self.wall_ms)}")
 
 
 class InitProbe(EntryProbe):
