@@ -46,6 +46,9 @@ def test_nested_init_functions_count_once_and_an_error_gives_torchs_functions_ba
     with pytest.warns(FutureWarning), watching_init() as tally:
         torch.nn.init.uniform(w)  # the deprecated alias calls uniform_
     assert tally.init_calls == 1
+    with watching_init() as tally:
+        torch.nn.init.calculate_gain("relu")  # a number, no weight drawn
+    assert tally.init_calls == 0
     with pytest.raises(ValueError), watching_init():
         raise ValueError("boom")
     assert _own() == before

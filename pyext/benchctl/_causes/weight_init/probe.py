@@ -39,10 +39,18 @@ class InitTally:
                 "wall_ms": self.wall_s * 1e3}
 
 
+def _draws(function: Any) -> bool:
+    """Whether an init function fills a tensor: its first parameter is the tensor (uniform_(tensor, ...)); a
+    deprecated alias (uniform(*args)) is judged by its successor. calculate_gain returns a number: not counted."""
+    return next(iter(inspect.signature(function).parameters), None) == "tensor"
+
+
 def _init_functions(init_module: Any) -> dict[str, Any]:
-    """torch.nn.init's public functions, by name (those defined there: not what it imports)."""
-    return {name: f for name, f in vars(init_module).items()
-            if not name.startswith("_") and inspect.isfunction(f) and f.__module__ == init_module.__name__}
+    """torch.nn.init's public functions that fill a tensor, by name (those defined there: not what it imports)."""
+    own = {name: f for name, f in vars(init_module).items()
+           if not name.startswith("_") and inspect.isfunction(f) and f.__module__ == init_module.__name__}
+    return {name: f for name, f in own.items()
+            if _draws(f) or (name + "_" in own and _draws(own[name + "_"]))}
 
 
 @contextlib.contextmanager
