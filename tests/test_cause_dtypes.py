@@ -178,6 +178,21 @@ def test_first_calls_record_every_input_and_replay_in_both_dtypes():
     assert out16.stride() == out32.stride()
 
 
+def test_casts_between_dtypes_are_not_replayed():
+    # x.float() on bfloat16: aten::to, aten::_to_copy and a copy_ from bfloat16 into float32; replayed "in float32"
+    # they would cast nothing, and a cast read as bfloat16 arithmetic 31.8x slower than float32's.
+    a, b = torch.randn(64, 64).bfloat16(), torch.randn(64, 64).bfloat16()
+    events = _profiled(lambda: (a @ b).float())
+    recorded = [OpCall.from_json(c) for c in op_calls.first_calls(events)]
+    casts = {c.op for c in recorded if c.casts}
+    assert {"aten::to", "aten::_to_copy", "aten::copy_"} <= casts and "aten::mm" not in casts
+    rows = tuple(OpRow(c.op, c.dtypes, 1, 100.0, 100.0) for c in recorded)
+    facts = Facts(phases=["run"], op_table=rows, call_wall_us=100.0 * len(rows), op_calls=tuple(recorded), cpus=2)
+    replayed = {c.op for c, _, _ in HalfPrecision().calls(facts)}
+    assert "aten::mm" in replayed and not replayed & casts
+    assert not OpCall("aten::copy_", ("c10::BFloat16", "c10::BFloat16")).casts  # a copy in one dtype is replayed
+
+
 def test_replay_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match="not an aten op"):
         dtype_profile.replay(OpCall("my_module.forward", (HALF,), ()))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SLOWER_RATIO", "DTYPE_WORDS", "OpInput", "OpCall", "DtypeTiming", "DtypeProfile"]
+__all__ = ["SLOWER_RATIO", "DTYPE_WORDS", "CASTS", "OpInput", "OpCall", "DtypeTiming", "DtypeProfile"]
 
 #: A dtype's time over float32's from which it counts as slower: beyond the ~1.1x that the min of
 #: interleaved repeats of identical work drifts by on the shared development machine.
@@ -41,6 +41,12 @@ class OpInput:
                    strides=None if strides is None else tuple(strides), value=data.get("value"))
 
 
+#: The ops that cast a tensor to another dtype: replayed "in float32" they cast float32 to float32, which
+#: costs nothing (``x.float()`` on a bfloat16 tensor measured 31.8x "slower" than on a float32 one here).
+CASTS = frozenset({"aten::to", "aten::_to_copy", "aten::type_as", "aten::_autocast_to_reduced_precision",
+                   "aten::_autocast_to_full_precision"})
+
+
 @dataclass(frozen=True)
 class OpCall:
     """The first call of ``op`` with input ``dtypes`` (a key of the op table) and all its inputs."""
@@ -48,6 +54,13 @@ class OpCall:
     op: str
     dtypes: tuple[str, ...] = ()
     inputs: tuple[OpInput, ...] = ()
+
+    @property
+    def casts(self) -> bool:
+        """Whether the call converts between dtypes (one of :data:`CASTS`, or its tensors in two floating dtypes:
+        ``copy_`` of bfloat16 into float32): its cost is the conversion's, which float32 code would not have, not
+        arithmetic in the dtype."""
+        return self.op in CASTS or len({d for d in self.dtypes if d in DTYPE_WORDS}) > 1
 
     @classmethod
     def from_json(cls, data: dict) -> "OpCall":

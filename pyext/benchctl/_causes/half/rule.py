@@ -91,14 +91,15 @@ class CostlyDtype(Cause):
         return None
 
     def calls(self, facts: Facts) -> list[tuple[OpCall, str, float]]:
-        """(the recorded call, its dtype, its share of op time) of the ops this cause replays."""
+        """(the recorded call, its dtype, its share of op time) of the ops this cause replays: not the casts between
+        dtypes (:attr:`OpCall.casts`), whose float32 replay would cast nothing."""
         rows = {(r.op, r.dtypes): r for r in facts.op_table}
         total = sum(r.self_us for r in facts.op_table)
         out = []
         for call in facts.op_calls:
             row: OpRow | None = rows.get((call.op, call.dtypes))
             dtype = next((d for d in call.dtypes if d in self.dtypes), None)
-            if row is None or dtype is None or total <= 0 or row.self_us / total < MIN_OP_SHARE:
+            if row is None or dtype is None or call.casts or total <= 0 or row.self_us / total < MIN_OP_SHARE:
                 continue
             out.append((call, dtype, row.self_us / total))
         return sorted(out, key=lambda c: -c[2])[:MAX_OPS]
