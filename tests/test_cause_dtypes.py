@@ -191,6 +191,7 @@ def test_casts_between_dtypes_are_not_replayed():
     replayed = {c.op for c, _, _ in HalfPrecision().calls(facts)}
     assert "aten::mm" in replayed and not replayed & casts
     assert not OpCall("aten::copy_", ("c10::BFloat16", "c10::BFloat16")).casts  # a copy in one dtype is replayed
+    assert not OpCall("aten::mul", ("c10::BFloat16", "float")).casts  # as is arithmetic on two dtypes
 
 
 def test_replay_refuses_what_it_cannot_run():

@@ -57,10 +57,10 @@ class OpCall:
 
     @property
     def casts(self) -> bool:
-        """Whether the call converts between dtypes (one of :data:`CASTS`, or its tensors in two floating dtypes:
-        ``copy_`` of bfloat16 into float32): its cost is the conversion's, which float32 code would not have, not
-        arithmetic in the dtype."""
-        return self.op in CASTS or len({d for d in self.dtypes if d in DTYPE_WORDS}) > 1
+        """Whether the call converts between dtypes (one of :data:`CASTS`, or a ``copy_`` between two floating dtypes:
+        bfloat16 into float32): its cost is the conversion's, which float32 code would not have, not arithmetic in
+        the dtype. (An op that computes on two dtypes, a bfloat16 tensor times a float32 one, is replayed.)"""
+        return self.op in CASTS or (self.op == "aten::copy_" and len({d for d in self.dtypes if d in DTYPE_WORDS}) > 1)
 
     @classmethod
     def from_json(cls, data: dict) -> "OpCall":
