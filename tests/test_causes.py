@@ -9,7 +9,10 @@ from benchctl._causes.denormals.probe import PROBE as FLUSH_STATE, FlushState
 from benchctl._causes.denormals.rule import Denormals
 from benchctl._causes.order.rule import Order
 from benchctl._causes.placement.rule import Placement
+from benchctl._causes.python_time.probe import PROBE as LIBRARY_SPLIT
+from benchctl._causes.threads import rule as threads_rule
 from benchctl._causes.threads.rule import Threads
+from benchctl._libsplit import Kind, KindSamples, LibrarySplit
 from benchctl._causes.warmup.rule import Warmup
 from benchctl._results import queries, rules
 from benchctl._results.analysis import analyse
@@ -238,6 +241,30 @@ def test_threads_oversubscription_shown_by_the_wait_for_a_cpu_where_switches_bar
     found = judge(Threads(), run_with(faster, counters=lambda c: {"context_switches": 3.0}))
     assert status(found) == Status.UNCONFIRMED and "waiting for a CPU/iter" not in found.message
     assert "yet neither context switches nor the wait for a CPU fall with it" in found.message
+
+
+def test_threads_waiting_on_their_own_team_are_named_by_the_openmp_runtimes_share():
+    # A small LSTM: 2.3x faster on one thread, its wait for a CPU nil on both sides, while the OpenMP runtime (fork,
+    # barriers, the team's idle wait) held most of its CPU time: the team waits on itself.
+    faster = lambda p: 0.43 if p == {"threads": 1} else 1.0  # noqa: E731
+    counted = lambda c: {"context_switches": 0.0, "runqueue_wait_ns": 1e3}  # noqa: E731
+    waiting = LibrarySplit(kinds=(KindSamples(Kind.OPENMP, 230), KindSamples(Kind.TORCH_CPU, 96)), samples=326,
+                           cpu_ns=326_000_000, kernel_ns=0, period_ns=1_000_000)
+    found = judge(Threads(), run_with(faster, counters=counted), probed={LIBRARY_SPLIT.key: waiting})
+    assert status(found) == Status.CAUSE, found.message
+    assert "the OpenMP runtime held 71% of the CPU time of its timed iterations (at least 65% by its 326 samples" \
+        in found.message
+    assert threads_rule.SYNC_MECHANISM in found.message and threads_rule.SYNC_FIX in found.message
+    # 9 of 28 samples: 32%, yet at least 18% by so few: not enough to name it.
+    few = LibrarySplit(kinds=(KindSamples(Kind.OPENMP, 9), KindSamples(Kind.TORCH_CPU, 19)), samples=28,
+                       cpu_ns=28_000_000, kernel_ns=0, period_ns=1_000_000)
+    found = judge(Threads(), run_with(faster, counters=counted), probed={LIBRARY_SPLIT.key: few})
+    assert status(found) == Status.UNCONFIRMED and "the wait for a CPU does not fall" in found.message
+    # A team whose calling thread alone flushes subnormals waits on its slow threads: the denormals cause's.
+    flushed = FlushState(threads=2, reached=2, flushed=1, caller=True)
+    found = judge(Threads(), run_with(faster, counters=counted),
+                  probed={LIBRARY_SPLIT.key: waiting, FLUSH_STATE.key: flushed})
+    assert status(found) == Status.UNCONFIRMED and "see denormals" in found.message
 
 
 def test_threads_that_do_useful_work_are_not_a_cause():

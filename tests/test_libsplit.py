@@ -305,6 +305,19 @@ def test_the_sentence_lists_kinds_largest_first_with_the_kernel():
     assert LibrarySplit().share(Kind.KERNEL) is None and LibrarySplit().share(Kind.OPENBLAS) is None
 
 
+def test_the_lower_end_of_a_share_narrows_with_its_samples():
+    # 11 of 28 samples (39%): the 95% Wilson interval's lower end, 23.6%, by hand; 10x the samples, 33.7%.
+    few, many = _split(OPENMP=11, TORCH_CPU=17), _split(OPENMP=110, TORCH_CPU=170)
+    assert few.share_at_least(Kind.OPENMP) == pytest.approx(0.2357, abs=1e-3)
+    assert many.share_at_least(Kind.OPENMP) == pytest.approx(0.3375, abs=1e-3)
+    assert few.share(Kind.OPENMP) == many.share(Kind.OPENMP)
+    kernel = LibrarySplit(kinds=(KindSamples(Kind.OPENMP, 110), KindSamples(Kind.TORCH_CPU, 170)), samples=280,
+                          cpu_ns=100, kernel_ns=20, period_ns=1)
+    assert kernel.share_at_least(Kind.OPENMP) == pytest.approx(0.3375 * 0.8, abs=1e-3)  # of the user time only
+    assert few.share_at_least(Kind.KERNEL) is None and LibrarySplit().share_at_least(Kind.OPENMP) is None
+    assert _split(OPENMP=0, TORCH_CPU=5).share_at_least(Kind.OPENMP) == pytest.approx(0.0, abs=1e-12)
+
+
 def test_the_split_survives_json_and_asdict():
     with sampling() as window:
         _for_cpu_time(_python_loop, 0.1, time.thread_time)

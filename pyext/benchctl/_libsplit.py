@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
 import os
 import re
 import sys
@@ -34,6 +35,8 @@ PERIOD_US = 1000
 CAPACITY = 1 << 19
 #: Objects a split keeps by name, most samples first (the rest count in their kind only).
 TOP_OBJECTS = 8
+#: The normal quantile of a two-sided 95% interval (:meth:`LibrarySplit.share_at_least`).
+_Z95 = 1.959964
 #: Kinds whose share rounds below this are left out of :meth:`LibrarySplit.text`.
 SHOWN_SHARE = 0.005
 
@@ -182,6 +185,17 @@ class LibrarySplit:
         if not self.sampled:
             return None
         return self.samples_of(of) / self.samples * (1.0 - (kernel or 0.0))
+
+    def share_at_least(self, of: Kind) -> float | None:
+        """The lower end of the 95% Wilson interval of ``of``'s share (not KERNEL), its samples taken as draws from
+        the user time: a share of a few dozen samples is a rough one (30 calls of a small LSTM gave 28 samples, 38%
+        of them in the OpenMP runtime; 300 calls, 326 samples, 71%). None where not measured."""
+        if of is Kind.KERNEL or not self.sampled:
+            return None
+        n, p, z = self.samples, self.samples_of(of) / self.samples, _Z95
+        low = (p + z * z / (2 * n) - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n)
+        kernel = self.kernel_ns / self.cpu_ns if self.cpu_ns > 0 else 0.0
+        return max(0.0, low) * (1.0 - kernel)
 
     def shares(self) -> list[tuple[Kind, float]]:
         """Every kind with a share (the kernel's included), largest first."""

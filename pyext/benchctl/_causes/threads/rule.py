@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import settings
+from ..._libsplit import Kind
 from ..._results import queries
 from ..._results.counter_evidence import CpuWait
 from ..._results.facts import Facts
@@ -29,9 +30,20 @@ from ..omp_wait.probe import waited
 from ..cpu_fit.rule import CpuFit
 from ..cpu_fit.setting import CLAMP
 from ..pools.setting import CAP_OTHER_POOLS
+from ..python_time.probe import PROBE as LIBRARY_SPLIT
 from .setting import THREADS
 
-__all__ = ["Threads", "CAUSES"]
+__all__ = ["SYNC_SHARE", "SYNC_MECHANISM", "SYNC_FIX", "Threads", "CAUSES"]
+
+#: Where one thread is faster without the wait for a CPU falling, the team waiting on itself is the mechanism where
+#: the OpenMP runtime (its fork, barriers and idle wait) held at least this share of the unchanged workload's CPU
+#: time over the probe worker's timed iterations (the lower end of its samples' interval). A team at useful work
+#: spends little there (2 threads, 0.5 s each, ~990 samples: a 512x512 matmul 1%, a small conv 13%); a small LSTM,
+#: 2.3x slower on 2 threads than on one (0.55 against 0.245 ms a call, alternating blocks in one process), 36-71%.
+SYNC_SHARE = 0.2
+SYNC_MECHANISM = ("its team spends its time waiting on itself, not splitting work: each op's work is too small (or "
+                  "split too unevenly) for a second thread to pay for the OpenMP runtime's fork and barriers")
+SYNC_FIX = "run it on one thread (torch.set_num_threads(1)), or give each op more work (a larger batch)"
 
 
 def _pools(facts: Facts | None) -> str:
@@ -107,6 +119,18 @@ class Threads(Cause):
                 "oversubscribe the CPUs with it, so on a quiet machine the effect is smaller")
 
     @staticmethod
+    def _synchronising(facts: Facts | None) -> str | None:
+        """``"the OpenMP runtime held 38% of its CPU time (at least 27%) over ..."`` where it held at least
+        :data:`SYNC_SHARE` of the probe worker's timed iterations' CPU time (at the lower end of its samples'
+        interval), or None."""
+        split = facts.of(LIBRARY_SPLIT) if facts is not None else None
+        low = split.share_at_least(Kind.OPENMP) if split is not None else None
+        if low is None or low < SYNC_SHARE:
+            return None
+        return (f"the {Kind.OPENMP.value} held {split.share(Kind.OPENMP):.0%} of the CPU time of its timed iterations "
+                f"(at least {low:.0%} by its {split.samples:,} samples; all of it: {split.text()})")
+
+    @staticmethod
     def _flushed_caller(ctx: Context) -> str:
         """Where the code flushed subnormals in its calling thread alone: one thread is then that thread, which
         computes at full speed on subnormal values the others pay for (the denormals cause's to name)."""
@@ -133,7 +157,12 @@ class Threads(Cause):
             if wait.fell(ctx.saved_ns(cmp)):
                 found = f"{head}: {mechanism(THREADS)}{shares}{self._outside(ctx)}{neighbour}"
                 return self.finding(ctx, cmp, found, Status.CAUSE, **fields)
-            return self.finding(ctx, cmp, f"{head}{wait.unconfirmed()}{self._flushed_caller(ctx)}{neighbour}",
+            flushed = self._flushed_caller(ctx)
+            waiting = None if flushed else self._synchronising(ctx.facts)
+            if waiting is not None:  # a partly flushed team waits on its slow threads: that is the denormals cause's
+                return self.finding(ctx, cmp, f"{head}; {waiting}: {SYNC_MECHANISM}; the fix: {SYNC_FIX}{shares}"
+                                              f"{neighbour}", Status.CAUSE, **fields)
+            return self.finding(ctx, cmp, f"{head}{wait.unconfirmed()}{flushed}{neighbour}",
                                 Status.UNCONFIRMED, **fields)
         if cmp.slower:
             return self.finding(ctx, cmp, f"1 thread is {cmp.effect_text()}: its threads do useful work, not "
