@@ -22,7 +22,8 @@ LAYERS = {
     "probes": 2.5, "_probe": 2.5,  # what a probe is, and the registry the probe worker and Facts read
     "_results": 3, "_workloads": 3,
     "_run": 4,
-    "_studies": 5, "rules": 5, "_cause": 5, "_switched_cause": 5,  # what a cause is, the public names of its rule
+    # what a cause is (and the kinds several share), the public names of its rule
+    "_studies": 5, "rules": 5, "_cause": 5, "_switched_cause": 5, "_share_cause": 5,
     "_cli": 6,
     "pytest_plugin": 6,
 }
@@ -33,7 +34,7 @@ ROLES = {"control": (1, ""), "setting": (1.5, "settings"), "probe": (2.5, "probe
 # Registry modules share their layer's group with the role files they gather; the public rules module with the
 # studies it re-exports.
 GROUPS = {"settings": "settings", "_setting": "settings", "probes": "probes", "_probe": "probes", "rules": "_studies",
-          "_cause": "_studies", "_switched_cause": "_studies"}
+          "_cause": "_studies", "_switched_cause": "_studies", "_share_cause": "_studies"}
 
 
 def _modules():

@@ -7,6 +7,7 @@ the synthetic cases in test_seed_verdicts.py check them exactly).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import subprocess
 import sys
@@ -243,6 +244,14 @@ def test_a_phase_whose_findings_name_no_cause_says_so():
                    _cmp(1.0, 0.98, 1.02, Outcome.NO_EFFECT))
     text = answer.format_answer([flat], "plain.py:fn")
     assert answer.NO_CAUSE.format(subject="plain.py:fn", phase="call", band=0.05) in text
+    # Identical processes 490% apart: no cell can show "no effect", and the sentence does not say one did.
+    wide = Finding("cause_allocator", "call", Status.UNRESOLVED, "allocator: unresolved",
+                   replace(_cmp(0.88, 0.16, 4.7, Outcome.UNRESOLVED), band=4.9))
+    text = answer.format_answer([wide], "plain.py:fn")
+    assert "no effect beyond" not in text
+    assert ("none of the probed causes explains the time of plain.py:fn in phase call, and this run cannot tell "
+            "whether one would: identical processes differ by ±490% here, over the ±25% within which 'no effect' is "
+            "said") in text
 
 
 def test_beneath_no_cause_the_answer_says_which_ops_took_the_profiled_calls_time():

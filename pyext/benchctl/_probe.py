@@ -8,7 +8,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-__all__ = ["ProbedCall", "Probe", "NoteFacts", "EntryProbe"]
+__all__ = ["ProbedCall", "Probe", "NoteFacts", "EntryProbe", "milliseconds"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,11 @@ class Probe(abc.ABC):
         """Where the workload's time goes by this probe's ``fact``, said beneath an answer no cause explains
         (the library split's: by library); None (the default): this probe has nothing to say there."""
         return None
+
+
+def milliseconds(ms: float) -> str:
+    """A time as a probe's facts say it, to 3 digits: ``"54.9 ms"``, or ``"1.46 s"`` from a second on."""
+    return f"{ms:.3g} ms" if ms < 1e3 else f"{ms / 1e3:.3g} s"
 
 
 class NoteFacts:

@@ -17,15 +17,21 @@ from typing import Callable, Iterable
 
 from .. import probes
 from . import processes, wording
-from .comparison import FLOOR
+from .comparison import FLOOR, MAX_NO_EFFECT_BAND
 from .facts import Facts
 from .findings import LEGEND, Finding, Status
 
-__all__ = ["NO_CAUSE", "TOP_OPS", "TOP_OPS_SAID", "VERBOSE_FLAG", "settle_text", "finding_name", "format_answer"]
+__all__ = ["NO_CAUSE", "NO_CAUSE_UNRESOLVED", "TOP_OPS", "TOP_OPS_SAID", "VERBOSE_FLAG", "settle_text", "finding_name",
+           "format_answer"]
 
 #: Said of a phase none of whose findings names a cause.
 NO_CAUSE = ("none of the probed causes explains the time of {subject} in phase {phase}: each is ruled out, shows "
             "no effect beyond ±{band:.0%}, or is open")
+#: :data:`NO_CAUSE` where the band is wider than "no effect" is ever said against: no cell can then show none.
+NO_CAUSE_UNRESOLVED = ("none of the probed causes explains the time of {subject} in phase {phase}, and this run "
+                       "cannot tell whether one would: identical processes differ by ±{band:.0%} here, over the "
+                       "±{most:.0%} within which 'no effect' is said, so each cause is ruled out or open; more "
+                       "processes (a longer budget) or a quieter machine narrow it")
 #: Said beneath :data:`NO_CAUSE` of the phase of the probe worker's profiled call: where its time went, by op.
 TOP_OPS_SAID = "its profiled call ({wall_ms:.3g} ms) spent {ops}"
 #: How many ops, by self time, :data:`TOP_OPS_SAID` names.
@@ -120,7 +126,9 @@ def _unexplained(found: list[Finding], subject: str, facts: Facts | None = None,
         if any(f.comparison is not None for f in judged) and not any(f.status is Status.CAUSE for f in judged):
             band = max((f.comparison.band for f in judged if f.comparison is not None), default=FLOOR)
             if not busy:
-                lines.append(" " + NO_CAUSE.format(subject=subject, phase=phase, band=max(band, FLOOR)))
+                band = max(band, FLOOR)
+                said = NO_CAUSE if band <= MAX_NO_EFFECT_BAND else NO_CAUSE_UNRESOLVED
+                lines.append(" " + said.format(subject=subject, phase=phase, band=band, most=MAX_NO_EFFECT_BAND))
             lines.extend(_where_time_goes(facts, phase))
     return lines
 

@@ -6,7 +6,7 @@ text back into numbers. A table's time columns are :mod:`.tables`'.
 
 from __future__ import annotations
 
-__all__ = ["factor", "ratio_ci", "slower_or_faster", "table_ratio", "count", "milliseconds", "duration"]
+__all__ = ["factor", "ratio_ci", "slower_or_faster", "table_ratio", "count", "duration"]
 
 
 def factor(x: float) -> str:
@@ -53,11 +53,6 @@ def count(x: float | None) -> str:
     if abs(x) >= 10 or x == int(x):
         return f"{x:,.0f}"
     return f"{x:.2g}"
-
-
-def milliseconds(ms: float) -> str:
-    """A time in milliseconds, to 3 digits: ``"54.9 ms"``, or ``"1.46 s"`` from a second on."""
-    return f"{ms:.3g} ms" if ms < 1e3 else f"{ms / 1e3:.3g} s"
 
 
 def duration(seconds: float) -> str:

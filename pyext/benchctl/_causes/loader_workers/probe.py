@@ -19,8 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
-from ..._results.wording import milliseconds
+from ..._probe import EntryProbe, NoteFacts, ProbedCall, milliseconds
 
 __all__ = ["LoaderTally", "watching_loaders", "LoaderFacts", "LoaderProbe", "PROBE", "PROBES"]
 

@@ -18,8 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
-from ..._results.wording import milliseconds
+from ..._probe import EntryProbe, NoteFacts, ProbedCall, milliseconds
 
 __all__ = ["InitTally", "watching_init", "InitFacts", "InitProbe", "PROBE", "PROBES"]
 
