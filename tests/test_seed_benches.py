@@ -250,8 +250,8 @@ def test_a_phase_whose_findings_name_no_cause_says_so():
     text = answer.format_answer([wide], "plain.py:fn")
     assert "no effect beyond" not in text
     assert ("none of the probed causes explains the time of plain.py:fn in phase call, and this run cannot tell "
-            "whether one would: identical processes differ by ±490% here, over the ±25% within which 'no effect' is "
-            "said") in text
+            "whether one would: identical processes differ by up to ±490% here, over the ±25% within which "
+            "'no effect' is said") in text
 
 
 def test_beneath_no_cause_the_answer_says_which_ops_took_the_profiled_calls_time():

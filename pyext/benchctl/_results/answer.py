@@ -29,9 +29,9 @@ NO_CAUSE = ("none of the probed causes explains the time of {subject} in phase {
             "no effect beyond ±{band:.0%}, or is open")
 #: :data:`NO_CAUSE` where the band is wider than "no effect" is ever said against: no cell can then show none.
 NO_CAUSE_UNRESOLVED = ("none of the probed causes explains the time of {subject} in phase {phase}, and this run "
-                       "cannot tell whether one would: identical processes differ by ±{band:.0%} here, over the "
-                       "±{most:.0%} within which 'no effect' is said, so each cause is ruled out or open; more "
-                       "processes (a longer budget) or a quieter machine narrow it")
+                       "cannot tell whether one would: identical processes differ by up to ±{band:.0%} here, over "
+                       "the ±{most:.0%} within which 'no effect' is said; more processes (a longer budget) or a "
+                       "quieter machine narrow it")
 #: Said beneath :data:`NO_CAUSE` of the phase of the probe worker's profiled call: where its time went, by op.
 TOP_OPS_SAID = "its profiled call ({wall_ms:.3g} ms) spent {ops}"
 #: How many ops, by self time, :data:`TOP_OPS_SAID` names.

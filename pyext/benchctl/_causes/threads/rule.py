@@ -39,7 +39,7 @@ __all__ = ["SYNC_SHARE", "SYNC_MECHANISM", "SYNC_FIX", "Threads", "CAUSES"]
 #: the OpenMP runtime (its fork, barriers and idle wait) held at least this share of the unchanged workload's CPU
 #: time over the probe worker's timed iterations (the lower end of its samples' interval). A team at useful work
 #: spends little there (2 threads, 0.5 s each, ~990 samples: a 512x512 matmul 1%, a small conv 13%); a small LSTM,
-#: 2.3x slower on 2 threads than on one (0.55 against 0.245 ms a call, alternating blocks in one process), 36-71%.
+#: 2.0x slower on 2 threads than on one (0.48 against 0.24 ms a call, alternating blocks in one process), 36-71%.
 SYNC_SHARE = 0.2
 SYNC_MECHANISM = ("its team spends its time waiting on itself, not splitting work: each op's work is too small (or "
                   "split too unevenly) for a second thread to pay for the OpenMP runtime's fork and barriers")
@@ -120,9 +120,9 @@ class Threads(Cause):
 
     @staticmethod
     def _synchronising(facts: Facts | None) -> str | None:
-        """``"the OpenMP runtime held 38% of its CPU time (at least 27%) over ..."`` where it held at least
-        :data:`SYNC_SHARE` of the probe worker's timed iterations' CPU time (at the lower end of its samples'
-        interval), or None."""
+        """``"the OpenMP runtime held 43% of the CPU time of its timed iterations (at least 27% by its 30 samples;
+        all of it: ...)"`` where it held at least :data:`SYNC_SHARE` of the probe worker's timed iterations' CPU time
+        (at the lower end of its samples' interval), or None."""
         split = facts.of(LIBRARY_SPLIT) if facts is not None else None
         low = split.share_at_least(Kind.OPENMP) if split is not None else None
         if low is None or low < SYNC_SHARE:
