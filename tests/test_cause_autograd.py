@@ -15,6 +15,7 @@ from benchctl._causes.anomaly import control as anomaly
 from benchctl._causes.anomaly.rule import ANOMALY_FIX, Anomaly
 from benchctl._causes.recording import control as inference
 from benchctl._causes.recording.probe import PROBE as AUTOGRAD, AutogradFacts, autograd_census
+from benchctl._causes.recording import rule as recording_rule
 from benchctl._causes.recording.rule import RECORDING_FIX, Recording
 from benchctl._results import queries, rules
 from benchctl._results.analysis import analyse
@@ -242,6 +243,19 @@ def test_recording_named_with_its_evidence_and_fix_when_inference_mode_is_faster
     assert ("16 of 16 torch calls of its probe call record an autograd graph (linear ×8, relu ×8); 16 of 16 "
             "parameter tensors of its modules require grad") in found.message
     assert found.message.endswith(RECORDING_FIX)
+
+
+def test_recording_open_where_few_calls_record_though_inference_mode_is_faster():
+    # An optimizer step: 4,401 torch calls, one of them (reading a parameter) recording; 1.09x faster under
+    # inference mode, which spares every op its version counter too: recording is not shown to be why.
+    few = AutogradFacts(calls=4401, recording=1, recording_ops={"__getitem__": 1}, parameters=0)
+    found = _judge(Recording(), _run(lambda p: 0.9 if p == ON else 1.0), few)
+    assert found.status is Status.UNCONFIRMED, found.message
+    assert "1 of 4,401 torch calls of its probe call record an autograd graph" in found.message
+    assert recording_rule.FEW_RECORD in found.message and RECORDING_FIX not in found.message
+    # One call in ten recording: named as before.
+    tenth = AutogradFacts(calls=40, recording=4, recording_ops={"linear": 4}, parameters=0)
+    assert _judge(Recording(), _run(lambda p: 0.7 if p == ON else 1.0), tenth).status is Status.CAUSE
 
 
 def test_recording_not_the_cause_when_inference_mode_changes_nothing():
