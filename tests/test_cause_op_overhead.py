@@ -27,10 +27,14 @@ TINY_US = COST.us * op_overhead.TINY_MULTIPLE / 2  # an op called from Python th
 BIG_US = COST.us * op_overhead.TINY_MULTIPLE * 100  # one whose work dwarfs an op's cost
 
 
-def _row(op, top_calls, us_per_call, nested=0):
-    """An op called ``top_calls`` times from Python at ``us_per_call`` each (and ``nested`` times by other ops)."""
-    calls = top_calls + nested
-    return OpRow(op, ("float",), calls, us_per_call * calls, us_per_call * top_calls, ((4000,), (), ()), top_calls)
+def _row(op, top_calls, us_per_call, nested=0, scoped=()):
+    """An op called ``top_calls`` times from Python at ``us_per_call`` each (and ``nested`` times by other ops, and
+    under the code's scopes as often as ``scoped``, (scope, calls) pairs, says)."""
+    under = sum(n for _, n in scoped)
+    calls = top_calls + nested + under
+    return OpRow(op, ("float",), calls, us_per_call * calls, us_per_call * top_calls, ((4000,), (), ()), top_calls,
+                 py_calls=top_calls + under, py_us=us_per_call * (top_calls + under), py_scoped=under,
+                 py_scopes=tuple(scoped))
 
 
 def facts(*rows, median_ms, cost=COST, wall_ms=None):
@@ -204,7 +208,7 @@ def test_ops_taking_a_python_number_are_weighed_at_that_forms_cost():
     # The last is a float64 element times a number: both double, no different dtype beside it (not counted).
     assert took == [True, True, False, False, False], took
     cost = OpCost(0.5, 2.0)
-    assert cost.of(OpRow("aten::mul", ("float",), 2, 4.0, 4.0, (), 2, 1)) == 1.25  # one call of each form
+    assert cost.of(OpRow("aten::mul", ("float",), 2, 4.0, 4.0, (), 2, 1).top) == 1.25  # one call of each form
     loop = (OpRow("aten::mul", ("float",), 300, 600.0, 1200.0, ((16,), ()), 300, 300),
             OpRow("aten::add", ("float",), 300, 600.0, 1200.0, ((16,), (), ()), 300, 300))
     f = facts(*loop, median_ms=1.3, cost=cost)
@@ -213,3 +217,44 @@ def test_ops_taking_a_python_number_are_weighed_at_that_forms_cost():
     assert judge(op_overhead.OpOverhead(), f).status is Status.CAUSE
     at_tensor_cost = facts(*loop, median_ms=1.3, cost=OpCost(0.5))
     assert op_overhead.overhead(at_tensor_cost).share < op_overhead.PART_SHARE  # what it read before
+
+
+def test_ops_called_under_the_codes_scopes_are_counted_and_the_scopes_named():
+    # torch.optim's step (foreach=False) over 400 tiny parameters: ~9 tiny ops a parameter, all beneath its scope.
+    step = "Optimizer.step#Adam.step"
+    rows = [_row(op, 0, TINY_US, scoped=((step, 400),)) for op in ("aten::lerp_", "aten::mul_", "aten::addcmul_")]
+    f = facts(*rows, _row("aten::item", 1, TINY_US), median_ms=1201 * COST.us / 1e3)
+    cause = op_overhead.OpOverhead()
+    assert cause.precheck(f, None) is None
+    found = judge(cause, f)
+    assert found.status is Status.CAUSE, found.message
+    assert (f"1,201 ops called from Python in each call (1,200 of them under the record_function scope {step}) do "
+            "almost no work (400 aten::lerp_ on 4000 at") in found.message
+    assert found.evidence["tiny_calls"] == 1201 and found.evidence["scoped_calls"] == 1200
+    # The python-time rule weighs the ops at the top alone (a scope's event holds the binding of the ops beneath).
+    assert op_overhead.overhead(f).calls == 1 and op_overhead.overhead(f, scoped=True).calls == 1201
+    # Several scopes, and calls under scopes a row did not keep (op_table.SCOPES_KEPT): the first named, the rest too.
+    mixed = facts(_row("aten::add", 0, TINY_US, scoped=(("my_step", 600), ("layer0", 300))),
+                  replace(_row("aten::neg", 0, TINY_US, scoped=(("layer1", 100),)), py_calls=200, py_scoped=200,
+                          py_us=200 * TINY_US), median_ms=1100 * COST.us / 1e3)
+    said = judge(cause, mixed).message
+    assert "(1,100 of them under record_function scopes my_step, layer0 and others)" in said, said
+
+
+def test_the_ops_of_a_real_optimizer_step_are_counted_from_python():
+    params = [torch.nn.Parameter(torch.randn(16)) for _ in range(50)]
+    for p in params:
+        p.grad = torch.randn(16)
+    opt = torch.optim.Adam(params, lr=1e-3, foreach=False)
+    opt.step()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        opt.step()
+    table = tuple(OpRow.from_json(row) for row in op_table.rows(prof.events()))
+    cost = OpCost(1_000.0)  # every op of the step within its multiple: the count is what is checked, not the time
+    f = facts(*table, median_ms=1.0, cost=cost)
+    assert op_overhead.OpOverhead().precheck(f, None) is None
+    assert judge(op_overhead.OpOverhead(), f).status is Status.CAUSE
+    found = op_overhead.overhead(f, scoped=True)
+    assert found.calls == found.scoped_calls >= 8 * 50 and found.calls == sum(r.py_calls for r in table)
+    assert "of them under the record_function scope Optimizer.step#Adam.step)" in found.text
+    assert op_overhead.overhead(f) is None  # none at the top: the count before the scopes

@@ -19,7 +19,8 @@ from . import queries
 from .dtype_profile import DtypeProfile, OpCall
 from .summary import COUNTER_FIELDS
 
-__all__ = ["CENSUS_PARTS", "OpRow", "WarningSeen", "PyFrame", "LayoutCopy", "CompileLog", "Facts", "warmup_extra"]
+__all__ = ["CENSUS_PARTS", "Calls", "OpRow", "WarningSeen", "PyFrame", "LayoutCopy", "CompileLog", "Facts",
+           "warmup_extra"]
 
 #: The parts of a probe worker's subnormal census: what its call returned, its modules' layer outputs and weights,
 #: and what the torch functions it called read (:func:`benchctl.denormals.op_inputs_census`).
@@ -37,12 +38,32 @@ def warmup_extra(ns: list[float], warmup: int) -> float | None:
 
 
 @dataclass(frozen=True)
+class Calls:
+    """Some of an op table row's calls: how many (``n``), their time with the ops they called (``us``) and how many
+    of them took a Python number as an operand (``number``)."""
+
+    n: int = 0
+    us: float = 0.0
+    number: int = 0
+
+    @property
+    def us_per_call(self) -> float | None:
+        """The time of one of them, with the ops it called; None: there were none."""
+        return self.us / self.n if self.n else None
+
+
+@dataclass(frozen=True)
 class OpRow:
     """One row of the probe call's op table (:mod:`benchctl._workloads.op_table`): an op in one
     combination of input dtypes, its ``calls``, ``self_us`` (time in the op itself), ``top_us``
     (time of its calls made from Python), ``top_calls`` (how many those were; 0 in a results file written
     before they were counted), the input ``shapes`` of its first call and ``top_number_calls``, how many of its
-    calls made from Python took a Python number as an operand (0 in a results file written before they were)."""
+    calls made from Python took a Python number as an operand (0 in a results file written before they were).
+    ``py_calls``, ``py_us`` and ``py_number_calls`` count the same of its calls made from Python with nothing or
+    only ``record_function`` scopes above them (:func:`benchctl._workloads.op_table.python_scope`), ``py_scoped``
+    those under a scope and ``py_scopes`` (name, calls) of their innermost scopes, the most called; in a results file
+    written before they were counted (or a row built without them) the ``py_`` counts are the ``top_`` ones, no
+    scope known."""
 
     op: str
     dtypes: tuple[str, ...] = ()
@@ -52,18 +73,49 @@ class OpRow:
     shapes: tuple = ()
     top_calls: int = 0
     top_number_calls: int = 0
+    py_calls: int | None = None
+    py_us: float | None = None
+    py_number_calls: int | None = None
+    py_scoped: int = 0
+    py_scopes: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        # Counted before scopes were: the calls with no profiled parent were all that was known of them.
+        if self.py_calls is None:
+            object.__setattr__(self, "py_calls", self.top_calls)
+        if self.py_us is None:
+            object.__setattr__(self, "py_us", self.top_us)
+        if self.py_number_calls is None:
+            object.__setattr__(self, "py_number_calls", self.top_number_calls)
+        object.__setattr__(self, "py_scopes", tuple((str(name), int(n)) for name, n in self.py_scopes))
 
     @classmethod
     def from_json(cls, data: dict) -> "OpRow":
+        def maybe(key: str, kind: type) -> Any:
+            return kind(data[key]) if data.get(key) is not None else None
+
         return cls(op=data["op"], dtypes=tuple(data.get("dtypes", ())), calls=int(data.get("calls", 0)),
                    self_us=float(data.get("self_us", 0.0)), top_us=float(data.get("top_us", 0.0)),
                    shapes=tuple(data.get("shapes", ())),
-                   top_calls=int(data.get("top_calls", 0)), top_number_calls=int(data.get("top_number_calls", 0)))
+                   top_calls=int(data.get("top_calls", 0)), top_number_calls=int(data.get("top_number_calls", 0)),
+                   py_calls=maybe("py_calls", int), py_us=maybe("py_us", float),
+                   py_number_calls=maybe("py_number_calls", int), py_scoped=int(data.get("py_scoped", 0)),
+                   py_scopes=tuple(data.get("py_scopes", ())))
 
     @property
     def top_us_per_call(self) -> float | None:
         """The time of one of its calls made from Python, with the ops it called; None: none was."""
         return self.top_us / self.top_calls if self.top_calls else None
+
+    @property
+    def top(self) -> Calls:
+        """Its calls made from Python with no profiled parent (``top_``)."""
+        return Calls(self.top_calls, self.top_us, self.top_number_calls)
+
+    @property
+    def py(self) -> Calls:
+        """Its calls made from Python, under the code's scopes too (``py_``)."""
+        return Calls(self.py_calls, self.py_us, self.py_number_calls)
 
     @property
     def shapes_text(self) -> str:

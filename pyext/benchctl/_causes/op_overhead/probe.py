@@ -117,14 +117,14 @@ class OpCost:
     us: float
     number_us: float | None = None
 
-    def of(self, row) -> float:
-        """The fixed cost of one call from Python of the op table's ``row``, on average over its calls: those that
-        took a Python number as an operand (:attr:`~benchctl._results.facts.OpRow.top_number_calls`) at that
-        form's cost, where it was measured."""
-        if not row.top_calls or not self.number_us:
+    def of(self, calls) -> float:
+        """The fixed cost of one of an op table row's ``calls`` from Python (:class:`~benchctl._results.facts.Calls`),
+        on average over them: those that took a Python number as an operand at that form's cost, where it was
+        measured."""
+        if not calls.n or not self.number_us:
             return self.us
-        numbers = min(row.top_number_calls, row.top_calls)
-        return (numbers * self.number_us + (row.top_calls - numbers) * self.us) / row.top_calls
+        numbers = min(calls.number, calls.n)
+        return (numbers * self.number_us + (calls.n - numbers) * self.us) / calls.n
 
     @property
     def text(self) -> str:
