@@ -1,9 +1,10 @@
 """Gradient hooks on leaf tensors: find them, and run the timed calls with them detached.
 
-``param.register_hook(fn)`` (a gradient logged, checked or clipped per parameter) and
-``param.register_post_accumulate_grad_hook(fn)`` (an optimizer step run in backward) put ``fn`` in a dict of the
-tensor's (``_backward_hooks``, ``_post_accumulate_grad_hooks``) that autograd holds and calls in Python, one
-call per hooked tensor in every backward, with the ops and syncs the hook does (a norm and an ``.item()`` each).
+``param.register_hook(fn)`` (a gradient logged, checked or clipped per parameter) puts ``fn`` in a dict of the
+tensor's (``_backward_hooks``) that autograd holds and calls in Python, one call per hooked tensor in every
+backward, with the ops and syncs the hook does (a norm and an ``.item()`` each). The hooks
+``register_post_accumulate_grad_hook`` registers are left alone: they are how an optimizer steps inside backward,
+work the step needs, which detaching would leave out and call a saving.
 Registered in a setup on every parameter and left there, they run in every training step. No Python function
 funnels those calls, so :func:`hooked_leaves` finds the tensors by the collector's list of objects (the leaf tensors
 whose dicts hold a hook: parameters, or tensors the code made with ``requires_grad``), and :func:`detached` empties
@@ -31,8 +32,9 @@ __all__ = ["WHAT", "KINDS", "Detached", "hooked_leaves", "hook_dicts", "detached
 
 #: The setting value this control serves, as :mod:`benchctl._timed_call` names it.
 WHAT = "grad_hooks=off"
-#: A leaf tensor's dicts of gradient hooks: (what its hooks are called here, the tensor's attribute).
-KINDS = (("gradient", "_backward_hooks"), ("post-accumulate", "_post_accumulate_grad_hooks"))
+#: A leaf tensor's dicts of gradient hooks: (what its hooks are called here, the tensor's attribute). Not its
+#: ``_post_accumulate_grad_hooks``: an optimizer step run in backward (the module's docstring).
+KINDS = (("gradient", "_backward_hooks"),)
 
 
 def hook_dicts(tensor: Any) -> list[tuple[str, dict]]:
@@ -67,18 +69,16 @@ class Detached:
     """What :func:`detached` took out: for each dict emptied, the dict and its hooks as they were."""
 
     taken: list[tuple[dict, list]] = field(default_factory=list)
+    #: The ids of the hook functions taken out (read after every timed call: kept, not rebuilt).
+    functions: frozenset[int] = frozenset()
 
     @property
     def hooks(self) -> int:
         return sum(len(items) for _, items in self.taken)
 
-    def functions(self) -> set[int]:
-        return {id(hook) for _, items in self.taken for _, hook in items}
-
     def back(self) -> int:
         """How many of the functions taken out are in the dicts again (the code registered them anew)."""
-        ids = self.functions()
-        return sum(id(hook) in ids for hooks, _ in self.taken for hook in hooks.values())
+        return sum(id(hook) in self.functions for hooks, _ in self.taken for hook in hooks.values())
 
 
 @contextlib.contextmanager
@@ -91,6 +91,7 @@ def detached(leaves: Callable[[], list[Any]] = hooked_leaves) -> Iterator[Detach
             for _, hooks in hook_dicts(tensor):
                 out.taken.append((hooks, list(hooks.items())))
                 hooks.clear()
+        out.functions = frozenset(id(hook) for _, items in out.taken for _, hook in items)
         yield out
     finally:
         for hooks, items in out.taken:

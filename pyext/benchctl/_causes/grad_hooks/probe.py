@@ -86,22 +86,19 @@ class GradHooksFacts(NoteFacts):
     def ran(self) -> bool:
         return self.known and self.runs > 0
 
-    def _hooks_text(self) -> str:
-        return ", ".join(f"{n:,} {kind}" for kind, n in self.hooks.items())
-
     def text(self) -> str:
-        """``"in its probe call, 24 gradient hook calls on 24 leaf tensors that hold hooks (24 gradient; log_norm
-        ×24)"``."""
+        """``"in its probe call, 24 gradient hook calls on 24 leaf tensors that hold hooks (log_norm ×24)"``."""
         names = ", ".join(f"{name} ×{n:,}" for name, n in self.names.items())
         return (f"in its probe call, {self.runs:,} gradient hook call{'s' * (self.runs != 1)} on {self.tensors:,} "
-                f"leaf tensor{'s' * (self.tensors != 1)} that hold hooks ({self._hooks_text()}; {names})")
+                f"leaf tensor{'s' * (self.tensors != 1)} that hold hooks ({names})")
 
     def none_text(self) -> str:
         """Why nothing is left to detach: no tensor holds a hook, or none ran."""
         if not self.tensors:
             return "no leaf tensor held a gradient hook as its probe call began"
-        return (f"{self.tensors:,} leaf tensor{'s' * (self.tensors != 1)} held gradient hooks ({self._hooks_text()}), "
-                f"yet none ran in its probe call (no backward reached them)")
+        hooks = sum(self.hooks.values())
+        return (f"{self.tensors:,} leaf tensor{'s' * (self.tensors != 1)} held {hooks:,} gradient "
+                f"hook{'s' * (hooks != 1)}, yet none ran in its probe call (no backward reached them)")
 
 
 class GradHooksProbe(EntryProbe):

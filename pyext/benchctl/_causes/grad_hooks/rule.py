@@ -1,11 +1,11 @@
 """Cause: gradient hooks on tensors run on every backward.
 
 ``param.register_hook(...)`` on every parameter to log, check or clip its gradient (``grad.norm().item()`` each),
-or ``register_post_accumulate_grad_hook`` running an optimizer step per parameter, left in the code, calls a Python
-hook per parameter in every backward, with the ops and syncs it does. The probe worker finds the leaf tensors that
-hold such hooks and runs one more call with each hook counted as it runs (:mod:`.probe`): with none, or none run, the
-cause is out before any cell runs. The probe is ``grad_hooks=off``, the timed calls with those hooks detached
-(:mod:`.control`), a timing probe only: a hook may change a gradient, or step the optimizer.
+left in the code, calls a Python hook per parameter in every backward, with the ops and syncs it does. The probe
+worker finds the leaf tensors that hold such hooks and runs one more call with each hook counted as it runs
+(:mod:`.probe`): with none, or none run, the cause is out before any cell runs. The probe is ``grad_hooks=off``,
+the timed calls with those hooks detached (:mod:`.control`), a timing probe only: a hook may change a gradient.
+Post-accumulate hooks (an optimizer stepping in backward) are not detached: their work is the step's.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FIX = ("remove the hooks after the steps you inspect (handle.remove()), or do th
        "backward (torch._foreach_norm over the gradients, one .item() or none, instead of a norm and a sync per "
        "parameter)")
 #: What the probe cell is, said wherever its time is quoted.
-TIMING_ONLY = "a timing probe: a hook that changes a gradient or steps the optimizer changes what the call computes"
+TIMING_ONLY = "a timing probe: a hook that changes a gradient (clips or scales it) changes what the call computes"
 
 
 class GradHooksOnEveryBackward(SwitchedCause):

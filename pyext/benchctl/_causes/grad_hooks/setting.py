@@ -16,9 +16,9 @@ class GradHooks(AroundCalls):
     detached for the timed calls of a user workload (``off``: :func:`benchctl._causes.grad_hooks.control.detached`)."""
 
     name = "grad_hooks"
-    help = ("code | off: gradient hooks on leaf tensors (Tensor.register_hook, register_post_accumulate_grad_hook on "
-            "parameters) as the workload's code registered them, or those registered before the timed calls of a "
-            "callable or setup()/run(state) workload detached for them")
+    help = ("code | off: gradient hooks on leaf tensors (Tensor.register_hook on parameters) as the workload's code "
+            "registered them, or those registered before the timed calls of a callable or setup()/run(state) "
+            "workload detached for them (post-accumulate hooks, an optimizer stepping in backward, stay)")
     order = 50
     needs_torch = True
     probe = "off"
