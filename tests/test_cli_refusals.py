@@ -201,6 +201,9 @@ def test_a_script_that_parses_its_command_line_at_import_is_told_where_to_move_i
     ("f", "def f(x=0, *, scale):\n    return x\n", ["missing a required argument: 'scale'"]),
     ("Model", "class Model:\n    def __init__(self, width):\n        self.width = width\n",
      ["Model cannot be called with no argument", "'width'"]),
+    ("model", "import torch\nmodel = torch.nn.Linear(4, 4)\n",
+     ["model is a torch.nn.Module (Linear) whose forward needs its input", "missing a required argument: 'input'",
+      "def step(): return model(x)"]),
     ("f", "def f():\n    yield 1\n", ["f returns a generator", "none of its body"]),
     ("f", "async def f():\n    return 1\n", ["f returns a coroutine"]),
     ("Bench", "class Bench:\n    def setup(self):\n        return 1\n    def run(self):\n        pass\n",
@@ -231,8 +234,11 @@ def test_callables_the_forms_can_call_are_taken(tmp_path):
                     "class Bench:\n    def setup(self):\n        return 1\n"
                     "    def run(self, state, extra=0):\n        return state\n"
                     "class Static:\n    @staticmethod\n    def setup():\n        return 1\n"
-                    "    @staticmethod\n    def run(state):\n        return state\n")
-    for name in ("f", "g", "Bench", "Static"):
+                    "    @staticmethod\n    def run(state):\n        return state\n"
+                    "import torch\n"
+                    "class Sampler(torch.nn.Module):\n    def forward(self, n=4):\n        return torch.zeros(n)\n"
+                    "sampler = Sampler()\n")
+    for name in ("f", "g", "Bench", "Static", "sampler"):  # a module whose forward needs no input: taken
         assert workloads.get(f"{path}:{name}").name == f"{path}:{name}"
     assert workloads.get("time:perf_counter").name == "time:perf_counter"  # a builtin taking none
     with pytest.raises(ArgumentError, match="cannot be called with no argument"):

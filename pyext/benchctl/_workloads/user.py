@@ -357,6 +357,12 @@ def load(target: str) -> tuple[Callable, dict, str, Callable | None]:
     return fn, params, help_text, None if mark is not None else check_iterations
 
 
+def _is_module(obj: Any) -> bool:
+    """Whether ``obj`` is a ``torch.nn.Module`` (told by its classes' names: the user's code imported torch, this
+    need not)."""
+    return any(c.__name__ == "Module" and c.__module__ == "torch.nn.modules.module" for c in type(obj).__mro__)
+
+
 def _unbindable(fn: Callable, arguments: int) -> str | None:
     """Why a call of ``fn`` with ``arguments`` positional values could not bind (its own words: a missing or an
     unexpected argument), or None where it binds or Python cannot say (a builtin without a signature)."""
@@ -383,7 +389,14 @@ def _check_callable(what: str, fn: Callable, arguments: int) -> None:
             raise _validate.ArgumentError(
                 f"{what} returns {made}: a call runs none of its body, so timing it times nothing of the work; "
                 "make it return its result (not yield or await it), or name a function that runs it to the end")
-    why = _unbindable(fn, arguments)
+    module = _is_module(fn)
+    # A module's __call__ takes anything: what it needs is its forward's.
+    why = _unbindable(fn.forward if module else fn, arguments)
+    if why is not None and module:
+        raise _validate.ArgumentError(
+            f"{what} is a torch.nn.Module ({type(fn).__name__}) whose forward needs its input ({why}): name a function "
+            "that calls it on its input (def step(): return model(x)), or an object whose setup() makes the model "
+            "and its input and whose run(state) calls it")
     if why is not None:
         given = "no argument" if arguments == 0 else "one argument, the state setup() returned"
         raise _validate.ArgumentError(
