@@ -8,7 +8,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-__all__ = ["ProbedCall", "Probe", "NoteFacts", "EntryProbe", "milliseconds"]
+__all__ = ["ProbedCall", "Probe", "NoteFacts", "EntryProbe", "milliseconds", "hook_name"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +95,11 @@ class EntryProbe(Probe):
 
     def from_json(self, data: dict) -> Any:
         return self.fact.from_note(data)
+
+
+def hook_name(hook: Any) -> str:
+    """``"log_stats"``, ``"Logger.record"``: the function a hook calls (through a ``functools.partial`` too), by its
+    own name where it was defined in a function (not the enclosing one's), as a probe's evidence names hooks."""
+    hook = getattr(hook, "func", hook)
+    name = getattr(hook, "__qualname__", None) or type(hook).__name__
+    return name.rsplit("<locals>.", 1)[-1]

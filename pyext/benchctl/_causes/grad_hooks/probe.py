@@ -8,20 +8,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
 from . import control
 
 __all__ = ["TOP_HOOKS", "census", "GradHooksFacts", "GradHooksProbe", "PROBE", "PROBES"]
 
 #: How many hook functions the note names (the most run first).
 TOP_HOOKS = 3
-
-
-def _hook_name(hook: Any) -> str:
-    """``"log_norm"``, ``"Logger.record"``: the function a hook calls (through a ``functools.partial`` too)."""
-    hook = getattr(hook, "func", hook)
-    name = getattr(hook, "__qualname__", None) or type(hook).__name__
-    return name.rsplit("<locals>.", 1)[-1]  # a hook defined in a function: its own name, not the enclosing one's
 
 
 def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
@@ -37,7 +30,7 @@ def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
     runs: Counter = Counter()
 
     def counting(hook: Any) -> Callable[..., Any]:
-        name = _hook_name(hook)
+        name = hook_name(hook)
 
         def counted(*args: Any) -> Any:
             runs[name] += 1

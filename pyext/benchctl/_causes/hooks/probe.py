@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..._module_calls import seeing_module_calls
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
 
 __all__ = ["KINDS", "TOP_HOOKS", "census", "HooksFacts", "HooksProbe", "PROBE", "PROBES"]
 
@@ -21,13 +21,6 @@ KINDS = (("forward_pre", "_forward_pre_hooks", "_global_forward_pre_hooks"),
 
 #: How many hook functions the note names (the most run first).
 TOP_HOOKS = 3
-
-
-def _hook_name(hook: Any) -> str:
-    """``"log_stats"``, ``"Logger.record"``: the function a hook calls (through a ``functools.partial`` too)."""
-    hook = getattr(hook, "func", hook)
-    name = getattr(hook, "__qualname__", None) or type(hook).__name__
-    return name.rsplit("<locals>.", 1)[-1]  # a hook defined in a function: its own name, not the enclosing one's
 
 
 @dataclass
@@ -54,7 +47,7 @@ def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
             for hook_id, hook in (*everywhere.items(), *hooks.items()):
                 tally.runs[kind] += 1
                 tally.ids[kind].add(hook_id)  # handle ids are unique across modules and the global dicts
-                tally.names[_hook_name(hook)] += 1
+                tally.names[hook_name(hook)] += 1
 
     try:
         with seeing_module_calls(counting):

@@ -8,20 +8,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
 from . import control
 
 __all__ = ["TOP_HOOKS", "census", "SavedHooksFacts", "SavedHooksProbe", "PROBE", "PROBES"]
 
 #: How many pack functions the note names (the most run first).
 TOP_HOOKS = 3
-
-
-def _hook_name(hook: Any) -> str:
-    """``"pack"``, ``"save_on_cpu.__init__.pack_to_cpu"``: the function, with where it was defined."""
-    hook = getattr(hook, "func", hook)
-    name = getattr(hook, "__qualname__", None) or type(hook).__name__
-    return name.replace("<locals>.", "")
 
 
 def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
@@ -35,7 +28,7 @@ def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
 
     def counted(pair: control.Pair) -> control.Pair:
         pack, unpack = pair
-        name = _hook_name(pack)
+        name = hook_name(pack)
 
         def counting(tensor: Any) -> Any:
             packs[name] += 1
@@ -49,7 +42,7 @@ def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
     except Exception as e:  # the call ran fine untimed; under the count it did not: say so, go on
         return {"error": f"{type(e).__name__}: {e}"[:300]}
     return {"on": len(found), "packs": sum(packs.values()), "names": dict(packs.most_common(top)),
-            "on_top": _hook_name(found[0][0]) if found else None}
+            "on_top": hook_name(found[0][0]) if found else None}
 
 
 # The probe note's key, written and read here only.
