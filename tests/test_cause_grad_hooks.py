@@ -31,7 +31,8 @@ NONE_RAN = GradHooksFacts(tensors=2, hooks={"gradient": 2})
 
 
 @pytest.fixture(autouse=True)
-def _attached():
+def _attached(monkeypatch):
+    monkeypatch.setattr(control, "_known", None)  # each test's own tensors, not an earlier test's
     yield
     control.attach_calls()
 
@@ -138,6 +139,25 @@ def test_the_setting_holds_across_the_timed_calls_switches_and_sees_a_hook_regis
     call()
     assert GRAD_HOOKS.facts_phrase(GRAD_HOOKS.facts(GRAD_HOOKS.readback("off"))) == \
         "every timed call read back with them detached"
+
+
+def test_the_collectors_list_is_searched_at_the_first_switch_only(monkeypatch):
+    model, step, ran, _ = _hooked()
+    searches = []
+    search = control.hooked_leaves
+    monkeypatch.setattr(control, "hooked_leaves", lambda: searches.append(1) or search())
+    call = _timed_call.wrapped(step)
+    for _ in range(3):  # a paired worker switches every few milliseconds
+        GRAD_HOOKS.switch("off")
+        call()
+        GRAD_HOOKS.switch("code")
+    assert searches == [1] and ran == ["post"] * 3, "each switch detached the hooks the first search found"
+    assert control.known_leaves() == [model.weight]
+    del model, step, call  # a tensor found that is gone is left out
+    import gc
+
+    gc.collect()
+    assert control.known_leaves() == []
 
 
 def test_the_probe_reads_its_census_back_through_a_results_file():
