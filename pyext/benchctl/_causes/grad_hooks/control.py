@@ -2,16 +2,15 @@
 
 ``param.register_hook(fn)`` (a gradient logged, checked or clipped per parameter) puts ``fn`` in a dict of the
 tensor's (``_backward_hooks``) that autograd holds and calls in Python, one call per hooked tensor in every
-backward, with the ops and syncs the hook does (a norm and an ``.item()`` each). The hooks
-``register_post_accumulate_grad_hook`` registers are left alone: they are how an optimizer steps inside backward,
-work the step needs, which detaching would leave out and call a saving.
-Registered in a setup on every parameter and left there, they run in every training step. No Python function
-funnels those calls, so :func:`hooked_leaves` finds the tensors by the collector's list of objects (the leaf tensors
-whose dicts hold a hook: parameters, or tensors the code made with ``requires_grad``), and :func:`detached` empties
-their dicts for a block and fills them again after it, in place (the dict is the one autograd holds), with any hook
-the block registered after them, also on an exception. A hook whose handle the block removes comes back after it
-(its handle found nothing to remove). The hooks of tensors a graph made (not leaves) belong to that graph, not to
-later calls, and are left alone.
+backward, with the ops and syncs the hook does (a norm and an ``.item()`` each). Registered in a setup on every
+parameter and left there, they run in every training step. The hooks ``register_post_accumulate_grad_hook``
+registers are left alone: they are how an optimizer steps inside backward, work the step needs, which detaching
+would leave out and call a saving. No Python function funnels those calls, so :func:`hooked_leaves` finds the
+tensors by the collector's list of objects (the leaf tensors whose dicts hold a hook: parameters, or tensors the code
+made with ``requires_grad``), and :func:`detached` empties their dicts for a block and fills them again after it, in
+place (the dict is the one autograd holds), with any hook the block registered after them, also on an exception. A
+hook whose handle the block removes comes back after it (its handle found nothing to remove). The hooks of tensors a
+graph made (not leaves) belong to that graph, not to later calls, and are left alone.
 
 :func:`detach_calls` runs every later timed call of a user workload with them detached (:mod:`benchctl._timed_call`;
 a worker's ``grad_hooks=off`` cell): detached as the first such call starts and until :func:`attach_calls`, rather
