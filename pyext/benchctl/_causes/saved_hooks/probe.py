@@ -19,9 +19,9 @@ TOP_HOOKS = 3
 
 def census(call: Callable[[], Any], top: int) -> dict[str, Any]:
     """One more call of ``call`` with each pack function on the stack as it began counted: ``{"on": pairs on the
-    stack, "packs": tensors they packed over the call, "names": {the ``top`` most run pack functions: packs}}``, or
-    ``{"error": ...}`` when the call failed under it. Hooks the call enters itself are not counted: they are its own.
-    With none on, the call is not run."""
+    stack, "packs": tensors they packed over the call, "names": {the ``top`` most run pack functions: packs},
+    "on_top": the pack function on top, which autograd calls}``, or ``{"error": ...}`` when the call failed under it.
+    Hooks the call enters itself are not counted: they are its own. With none on, the call is not run."""
     if not control.stack():
         return {"on": 0, "packs": 0, "names": {}, "on_top": None}  # nothing on: no call to spend
     packs: Counter = Counter()
