@@ -8,7 +8,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
-__all__ = ["ProbedCall", "Probe", "NoteFacts", "EntryProbe", "milliseconds", "hook_name"]
+__all__ = ["ProbedCall", "Probe", "NoteFacts", "EntryProbe", "CallCensusProbe", "milliseconds", "hook_name"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,20 @@ class EntryProbe(Probe):
 
     def from_json(self, data: dict) -> Any:
         return self.fact.from_note(data)
+
+
+class CallCensusProbe(EntryProbe):
+    """An :class:`EntryProbe` whose entry is one more call of the workload (untimed, after the profiled one)
+    under its cause's census, :meth:`call_census`; none for a workload that times itself, which has no call to run."""
+
+    @abc.abstractmethod
+    def call_census(self, probed: ProbedCall) -> dict[str, Any]:
+        """The entry's fields from one more call of ``probed.call``, run under this cause's census."""
+
+    def record(self, probed: ProbedCall) -> dict:
+        if probed.call is None:
+            return {}  # a @benchctl.workload function times its own iterations: no call to run again
+        return {self.entry: self.call_census(probed)}
 
 
 def hook_name(hook: Any) -> str:

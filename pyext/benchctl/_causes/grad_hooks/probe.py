@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
+from ..._probe import CallCensusProbe, NoteFacts, ProbedCall, hook_name
 from . import control
 
 __all__ = ["TOP_HOOKS", "census", "GradHooksFacts", "GradHooksProbe", "PROBE", "PROBES"]
@@ -94,17 +94,15 @@ class GradHooksFacts(NoteFacts):
                 f"hook{'s' * (hooks != 1)}, yet none ran in its probe call (no backward reached them)")
 
 
-class GradHooksProbe(EntryProbe):
+class GradHooksProbe(CallCensusProbe):
     """One more call of the workload under :func:`census` (none for a workload that times itself)."""
 
     key = "grad_hooks"
     fact = GradHooksFacts
     entry = _GRAD_HOOKS
 
-    def record(self, probed: ProbedCall) -> dict:
-        if probed.call is None:
-            return {}  # a @benchctl.workload function times its own iterations: no call to count
-        return {_GRAD_HOOKS: census(probed.call, TOP_HOOKS)}
+    def call_census(self, probed: ProbedCall) -> dict:
+        return census(probed.call, TOP_HOOKS)
 
 
 PROBE = GradHooksProbe()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..._module_calls import seeing_module_calls
-from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
+from ..._probe import CallCensusProbe, NoteFacts, ProbedCall, hook_name
 
 __all__ = ["KINDS", "TOP_HOOKS", "census", "HooksFacts", "HooksProbe", "PROBE", "PROBES"]
 
@@ -105,17 +105,15 @@ class HooksFacts(NoteFacts):
         return f"no module hook ran in its probe call ({self.module_calls:,} module calls)"
 
 
-class HooksProbe(EntryProbe):
+class HooksProbe(CallCensusProbe):
     """One more call of the workload under :func:`census` (none for a workload that times itself)."""
 
     key = "hooks"
     fact = HooksFacts
     entry = _HOOKS
 
-    def record(self, probed: ProbedCall) -> dict:
-        if probed.call is None:
-            return {}  # a @benchctl.workload function times its own iterations: no call to count
-        return {_HOOKS: census(probed.call, TOP_HOOKS)}
+    def call_census(self, probed: ProbedCall) -> dict:
+        return census(probed.call, TOP_HOOKS)
 
 
 PROBE = HooksProbe()

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._probe import CallCensusProbe, NoteFacts, ProbedCall
 
 __all__ = ["kind", "census", "ParametrizeFacts", "ParametrizeProbe", "PROBE", "PROBES"]
 
@@ -93,17 +93,15 @@ class ParametrizeFacts(NoteFacts):
                 f"{self.tensors:,} tensors): parametrize.cached() around the call would compute as many")
 
 
-class ParametrizeProbe(EntryProbe):
+class ParametrizeProbe(CallCensusProbe):
     """One more call of the workload under :func:`census` (none for a workload that times itself)."""
 
     key = "parametrize"
     fact = ParametrizeFacts
     entry = _PARAMETRIZE
 
-    def record(self, probed: ProbedCall) -> dict:
-        if probed.call is None:
-            return {}  # a @benchctl.workload function times its own iterations: no call to count
-        return {_PARAMETRIZE: census(probed.call, probed.modules)}
+    def call_census(self, probed: ProbedCall) -> dict:
+        return census(probed.call, probed.modules)
 
 
 PROBE = ParametrizeProbe()

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._probe import CallCensusProbe, NoteFacts, ProbedCall
 
 __all__ = ["TOP_OPS", "autograd_census", "AutogradFacts", "AutogradProbe", "PROBE", "PROBES"]
 
@@ -142,17 +142,15 @@ class AutogradFacts(NoteFacts):
 _AUTOGRAD = "autograd"
 
 
-class AutogradProbe(EntryProbe):
+class AutogradProbe(CallCensusProbe):
     """One more call of the workload under :func:`autograd_census` (none for a workload that times itself)."""
 
     key = "autograd"
     fact = AutogradFacts
     entry = _AUTOGRAD
 
-    def record(self, probed: ProbedCall) -> dict:
-        if probed.call is None:
-            return {}  # a @benchctl.workload function times its own iterations: no call to watch
-        return {_AUTOGRAD: autograd_census(probed.call, list(probed.modules))}
+    def call_census(self, probed: ProbedCall) -> dict:
+        return autograd_census(probed.call, list(probed.modules))
 
 
 PROBE = AutogradProbe()

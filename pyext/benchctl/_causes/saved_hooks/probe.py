@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
+from ..._probe import CallCensusProbe, NoteFacts, ProbedCall, hook_name
 from . import control
 
 __all__ = ["TOP_HOOKS", "census", "SavedHooksFacts", "SavedHooksProbe", "PROBE", "PROBES"]
@@ -85,17 +85,15 @@ class SavedHooksFacts(NoteFacts):
                 f"(autograd saved none for backward)")
 
 
-class SavedHooksProbe(EntryProbe):
+class SavedHooksProbe(CallCensusProbe):
     """One more call of the workload under :func:`census` (none for a workload that times itself)."""
 
     key = "saved_hooks"
     fact = SavedHooksFacts
     entry = _SAVED_HOOKS
 
-    def record(self, probed: ProbedCall) -> dict:
-        if probed.call is None:
-            return {}  # a @benchctl.workload function times its own iterations: no call to count
-        return {_SAVED_HOOKS: census(probed.call, TOP_HOOKS)}
+    def call_census(self, probed: ProbedCall) -> dict:
+        return census(probed.call, TOP_HOOKS)
 
 
 PROBE = SavedHooksProbe()
