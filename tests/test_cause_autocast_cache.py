@@ -245,7 +245,7 @@ def test_open_with_its_mechanism_where_the_weights_are_ones_autocast_does_not_ca
     assert same.message.startswith("autocast casting the weights anew in every call: 75% of the float32 weights its "
                                    "modules used under autocast (300 of 400 elements) are ones its cache cannot keep: "
                                    "they do not require grad, and casts")
-    assert UNCACHED in same.message and "kept across calls it gives 1.000× [95% CI" in same.message
+    assert UNCACHED in same.message and "kept across calls its time ratio is 1.000× [95% CI" in same.message
     assert same.message.endswith(FIX_UNCACHED) and "not measured" in same.message
     assert same.evidence["weights"] == {"cached": 100, "frozen": 300, "inference": 0}
     assert _judge(0.5, seen=frozen).status == Status.CAUSE  # faster all the same: what the cache kept paid

@@ -220,7 +220,7 @@ def test_anomaly_not_the_cause_when_off_changes_nothing_and_unconfirmed_when_nev
 def test_anomaly_open_when_the_probe_is_within_reach_of_the_band():
     open_ = _judge(Anomaly(), _run(lambda p: 0.95 if p == OFF else 1.0), ANOMALY_SEEN)
     assert open_.status is Status.UNRESOLVED and open_.mark == "?" and open_.is_open, open_.message
-    assert "unresolved: anomaly detection off gives 0.95" in open_.message
+    assert "unresolved: anomaly detection off gives a time ratio of 0.95" in open_.message
 
 
 def test_anomaly_probe_the_code_undid_is_reported_not_judged():

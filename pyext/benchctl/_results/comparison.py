@@ -168,8 +168,9 @@ class Comparison:
         if self.outcome is Outcome.NO_EFFECT:
             return f"{what} changes nothing beyond {self.band_text()} ({self.ratio_text()})"
         if self.outcome is Outcome.UNRESOLVED:
-            return f"unresolved: {what} gives {self.ratio_text()}, across the {self.band_text()} band"
-        return f"{what} gives {self.ratio_text()}: one process per cell calls nothing"
+            # "a time ratio of": a bare "0.80×" beside a cause's "1.24× faster" reads as slower
+            return f"unresolved: {what} gives a time ratio of {self.ratio_text()}, across the {self.band_text()} band"
+        return f"{what} gives a time ratio of {self.ratio_text()}: one process per cell calls nothing"
 
     # --- as stored ----------------------------------------------------------
 

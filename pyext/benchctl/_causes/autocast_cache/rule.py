@@ -105,7 +105,8 @@ class AutocastRecast(SwitchedCause):
         if found is None or found.status is Status.CAUSE or seen is None or not seen.mostly_uncached:
             return found
         fix = LEAVE_OUT if HALF.named(ctx.facts) else FIX_UNCACHED
-        kept = "" if found.comparison is None else f" (kept across calls it gives {found.comparison.ratio_text()})"
+        kept = ("" if found.comparison is None
+                else f" (kept across calls its time ratio is {found.comparison.ratio_text()})")
         weights = {"cached": seen.cached, "frozen": seen.frozen, "inference": seen.inference}
         return dataclasses.replace(found, status=Status.UNCONFIRMED, evidence={**found.evidence, "weights": weights},
                                    message=(f"{self.title}: {seen.uncached_text()}{_casts_share(ctx.facts)}: "
