@@ -1,8 +1,11 @@
 """The denormal penalty profile: inputs, classification, a small real run, the CLI."""
 
 import json
+import math
 import platform
+import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -60,10 +63,31 @@ def test_small_profile_has_every_cell_and_restores_threads_and_ftz():
     assert "matmul" in penalty.format_table(result)
 
 
+def _hardware_division_slowdown(numel: int) -> float:
+    """How much slower numpy divides subnormals than normals (min of interleaved repeats): the CPU's own divide
+    instruction, measured apart from torch and from the profile under test."""
+    normal = np.full(numel, 1.5, dtype=np.float32)
+    subnormal = np.full(numel, 1e-39, dtype=np.float32)
+    out = np.empty_like(normal)
+    best = {"normal": math.inf, "subnormal": math.inf}
+    for _ in range(15):
+        for kind, x in (("normal", normal), ("subnormal", subnormal)):
+            start = time.perf_counter()
+            np.divide(x, np.float32(3.0), out=out)
+            best[kind] = min(best[kind], time.perf_counter() - start)
+    return best["subnormal"] / best["normal"]
+
+
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 CPUs slow division on subnormal operands")
 def test_division_penalty_is_found_and_removed_by_ftz_daz():
     # 256K elements: in cache, so the division unit, not memory, sets the pace.
-    result = penalty.profile(1, numel=1 << 18, ops=["div"], target_s=0.02)
+    numel = 1 << 18
+    # Not every x86 CPU has the penalty: an AMD EPYC of family 23 divides subnormals 1.3x slower, under the 1.5x a
+    # penalty needs (Intel Xeons: many times). Asked only of a CPU whose divide shows it clearly apart from torch.
+    slowdown = _hardware_division_slowdown(numel)
+    if slowdown < penalty.PENALTY_RATIO * 1.2:
+        pytest.skip(f"this CPU divides subnormals {slowdown:.2f}x slower than normals (numpy): no clear penalty")
+    result = penalty.profile(1, numel=numel, ops=["div"], target_s=0.02)
     (row,) = result["ops"]
     assert row["classification"] == penalty.REMOVED, row
 
