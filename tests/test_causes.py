@@ -6,7 +6,7 @@ import pytest
 
 from benchctl._causes.allocator.rule import Allocator
 from benchctl._causes.denormals.probe import PROBE as FLUSH_STATE, FlushState
-from benchctl._causes.denormals.rule import Denormals
+from benchctl._causes.denormals.rule import Denormals, cpu_penalty_reason
 from benchctl._causes.order.rule import Order
 from benchctl._causes.placement.rule import Placement
 from benchctl._causes.python_time.probe import PROBE as LIBRARY_SPLIT
@@ -120,6 +120,22 @@ def test_denormals_ruled_out_by_the_census_or_the_penalty_profile():
     counted_nothing = facts(census={"outputs": {"values": 0, "subnormal": 0}})  # it returns no tensor
     assert counted_nothing.subnormals() is None and Denormals().precheck(counted_nothing, None) is None
 
+
+
+def test_denormals_kept_in_by_a_slowdown_under_the_penalty_ratio_that_ftz_removes():
+    # An AMD EPYC of family 23 divides subnormals 1.3x slower, a row the profile says has no penalty (under its
+    # 1.5x), and FTZ/DAZ took 1.31x off a division-bound call there: ruling it out before running missed it.
+    def div(ratio, ftz):
+        return {**PENALTY, "div": {**PENALTY["div"], "subnormal_ratio": ratio, "subnormal_ratio_ftz": ftz,
+                                   "penalised_subnormal": False, "ftz_removes": None}}
+
+    assert Denormals().precheck(facts(), div(1.3, 0.9)) is None
+    assert cpu_penalty_reason(div(1.3, 0.9), ("div",)) == (
+        True, "this CPU runs subnormal inputs of the ops it runs slower, though by less than the profile calls a "
+              "penalty, and FTZ/DAZ removes it (div 1.3× on subnormal inputs, penalty profile)")
+    assert "does not penalise" in Denormals().precheck(facts(), div(1.16, 0.9))  # within the noise of identical work
+    assert "does not penalise" in Denormals().precheck(facts(), div(1.3, 1.3))  # FTZ/DAZ does not take it away
+    assert "does not penalise" in Denormals().precheck(facts(ops=["aten::mul"]), div(1.3, 0.9))  # not an op it runs
 
 
 def test_denormals_kept_by_subnormal_inputs_where_the_outputs_hold_none(tmp_path):
