@@ -17,8 +17,10 @@ import torch
 # What this file plants, for tests/test_explain.py and bench/explain_planted.py (tests/planted/plants.py).
 # torch's team spinning after its product while numpy's pool needs the CPUs is the OpenMP wait cause's
 # mechanism too: its passive policy was as fast as the cap on a quiet machine (17.91x [11.63, 27.58] against
-# 17.92x [14.65, 21.92]), so it is named beside.
-PLANT = {"target": "Bench", "cause": "pools", "also": ["omp_wait"], "fixed": {"env": {"OPENBLAS_NUM_THREADS": "1"}}}
+# 17.92x [14.65, 21.92]), so it is named beside. So is the thread count (the docstring's last paragraph): on an AMD
+# EPYC of family 23, one thread was 3.97x faster [2.22, 7.11], 2.13x [1.84, 2.45] beyond the cap on the pools.
+PLANT = {"target": "Bench", "cause": "pools", "also": ["omp_wait", "threads"],
+         "fixed": {"env": {"OPENBLAS_NUM_THREADS": "1"}}}
 
 _N = 256
 
