@@ -9,4 +9,5 @@ PYBIND11_MODULE(_native, m) {
   benchctl::bind_counters(m);
   benchctl::bind_fpenv(m);
   benchctl::bind_sampler(m);
+  benchctl::bind_trace(m);
 }

@@ -16,6 +16,7 @@ void bind_cuda(pybind11::module_& m);
 void bind_counters(pybind11::module_& m);
 void bind_fpenv(pybind11::module_& m);
 void bind_sampler(pybind11::module_& m);
+void bind_trace(pybind11::module_& m);
 
 // A C++ struct bound as a read-only record: each field() is a named,
 // read-only attribute, and repr() lists them in order, e.g.

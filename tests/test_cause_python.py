@@ -13,6 +13,7 @@ from benchctl._results.findings import Status
 from benchctl._causes.python_time import rule as python_time
 from benchctl._causes.profiler.probe import PROBE as PROFILER_WATCH, ProfilerFacts
 from benchctl._causes.python_time.probe import CHILDREN, ChildProcesses
+from benchctl._causes.tracing.probe import PROBE as TRACING_WATCH, TracingFacts
 from benchctl._workloads import probe_python
 from synthetic_results import make_doc
 
@@ -77,6 +78,17 @@ def test_open_where_the_code_runs_the_profiler_itself():
     assert judge(facts(5_000.0, probed={PROFILER_WATCH.key: ProfilerFacts(on_before=True)})).status is \
         Status.UNCONFIRMED
     assert judge(facts(5_000.0, probed={PROFILER_WATCH.key: ProfilerFacts()})).status is Status.CAUSE  # none seen
+
+
+def test_open_where_a_trace_function_was_on_over_its_calls():
+    # A line tracer left on (sys.settrace at import): every Python frame outside the ops pays for it, the tracing
+    # cause's and not the code's Python.
+    tracers = TracingFacts(trace="tracer")
+    found = judge(facts(5_000.0, python_frames=(FRAME,), probed={TRACING_WATCH.key: tracers}))
+    assert found.status is Status.UNCONFIRMED, found.message
+    assert (f"yet {tracers.text()}: the interpreter calls such a function on every Python frame outside torch's "
+            "ops, its cost and not the code's (see tracing)") in found.message
+    assert judge(facts(5_000.0, probed={TRACING_WATCH.key: TracingFacts()})).status is Status.CAUSE  # none on
 
 
 def test_a_call_that_ran_no_torch_op_is_all_outside_them_unless_the_profile_was_taken_over():

@@ -416,7 +416,7 @@ def test_a_setting_held_by_the_calls_is_not_read_at_the_switch_before_any_call(f
     assert rec.watches["B"][FakeSwitch.name].to_json()["held"] is False  # the in-run check still reads the calls
     assert all(s.held_by_calls for s in (settings.SETTINGS[n] for n in ("hooks", "inference", "train_mode",
                                                                          "parametrize", "modes", "autocast_cache",
-                                                                         "saved_hooks", "grad_hooks")))
+                                                                         "saved_hooks", "grad_hooks", "tracing")))
     assert not any(settings.SETTINGS[n].held_by_calls for n in ("ftz", "threads", "pin", "anomaly"))
 
 

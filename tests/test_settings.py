@@ -63,7 +63,7 @@ def test_workload_parameters_are_typed_like_their_defaults():
 def test_unknown_key_names_settings_and_parameters():
     known = (r"alloc, anomaly, autocast_cache, busy, clamp, cuda_init, cudnn_benchmark, deterministic, env, ftz, "
              r"gc, grad_hooks, hooks, inference, isa, matmul_precision, mkldnn, modes, omp_wait, only, parametrize, "
-             r"pin, pools, profiler, saved_hooks, sync, thp, threads, train_mode, with")
+             r"pin, pools, profiler, saved_hooks, sync, thp, threads, tracing, train_mode, with")
     with pytest.raises(SettingError, match=rf"'speed' is neither a setting \({known}\).*ms"):
         settings.canonical_matrix({"speed": [1]}, SLEEP_PARAMS)
 

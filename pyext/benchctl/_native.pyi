@@ -347,3 +347,18 @@ def lib_sampler_stop() -> LibSamples:
 
 def lib_sampler_signal() -> int:
     """The signal of the open window, 0 when none is open."""
+
+# -- trace functions (bind_trace.cpp) -----------------------------------------------------------------------------
+
+class SetAsideTracing:
+    """The trace and profile functions take_trace_functions() took off a thread."""
+
+    @property
+    def trace(self) -> object | None: ...  # the trace function's object (sys.gettrace() then); None: none/back
+    @property
+    def profile(self) -> object | None: ...  # the profile function's object (sys.getprofile() then); None: none/back
+    def put_back(self, trace: bool, profile: bool) -> bool:
+        """Put the slots asked for back as they were, each once; False (nothing changed) on another thread."""
+
+def take_trace_functions() -> SetAsideTracing:
+    """Take the calling thread's trace and profile functions off it (C tracers too), to put back exactly."""

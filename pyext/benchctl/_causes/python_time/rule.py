@@ -13,8 +13,9 @@ any native library other than torch's: where one did (numpy's OpenBLAS for an ``
 ops), it names that library and the finding stays open. The profiler's own overhead is charged to
 each op it records: where the profiled call took far longer than the unprofiled iterations,
 the share is not measured and the finding stays open; so it does where the code runs the profiler itself (its
-sessions' starts, stops and events are outside the ops: the profiler cause's), and where the calling thread was off
-a CPU for most of the time outside the ops (it waited for its own pool, a child process, I/O). Where the
+sessions' starts, stops and events are outside the ops: the profiler cause's), where a trace or profile function
+was on over its calls (the interpreter calls it on every Python frame: the tracing cause's), and where the calling
+thread was off a CPU for most of the time outside the ops (it waited for its own pool, a child process, I/O). Where the
 split could not be sampled, the finding says why in its evidence and judges as before the sampler: open
 also where the cProfile call puts the most own time in a torch op's call (``torch.mm``), as the time
 outside the ops is then another library's work or waiting (numpy's BLAS beside torch's team), not Python.
@@ -33,6 +34,7 @@ from ..._results.rules import Context
 from ..._cause import EVIDENCE_ONLY, Cause
 from ..op_overhead.rule import overhead
 from ..profiler.probe import PROBE as PROFILER_WATCH
+from ..tracing.probe import PROBE as TRACING_WATCH
 from .probe import CHILDREN, PROBE as SPLIT_PROBE, SAID as SPLIT_SAID
 
 __all__ = ["OUTSIDE_SHARE", "ON_CPU_SHARE", "PROFILER_TRUSTED", "MECHANISM", "BENEATH", "FRAMES_FROM", "PythonTime",
@@ -189,6 +191,11 @@ class PythonTime(Cause):
                                            "stopping them, collecting their events) is outside torch's ops too, the "
                                            "profiler's cost and not Python's (see profiler)", Status.UNCONFIRMED,
                                 evidence=evidence)
+        tracers = facts.of(TRACING_WATCH)
+        if tracers is not None and tracers.on:
+            return self.finding(ctx, None, f"{said}, yet {tracers.text()}: the interpreter calls such a function on "
+                                           "every Python frame outside torch's ops, its cost and not the code's (see "
+                                           "tracing)", Status.UNCONFIRMED, evidence=evidence)
         if slowed is not None and slowed > PROFILER_TRUSTED:
             return self.finding(ctx, None, f"{said}, yet under the profiler it took {slowed:.1f}× its unprofiled "
                                            f"median ({median_ms:.3g} ms): the profiler's own cost may be what is "
