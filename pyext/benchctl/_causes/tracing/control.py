@@ -22,41 +22,21 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ... import _native, _timed_call
-from ..._probe import hook_name
 
-__all__ = ["WHAT", "On", "on", "set_aside", "set_aside_calls", "restore_calls", "enabled", "held", "state"]
+__all__ = ["WHAT", "on", "set_aside", "set_aside_calls", "restore_calls", "enabled", "held", "state"]
 
 #: The setting value this control serves, as :mod:`benchctl._timed_call` names it.
 WHAT = "tracing=off"
 
 
-@dataclass(frozen=True)
-class On:
-    """What is on now, each by its function's name (None: nothing): the calling thread's trace and profile
-    functions, and those threading puts on the threads started after now."""
-
-    trace: str | None = None
-    profile: str | None = None
-    threads_trace: str | None = None
-    threads_profile: str | None = None
-
-    @property
-    def any(self) -> bool:
-        return any(name is not None for name in (self.trace, self.profile, self.threads_trace, self.threads_profile))
-
-
-def _name(function: Any) -> str | None:
-    return None if function is None else hook_name(function)
-
-
-def on() -> On:
-    """The trace and profile functions on now (the calling thread's, and threading's for new threads)."""
-    return On(_name(sys.gettrace()), _name(sys.getprofile()), _name(threading._trace_hook),  # type: ignore[attr-defined]
-              _name(threading._profile_hook))  # type: ignore[attr-defined]
+def on() -> tuple[Any, Any, Any, Any]:
+    """The trace and profile functions on now (None: none): the calling thread's (``sys.gettrace()``,
+    ``sys.getprofile()``) and those threading puts on the threads started after now."""
+    return (sys.gettrace(), sys.getprofile(), threading._trace_hook,  # type: ignore[attr-defined]
+            threading._profile_hook)  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
@@ -113,4 +93,4 @@ def state() -> dict[str, Any]:
     """``{"set_aside", "on", "calls", "held"}``: whether timed calls run with the trace and profile functions taken
     off, whether any is on now (between calls: as the code left it), how many calls ran, how many held to their
     end."""
-    return {"set_aside": enabled(), "on": on().any, **_aside_calls.counts()}
+    return {"set_aside": enabled(), "on": any(function is not None for function in on()), **_aside_calls.counts()}

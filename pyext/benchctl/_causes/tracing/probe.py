@@ -8,20 +8,36 @@ import contextlib
 from dataclasses import dataclass, fields
 from typing import Iterator
 
-from ..._probe import EntryProbe, NoteFacts, ProbedCall
+from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
 from . import control
 
-__all__ = ["watching", "TracingFacts", "TracingProbe", "PROBE", "PROBES"]
+__all__ = ["On", "on", "watching", "TracingFacts", "TracingProbe", "PROBE", "PROBES"]
+
+
+@dataclass(frozen=True)
+class On:
+    """The trace and profile functions on at one moment, each by its function's name (None: none): the calling
+    thread's, and those threading puts on the threads started after it."""
+
+    trace: str | None = None
+    profile: str | None = None
+    threads_trace: str | None = None
+    threads_profile: str | None = None
+
+
+def on() -> On:
+    """The trace and profile functions on now, by name."""
+    return On(*(None if function is None else hook_name(function) for function in control.on()))
 
 
 @contextlib.contextmanager
-def watching() -> Iterator[list[control.On]]:
+def watching() -> Iterator[list[On]]:
     """What is on as the block begins and as it ends (a list of the two, the second there once it ended)."""
-    seen = [control.on()]
+    seen = [on()]
     try:
         yield seen
     finally:
-        seen.append(control.on())
+        seen.append(on())
 
 
 # The probe note's key, written and read here only.
@@ -72,7 +88,7 @@ class TracingProbe(EntryProbe):
             return {}  # a @benchctl.workload function times its own iterations: no call runs them set aside
         begun, ended = seen[0], seen[-1]
         # The one on as they ended where one was, else the one on as they began (the calls turned it off).
-        return {_TRACING: {f.name: getattr(ended, f.name) or getattr(begun, f.name) for f in fields(control.On)}}
+        return {_TRACING: {f.name: getattr(ended, f.name) or getattr(begun, f.name) for f in fields(On)}}
 
 
 PROBE = TracingProbe()
