@@ -30,8 +30,6 @@ class SetAsideTracing {
   bool put_back(bool trace, bool profile);
   PyObject* trace_object() const { return trace_.obj; }
   PyObject* profile_object() const { return profile_.obj; }
-  bool trace_waiting() const { return trace_.func != nullptr; }
-  bool profile_waiting() const { return profile_.func != nullptr; }
 
  private:
   SetAsideTracing() = default;

@@ -1,19 +1,18 @@
-"""The trace-function cause: its native core (a thread's trace and profile functions taken off and put back exactly,
-C ones too), its control (taken off for a block and put back unless the block set its own, also after an exception;
-threading's for new threads too), its setting (``tracing=off``, switched in a running process, each timed call
-wrapped), its probe (the functions on over the timed iterations, through a results file) and its judgement on
-synthetic explaining runs. No timing is asserted: the synthetic documents carry known factors."""
+"""The tracing cause: its control (taken off for a block and put back unless the block set its own, also after an
+exception; threading's for new threads too), its setting (``tracing=off``, switched in a running process, each timed
+call wrapped), its probe (the functions on over the timed iterations, through a results file) and its judgement on
+synthetic explaining runs. The native core's part: tests/test_trace_functions.py. No timing is asserted: the
+synthetic documents carry known factors."""
 
 import cProfile
 import json
-import pstats
 import sys
 import textwrap
 import threading
 
 import pytest
 
-from benchctl import ArgumentError, _native, _timed_call, settings, _workloads as workloads
+from benchctl import ArgumentError, _timed_call, settings, _workloads as workloads
 from benchctl._causes.tracing import control
 from benchctl._causes.tracing.probe import PROBE, On, TracingFacts, on, watching
 from benchctl._causes.tracing.rule import FIX, TIMING_ONLY, TracingLeftOn
@@ -26,6 +25,7 @@ from benchctl._results.findings import Status
 from benchctl._run import runner
 from benchctl._run.recorder import Recorder
 from synthetic_results import make_doc
+from tracers import counting_tracer, marker
 
 OFF = {"tracing": "off"}
 SEEN = TracingFacts(trace="tracer")
@@ -43,70 +43,9 @@ def _untraced():
     threading.setprofile(None)
 
 
-def marker():
-    """A Python function whose calls the tracers below count."""
-    return 1
-
-
-def _tracer():
-    """A trace function counting the calls of :func:`marker`, and the list it counts them in."""
-    seen = []
-
-    def tracer(frame, event, arg):
-        if event == "call" and frame.f_code is marker.__code__:
-            seen.append(threading.get_ident())
-        return None
-
-    return tracer, seen
-
-
-def _profiled_marker_calls(profiler):
-    stats = pstats.Stats(profiler)
-    return sum(calls for (path, _, name), (_, calls, *_) in stats.stats.items() if name == "marker")
-
-
-def test_the_native_core_takes_a_c_profiler_off_and_puts_it_back_as_it_was():
-    # cProfile's profiler is a C profile function: sys.setprofile could not put it back (the object is not callable).
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        marker()
-        taken = _native.take_trace_functions()
-        assert sys.getprofile() is None and taken.profile is profiler and taken.trace is None
-        marker()  # not profiled
-        assert taken.put_back(trace=True, profile=True)
-        assert sys.getprofile() is profiler and taken.profile is None
-        marker()
-        assert taken.put_back(trace=True, profile=True) and sys.getprofile() is profiler, "a second put back: nothing"
-    finally:
-        profiler.disable()
-    assert _profiled_marker_calls(profiler) == 2
-
-
-def test_the_native_core_puts_back_only_the_slots_asked_for_and_only_on_their_thread():
-    tracer, seen = _tracer()
-    sys.settrace(tracer)
-    taken = _native.take_trace_functions()
-    sys.settrace(None)
-    assert taken.trace is tracer and sys.gettrace() is None
-    other = []
-    thread = threading.Thread(target=lambda: other.append(taken.put_back(trace=True, profile=True)))
-    thread.start()
-    thread.join()
-    assert other == [False] and sys.gettrace() is None and taken.trace is tracer
-    assert taken.put_back(trace=False, profile=True) and sys.gettrace() is None and taken.trace is tracer
-    assert taken.put_back(trace=True, profile=False) and sys.gettrace() is tracer
-    marker()
-    sys.settrace(None)
-    assert len(seen) == 1
-    sys.settrace(tracer)
-    _native.take_trace_functions()  # dropped without a put back: the tracer stays off
-    assert sys.gettrace() is None
-
-
 def test_set_aside_runs_no_tracer_on_before_and_puts_them_back_unless_the_block_set_its_own():
-    tracer, seen = _tracer()
-    for_threads, seen_in_threads = _tracer()
+    tracer, seen = counting_tracer()
+    for_threads, seen_in_threads = counting_tracer()
     sys.settrace(tracer)
     threading.settrace(for_threads)
     try:
@@ -123,7 +62,7 @@ def test_set_aside_runs_no_tracer_on_before_and_puts_them_back_unless_the_block_
         with pytest.raises(RuntimeError, match="the block's"), control.set_aside():
             raise RuntimeError("the block's exception")
         assert sys.gettrace() is tracer
-        own, _ = _tracer()
+        own, _ = counting_tracer()
         with control.set_aside():
             sys.settrace(own)  # the block's own, left on: it stays, as it would have replaced the one taken
         assert sys.gettrace() is own and threading._trace_hook is for_threads
@@ -133,7 +72,7 @@ def test_set_aside_runs_no_tracer_on_before_and_puts_them_back_unless_the_block_
 
 
 def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_puts_its_tracer_back():
-    tracer, seen = _tracer()
+    tracer, seen = counting_tracer()
     assert TRACING.canonical(" OFF ") == "off" and TRACING.canonical("code") == "code"
     with pytest.raises(settings.SettingError, match="choose one of code, off"):
         TRACING.canonical("on")
@@ -166,7 +105,7 @@ def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_puts_it
 
 
 def test_the_probe_reads_the_functions_on_over_the_timed_iterations_back_through_a_results_file():
-    tracer, _ = _tracer()
+    tracer, _ = counting_tracer()
     with watching() as seen:
         sys.settrace(tracer)  # the code sets it in its first call
         marker()
