@@ -3,8 +3,9 @@ and the portable no-counter build that unsupported architectures get).
 
 Every source except the binding files is checked: those only bind (nothing
 architecture-specific), and compiling them all would take minutes on two
-cores. Sources that use pybind11 types (the Python-call timing loop) are
-compiled with pybind11's and Python's headers."""
+cores. Sources that use pybind11 types or Python's C API (the Python-call
+timing loop, the trace functions) are compiled with pybind11's and Python's
+headers."""
 
 import concurrent.futures
 import glob
@@ -21,13 +22,13 @@ SOURCES = sorted(
 )
 
 
-def _uses_pybind11(src):
+def _uses_python(src):
+    """Whether ``src`` or a header of ours it includes needs pybind11's or Python's headers."""
     with open(src) as f:
         text = f.read()
-    return "pybind11" in text or any(
-        "pybind11" in open(os.path.join(ROOT, "csrc", h)).read()
-        for h in (line.split('"')[1] for line in text.splitlines() if line.startswith('#include "'))
-    )
+    ours = [open(os.path.join(ROOT, "csrc", h)).read()
+            for h in (line.split('"')[1] for line in text.splitlines() if line.startswith('#include "'))]
+    return any("pybind11" in t or "<Python.h>" in t for t in [text, *ours])
 
 
 def _python_includes():
@@ -43,7 +44,7 @@ def test_there_are_native_logic_sources():
 
 def _syntax_check(compiler, *flags):
     def check(src):
-        includes = _python_includes() if _uses_pybind11(src) else []
+        includes = _python_includes() if _uses_python(src) else []
         return subprocess.run(
             [compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", *flags, *includes, src],
             capture_output=True,
