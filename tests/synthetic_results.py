@@ -12,7 +12,8 @@ import itertools
 
 import numpy as np
 
-from benchctl._results import document as results
+from benchctl._results import document as results, queries, rules
+from benchctl._results.analysis import analyse
 
 BASE_NS = 10e6 * (1 + 0.01 * np.random.default_rng(7).standard_normal(16))
 # Per-process factors: medians of one cell differ by about half a percent between processes.
@@ -58,3 +59,30 @@ def make_doc(matrix, factor, faults=None, readback=None, repeat=3, phase="eval",
             ns = list(np.roll(BASE_NS, rep) * factor(cells[0]) * PROCESS_FACTORS[rep])
             doc["runs"].append(_run(cells[0], rep, ns, faults, readback, phase, "B", counters))
     return doc
+
+
+def judge_switched(cause, cell, observed, facts, factor, during=None, failure=None):
+    """The one finding a switched cause (``cause``, a SwitchedCause) gives on an explaining run of the baseline and
+    its probe cell ``cell`` (``{setting: value}``), three processes each with the control: the probe cell takes
+    ``factor`` times the baseline's time and reads back ``observed`` (and ``during``, the in-run check, where given),
+    or its workers all failed with ``failure``; ``facts``: what the probe worker saw."""
+    (name, value), = cell.items()
+
+    def readback(c):
+        if c["with"] != cell:
+            return {}
+        back = {name: {"requested": value, "applied": observed, "observed": observed}}
+        if during is not None:
+            back[name]["during"] = during
+        return back
+
+    doc = make_doc({"with": [{}, cell]}, factor=lambda c: factor if c["with"] == cell else 1.0, readback=readback,
+                   phase="call", control=True)
+    if failure is not None:
+        for run in doc["runs"]:
+            if run["cell"]["with"] == cell:
+                run.update(status="failed", phases={}, error=failure)
+    doc = analyse(doc)
+    found = cause.judge(rules.Context(doc, "call", queries.Comparisons(doc), facts=facts))
+    assert len(found) == 1
+    return found[0]

@@ -15,12 +15,10 @@ from benchctl._causes.gc_pauses.probe import PROBE, GcFacts
 from benchctl._causes.gc_pauses.rule import FIX, NEGLIGIBLE_SHARE, TIMING_ONLY, GcPauses
 from benchctl._causes.gc_pauses.setting import GC
 from benchctl._probe import ProbedCall
-from benchctl._results import queries, rules
-from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from synthetic_results import make_doc
+from synthetic_results import judge_switched
 
 OFF = {"gc": "off"}
 SEEN = GcFacts(passes={"0": 120, "1": 11, "2": 3}, seconds=0.8, window_s=1.0, tracked=500_000)
@@ -118,23 +116,8 @@ def test_precheck_rules_it_out_where_the_passes_are_negligible_or_the_code_turne
 
 
 def _judge(factor, seen=SEEN, fail=False):
-    def readback(cell):
-        if cell["with"] != OFF:
-            return {}
-        observed = {"off": True, "calls": 16, "held": 16, "collector_on": True}
-        return {"gc": {"requested": "off", "applied": observed, "observed": observed}}
-
-    doc = make_doc({"with": [{}, OFF]}, factor=lambda c: factor if c["with"] == OFF else 1.0,
-                   readback=readback, phase="call", control=True)
-    if fail:
-        for run in doc["runs"]:
-            if run["cell"]["with"] == OFF:
-                run.update(status="failed", phases={}, error="MemoryError\n...")
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = GcPauses().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(GcPauses(), OFF, {"off": True, "calls": 16, "held": 16, "collector_on": True}, _facts(seen),
+                          factor, failure="MemoryError\n..." if fail else None)
 
 
 def test_named_when_the_collector_off_makes_it_faster_and_not_when_it_changes_nothing():

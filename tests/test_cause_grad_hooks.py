@@ -10,19 +10,16 @@ import textwrap
 import pytest
 import torch
 
-from benchctl import ArgumentError, _timed_call, settings, _workloads as workloads
+from benchctl import _timed_call, settings
 from benchctl._causes.grad_hooks import control
 from benchctl._causes.grad_hooks.probe import PROBE, GradHooksFacts, census
 from benchctl._causes.grad_hooks.rule import FIX, TIMING_ONLY, GradHooksOnEveryBackward
 from benchctl._causes.grad_hooks.setting import GRAD_HOOKS
 from benchctl._probe import ProbedCall
-from benchctl._results import queries, rules
-from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from benchctl._run.recorder import Recorder
-from synthetic_results import make_doc
+from synthetic_results import judge_switched
 
 OFF = {"grad_hooks": "off"}
 SEEN = GradHooksFacts(tensors=24, hooks={"gradient": 24}, runs=24, names={"log_norm": 24})
@@ -190,22 +187,8 @@ def test_precheck_rules_it_out_where_no_tensor_holds_a_hook_or_none_ran_or_no_ca
 
 
 def _judge(factor, seen=SEEN, during=None):
-    def readback(cell):
-        if cell["with"] != OFF:
-            return {}
-        observed = {"detached": True, "calls": 16, "held": 16}
-        back = {"grad_hooks": {"requested": "off", "applied": observed, "observed": observed}}
-        if during is not None:
-            back["grad_hooks"]["during"] = during
-        return back
-
-    doc = make_doc({"with": [{}, OFF]}, factor=lambda c: factor if c["with"] == OFF else 1.0,
-                   readback=readback, phase="call", control=True)
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = GradHooksOnEveryBackward().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(GradHooksOnEveryBackward(), OFF, {"detached": True, "calls": 16, "held": 16}, _facts(seen),
+                          factor, during=during)
 
 
 def test_named_when_detaching_makes_it_faster_and_not_when_it_changes_nothing():
@@ -257,17 +240,3 @@ def test_worker_runs_the_timed_calls_with_the_hooks_detached_and_the_probe_worke
     doc = runner.run_matrix(f"{path}:train", {"iterations": 2}, {}, progress=False, control=False, probe=True)
     seen = Facts.from_probe(doc).of(PROBE)
     assert seen.tensors == 1 and seen.runs == 1 and seen.names == {"fail": 1}, seen
-
-
-def test_a_workload_that_times_itself_refuses_the_setting():
-    @workloads.user.workload()
-    def own_loop(rec):
-        with rec.iteration("x"):
-            pass
-
-    run, _ = workloads.user._decorated_workload(own_loop, own_loop.__benchctl_workload__)
-    GRAD_HOOKS.apply("off")
-    with pytest.raises(ArgumentError, match="grad_hooks=off: each timed call .* times its own iterations"):
-        run({}, Recorder())
-    GRAD_HOOKS.switch("code")
-    run({}, Recorder())  # as written without the setting

@@ -9,19 +9,16 @@ import textwrap
 import pytest
 import torch
 
-from benchctl import ArgumentError, _timed_call, settings, _workloads as workloads
+from benchctl import _timed_call, settings
 from benchctl._causes.hooks import control
 from benchctl._causes.hooks.probe import PROBE, HooksFacts, census
 from benchctl._causes.hooks.rule import FIX, TIMING_ONLY, HooksOnEveryCall
 from benchctl._causes.hooks.setting import HOOKS
 from benchctl._probe import ProbedCall
-from benchctl._results import queries, rules
-from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from benchctl._run.recorder import Recorder
-from synthetic_results import make_doc
+from synthetic_results import judge_switched
 
 OFF = {"hooks": "off"}
 SEEN = HooksFacts(module_calls=100, runs={"forward_pre": 0, "forward": 100, "backward_pre": 0, "backward": 0},
@@ -180,26 +177,9 @@ def test_precheck_rules_it_out_where_no_hook_ran_or_no_call_was_watched():
 
 
 def _judge(factor, seen=SEEN, fail=False, during=None):
-    def readback(cell):
-        if cell["with"] != OFF:
-            return {}
-        observed = {"detached": True, "calls": 16, "held": 16}
-        back = {"hooks": {"requested": "off", "applied": observed, "observed": observed}}
-        if during is not None:
-            back["hooks"]["during"] = during
-        return back
-
-    doc = make_doc({"with": [{}, OFF]}, factor=lambda c: factor if c["with"] == OFF else 1.0,
-                   readback=readback, phase="call", control=True)
-    if fail:
-        for run in doc["runs"]:
-            if run["cell"]["with"] == OFF:
-                run.update(status="failed", phases={}, error="RuntimeError: the module's buffer was not filled\n...")
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = HooksOnEveryCall().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(HooksOnEveryCall(), OFF, {"detached": True, "calls": 16, "held": 16}, _facts(seen), factor,
+                          during=during, failure=("RuntimeError: the module's buffer was not filled\n..." if fail
+                                                  else None))
 
 
 def test_named_when_detaching_makes_it_faster_and_not_when_it_changes_nothing():
@@ -271,17 +251,3 @@ def test_probe_worker_notes_the_census(tmp_path):
     doc = runner.run_matrix(f"{path}:infer", {"iterations": 2}, {}, progress=False, control=False, probe=True)
     seen = Facts.from_probe(doc).of(PROBE)
     assert seen.module_calls == 3 and seen.runs["forward"] == 2 and seen.registered["forward"] == 2, seen
-
-
-def test_a_workload_that_times_itself_refuses_the_setting():
-    @workloads.user.workload()
-    def own_loop(rec):
-        with rec.iteration("x"):
-            pass
-
-    run, _ = workloads.user._decorated_workload(own_loop, own_loop.__benchctl_workload__)
-    HOOKS.apply("off")
-    with pytest.raises(ArgumentError, match="hooks=off: each timed call .* times its own iterations"):
-        run({}, Recorder())
-    HOOKS.switch("code")
-    run({}, Recorder())  # as written without the setting

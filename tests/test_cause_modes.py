@@ -23,7 +23,7 @@ from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from synthetic_results import make_doc
+from synthetic_results import judge_switched, make_doc
 
 OFF = {"modes": "off"}
 SEEN = ModesFacts(on={"torch function": ["Counting"], "torch dispatch": []}, runs={"Counting": 40})
@@ -243,23 +243,8 @@ def test_precheck_rules_it_out_with_no_mode_on_or_only_a_device_elsewhere():
 
 
 def _judge(factor, seen=SEEN, fail=False):
-    def readback(cell):
-        if cell["with"] != OFF:
-            return {}
-        observed = {"suspending": True, "calls": 16, "held": 16}
-        return {"modes": {"requested": "off", "applied": observed, "observed": observed}}
-
-    doc = make_doc({"with": [{}, OFF]}, factor=lambda c: factor if c["with"] == OFF else 1.0,
-                   readback=readback, phase="call", control=True)
-    if fail:
-        for run in doc["runs"]:
-            if run["cell"]["with"] == OFF:
-                run.update(status="failed", phases={}, error="RuntimeError: no default device\n...")
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = ModesLeftOn().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(ModesLeftOn(), OFF, {"suspending": True, "calls": 16, "held": 16}, _facts(seen), factor,
+                          failure="RuntimeError: no default device\n..." if fail else None)
 
 
 def test_named_when_off_makes_it_faster_with_the_fix_for_its_kind_of_mode():

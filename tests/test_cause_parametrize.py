@@ -16,12 +16,10 @@ from benchctl._causes.parametrize.probe import PROBE, ParametrizeFacts, census
 from benchctl._causes.parametrize.rule import FIX, TIMING_ONLY, Recomputed
 from benchctl._causes.parametrize.setting import PARAMETRIZE
 from benchctl._probe import ProbedCall
-from benchctl._results import queries, rules
-from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from synthetic_results import make_doc
+from synthetic_results import judge_switched
 
 CACHED = {"parametrize": "cached"}
 SEEN = ParametrizeFacts(tensors=4, recomputed=4, recomputes=32, most=8, kinds={"orthogonal": 4})
@@ -136,24 +134,9 @@ def test_precheck_rules_it_out_where_nothing_is_recomputed_twice():
 
 
 def _judge(factor, seen=SEEN, fail=False):
-    def readback(cell):
-        if cell["with"] != CACHED:
-            return {}
-        observed = {"cached": True, "calls": 16, "held": 16}
-        return {"parametrize": {"requested": "cached", "applied": observed, "observed": observed}}
-
-    doc = make_doc({"with": [{}, CACHED]}, factor=lambda c: factor if c["with"] == CACHED else 1.0,
-                   readback=readback, phase="call", control=True)
-    if fail:
-        for run in doc["runs"]:
-            if run["cell"]["with"] == CACHED:
-                run.update(status="failed", phases={},
-                           error="RuntimeError: Trying to backward through the graph a second time\n...")
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = Recomputed().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(Recomputed(), CACHED, {"cached": True, "calls": 16, "held": 16}, _facts(seen), factor,
+                          failure=("RuntimeError: Trying to backward through the graph a second time\n..." if fail
+                                   else None))
 
 
 def test_named_when_the_cache_makes_it_faster_and_not_when_it_changes_nothing():

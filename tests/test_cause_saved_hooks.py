@@ -10,19 +10,16 @@ import textwrap
 import pytest
 import torch
 
-from benchctl import ArgumentError, _timed_call, settings, _workloads as workloads
+from benchctl import _timed_call, settings
 from benchctl._causes.saved_hooks import control
 from benchctl._causes.saved_hooks.probe import PROBE, SavedHooksFacts, census
 from benchctl._causes.saved_hooks.rule import FIX, TIMING_ONLY, SavedHooksLeftOn
 from benchctl._causes.saved_hooks.setting import SAVED_HOOKS
 from benchctl._probe import ProbedCall
-from benchctl._results import queries, rules
-from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from benchctl._run.recorder import Recorder
-from synthetic_results import make_doc
+from synthetic_results import judge_switched
 
 OFF = {"saved_hooks": "off"}
 SEEN = SavedHooksFacts(on=1, packs=64, names={"pack": 64}, on_top="pack")
@@ -187,22 +184,8 @@ def test_precheck_rules_it_out_where_no_hook_was_on_or_none_packed_or_no_call_wa
 
 
 def _judge(factor, seen=SEEN, during=None):
-    def readback(cell):
-        if cell["with"] != OFF:
-            return {}
-        observed = {"set_aside": True, "on": 1, "calls": 16, "held": 16}
-        back = {"saved_hooks": {"requested": "off", "applied": observed, "observed": observed}}
-        if during is not None:
-            back["saved_hooks"]["during"] = during
-        return back
-
-    doc = make_doc({"with": [{}, OFF]}, factor=lambda c: factor if c["with"] == OFF else 1.0,
-                   readback=readback, phase="call", control=True)
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = SavedHooksLeftOn().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(SavedHooksLeftOn(), OFF, {"set_aside": True, "on": 1, "calls": 16, "held": 16}, _facts(seen),
+                          factor, during=during)
 
 
 def test_named_when_setting_them_aside_makes_it_faster_and_not_when_it_changes_nothing():
@@ -254,17 +237,3 @@ def test_worker_runs_each_timed_call_with_the_hooks_set_aside_and_the_probe_work
     doc = runner.run_matrix(f"{path}:train", {"iterations": 2}, {}, progress=False, control=False, probe=True)
     seen = Facts.from_probe(doc).of(PROBE)
     assert seen.on == 1 and seen.packs >= 1 and seen.on_top == "fail", seen
-
-
-def test_a_workload_that_times_itself_refuses_the_setting():
-    @workloads.user.workload()
-    def own_loop(rec):
-        with rec.iteration("x"):
-            pass
-
-    run, _ = workloads.user._decorated_workload(own_loop, own_loop.__benchctl_workload__)
-    SAVED_HOOKS.apply("off")
-    with pytest.raises(ArgumentError, match="saved_hooks=off: each timed call .* times its own iterations"):
-        run({}, Recorder())
-    SAVED_HOOKS.switch("code")
-    run({}, Recorder())  # as written without the setting

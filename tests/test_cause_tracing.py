@@ -12,19 +12,16 @@ import threading
 
 import pytest
 
-from benchctl import ArgumentError, _timed_call, settings, _workloads as workloads
+from benchctl import _timed_call, settings
 from benchctl._causes.tracing import control
 from benchctl._causes.tracing.probe import PROBE, On, TracingFacts, on, watching
 from benchctl._causes.tracing.rule import FIX, TIMING_ONLY, TracingLeftOn
 from benchctl._causes.tracing.setting import TRACING
 from benchctl._probe import ProbedCall
-from benchctl._results import queries, rules
-from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from benchctl._run.recorder import Recorder
-from synthetic_results import make_doc
+from synthetic_results import judge_switched
 from tracers import counting_tracer, marker
 
 OFF = {"tracing": "off"}
@@ -141,22 +138,8 @@ def test_precheck_rules_it_out_where_none_was_on_or_no_call_was_watched():
 
 
 def _judge(factor, seen=SEEN, during=None):
-    def readback(cell):
-        if cell["with"] != OFF:
-            return {}
-        observed = {"set_aside": True, "on": True, "calls": 16, "held": 16}
-        back = {"tracing": {"requested": "off", "applied": observed, "observed": observed}}
-        if during is not None:
-            back["tracing"]["during"] = during
-        return back
-
-    doc = make_doc({"with": [{}, OFF]}, factor=lambda c: factor if c["with"] == OFF else 1.0,
-                   readback=readback, phase="call", control=True)
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = TracingLeftOn().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(TracingLeftOn(), OFF, {"set_aside": True, "on": True, "calls": 16, "held": 16}, _facts(seen),
+                          factor, during=during)
 
 
 def test_named_when_taking_them_off_makes_it_faster_and_not_when_it_changes_nothing():
@@ -211,17 +194,3 @@ def test_worker_runs_each_timed_call_with_the_tracer_taken_off_and_the_probe_wor
     doc = runner.run_matrix(f"{path}:step", {"iterations": 2}, {}, progress=False, control=False, probe=True)
     seen = Facts.from_probe(doc).of(PROBE)
     assert seen == TracingFacts(trace="tracer"), seen
-
-
-def test_a_workload_that_times_itself_refuses_the_setting():
-    @workloads.user.workload()
-    def own_loop(rec):
-        with rec.iteration("x"):
-            pass
-
-    run, _ = workloads.user._decorated_workload(own_loop, own_loop.__benchctl_workload__)
-    TRACING.apply("off")
-    with pytest.raises(ArgumentError, match="tracing=off: each timed call .* times its own iterations"):
-        run({}, Recorder())
-    TRACING.switch("code")
-    run({}, Recorder())  # as written without the setting

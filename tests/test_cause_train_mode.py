@@ -17,12 +17,10 @@ from benchctl._causes.train_mode.probe import PROBE, TrainModeFacts, counting, d
 from benchctl._causes.train_mode.rule import FIX, TIMING_ONLY, TrainModeLeftOn
 from benchctl._causes.train_mode.setting import TRAIN_MODE
 from benchctl._probe import ProbedCall
-from benchctl._results import queries, rules
-from benchctl._results.analysis import analyse
 from benchctl._results.facts import Facts
 from benchctl._results.findings import Status
 from benchctl._run import runner
-from synthetic_results import make_doc
+from synthetic_results import judge_switched
 
 EVAL = {"train_mode": "eval"}
 SEEN = TrainModeFacts(module_calls=9, training_calls=9, differing_calls=4, classes={"BatchNorm1d": 2, "Dropout": 2})
@@ -164,23 +162,8 @@ def test_precheck_rules_it_out_where_nothing_trains_differently_or_the_call_comp
 
 
 def _judge(factor, seen=SEEN, fail=False):
-    def readback(cell):
-        if cell["with"] != EVAL:
-            return {}
-        observed = {"evaluating": True, "calls": 16, "held": 16}
-        return {"train_mode": {"requested": "eval", "applied": observed, "observed": observed}}
-
-    doc = make_doc({"with": [{}, EVAL]}, factor=lambda c: factor if c["with"] == EVAL else 1.0,
-                   readback=readback, phase="call", control=True)
-    if fail:
-        for run in doc["runs"]:
-            if run["cell"]["with"] == EVAL:
-                run.update(status="failed", phases={}, error="RuntimeError: expected a batch of 1\n...")
-    doc = analyse(doc)
-    ctx = rules.Context(doc, "call", queries.Comparisons(doc), facts=_facts(seen))
-    found = TrainModeLeftOn().judge(ctx)
-    assert len(found) == 1
-    return found[0]
+    return judge_switched(TrainModeLeftOn(), EVAL, {"evaluating": True, "calls": 16, "held": 16}, _facts(seen), factor,
+                          failure="RuntimeError: expected a batch of 1\n..." if fail else None)
 
 
 def test_named_when_eval_mode_makes_it_faster_and_not_when_it_changes_nothing():
