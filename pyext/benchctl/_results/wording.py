@@ -6,7 +6,7 @@ text back into numbers. A table's time columns are :mod:`.tables`'.
 
 from __future__ import annotations
 
-__all__ = ["factor", "ratio_ci", "slower_or_faster", "table_ratio", "count", "duration"]
+__all__ = ["READABLE_BOUND", "factor", "ratio_ci", "slower_or_faster", "table_ratio", "count", "duration"]
 
 
 def factor(x: float) -> str:
@@ -14,8 +14,21 @@ def factor(x: float) -> str:
     return f"{x:.3f}" if abs(x - 1.0) < 0.05 else f"{x:.2f}"
 
 
+#: An interval's bound past this factor either way is written as a bound (">1000", "<0.001"): two processes beside a
+#: wide A/A band give bounds like 0.00 and 98970471588.23, whose digits say nothing more.
+READABLE_BOUND = 1000.0
+
+
+def _bound(x: float) -> str:
+    if x > READABLE_BOUND:
+        return f">{READABLE_BOUND:g}"
+    if x < 1 / READABLE_BOUND:
+        return f"<{1 / READABLE_BOUND:g}"
+    return factor(x)
+
+
 def _interval(lo: float, hi: float, confidence: float = 0.95) -> str:
-    return f"[{confidence * 100:g}% CI {factor(lo)}, {factor(hi)}]"
+    return f"[{confidence * 100:g}% CI {_bound(lo)}, {_bound(hi)}]"
 
 
 def ratio_ci(ratio: float, ci, confidence: float = 0.95) -> str:
