@@ -22,9 +22,10 @@ import torch
 PLANT = {"target": "Net", "cause": "memory_format", "also": ["allocator", "thp"],
          "fixed": {"target": "OneFormat"}}
 
-# 112x112 images (56x56 before 2026-12-08): on an AMD EPYC of family 23 the 56x56 copies held 14-23% of the op time
-# beside its slower convolution, on both sides of the cause's 20% (named in one fresh-clone run, open in the next); at
-# 112x112, 3.2 MB a copy (0.8 MB before), past its 512 KB L2, they hold 23-31% (the fix 1.37x faster there, pairs 1.28-1.38x).
+# 112x112 images (56x56 before 2026-12-08): on an AMD EPYC of family 23 the 56x56 copies held 14-23% of the op
+# time beside its slower convolution, on both sides of the cause's 20% (named in bench/explain_planted.py, open in a
+# fresh-clone CI run); at 112x112, 3.2 MB a copy (0.8 MB before), past its 512 KB L2, they hold 23-31% (the fix
+# 1.37x faster there, pairs 1.28-1.38x).
 BATCH, CHANNELS, SIZE = 4, 16, 112
 
 
