@@ -14,7 +14,7 @@ import pytest
 
 from benchctl import _timed_call, settings
 from benchctl._causes.tracing import control
-from benchctl._causes.tracing.probe import PROBE, On, TracingFacts, on, watching
+from benchctl._causes.tracing.probe import PROBE, TracingFacts, on, watching
 from benchctl._causes.tracing.rule import FIX, TIMING_ONLY, TracingLeftOn
 from benchctl._causes.tracing.setting import TRACING
 from benchctl._probe import ProbedCall
@@ -47,7 +47,7 @@ def test_set_aside_runs_no_tracer_on_before_and_puts_them_back_unless_the_block_
     threading.settrace(for_threads)
     try:
         with control.set_aside() as taken:
-            assert taken.trace is tracer and on() == On()
+            assert taken.trace is tracer and on() == TracingFacts()
             marker()
             thread = threading.Thread(target=marker)
             thread.start()
@@ -65,7 +65,7 @@ def test_set_aside_runs_no_tracer_on_before_and_puts_them_back_unless_the_block_
         assert sys.gettrace() is own and threading._trace_hook is for_threads
     finally:
         sys.settrace(None)
-    assert on() == On(threads_trace="tracer")
+    assert on() == TracingFacts(threads_trace="tracer")
 
 
 def test_the_setting_wraps_each_timed_call_switches_and_sees_a_call_that_puts_its_tracer_back():

@@ -11,33 +11,7 @@ from typing import Iterator
 from ..._probe import EntryProbe, NoteFacts, ProbedCall, hook_name
 from . import control
 
-__all__ = ["On", "on", "watching", "TracingFacts", "TracingProbe", "PROBE", "PROBES"]
-
-
-@dataclass(frozen=True)
-class On:
-    """The trace and profile functions on at one moment, each by its function's name (None: none): the calling
-    thread's, and those threading puts on the threads started after it."""
-
-    trace: str | None = None
-    profile: str | None = None
-    threads_trace: str | None = None
-    threads_profile: str | None = None
-
-
-def on() -> On:
-    """The trace and profile functions on now, by name."""
-    return On(*(None if function is None else hook_name(function) for function in control.on()))
-
-
-@contextlib.contextmanager
-def watching() -> Iterator[list[On]]:
-    """What is on as the block begins and as it ends (a list of the two, the second there once it ended)."""
-    seen = [on()]
-    try:
-        yield seen
-    finally:
-        seen.append(on())
+__all__ = ["TracingFacts", "on", "watching", "TracingProbe", "PROBE", "PROBES"]
 
 
 # The probe note's key, written and read here only.
@@ -46,9 +20,9 @@ _TRACING = "tracing"
 
 @dataclass(frozen=True)
 class TracingFacts(NoteFacts):
-    """Over the probe worker's timed iterations (on as they began, or as they ended): the calling thread's ``trace``
-    and ``profile`` functions, and the ones threading put on the threads they started (``threads_trace``,
-    ``threads_profile``), each by name (None: none)."""
+    """The calling thread's ``trace`` and ``profile`` functions, and the ones threading puts on the threads started
+    after (``threads_trace``, ``threads_profile``), each by name (None: none): at one moment (:func:`on`), or over the
+    probe worker's timed iterations (on as they ended, else as they began)."""
 
     trace: str | None = None
     profile: str | None = None
@@ -72,6 +46,21 @@ class TracingFacts(NoteFacts):
         return "no trace or profile function was on over its timed calls (sys.gettrace(), sys.getprofile())"
 
 
+def on() -> TracingFacts:
+    """The trace and profile functions on now, by name."""
+    return TracingFacts(*(None if function is None else hook_name(function) for function in control.on()))
+
+
+@contextlib.contextmanager
+def watching() -> Iterator[list[TracingFacts]]:
+    """What is on as the block begins and as it ends (a list of the two, the second there once it ended)."""
+    seen = [on()]
+    try:
+        yield seen
+    finally:
+        seen.append(on())
+
+
 class TracingProbe(EntryProbe):
     """The trace and profile functions on over the timed iterations (none kept for a workload that times itself)."""
 
@@ -88,7 +77,7 @@ class TracingProbe(EntryProbe):
             return {}  # a @benchctl.workload function times its own iterations: no call runs them set aside
         begun, ended = seen[0], seen[-1]
         # The one on as they ended where one was, else the one on as they began (the calls turned it off).
-        return {_TRACING: {f.name: getattr(ended, f.name) or getattr(begun, f.name) for f in fields(On)}}
+        return {_TRACING: {f.name: getattr(ended, f.name) or getattr(begun, f.name) for f in fields(TracingFacts)}}
 
 
 PROBE = TracingProbe()
